@@ -1,0 +1,33 @@
+# zinc — top-level entry points. `make run` and `make test` work on a fresh Debian machine.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PROMPT ?= The three most useful things to know about the Rust borrow checker are
+N ?= 96
+
+.PHONY: all deps build models run test fuzz bench clean
+
+all: build
+
+deps:
+	./scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+models:
+	./scripts/fetch-models
+
+run: deps build models
+	$(BUILD)/zinc -m models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt "$(PROMPT)" -n $(N) --temp 0
+
+test: deps build models
+	ctest --test-dir $(BUILD) --output-on-failure -j 2
+
+fuzz:
+	./scripts/run-fuzz
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,41 @@
+// zinc/engine/sampler.h — turn logits into the next token.
+//
+// Order follows llama.cpp's default sampler chain: penalties (repetition over the last
+// `penalty_last_n` tokens, presence, frequency; as in llama-sampling / OpenAI's definitions) ->
+// top-k -> top-p -> min-p -> temperature -> draw with a seeded RNG (std::mt19937_64). temp <= 0
+// means greedy (argmax, lowest id on ties). Same seed + settings + logits => same tokens.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace zinc::engine {
+
+struct SamplerOptions {
+    float temperature = 0.8f;  // <= 0: greedy
+    int top_k = 40;            // <= 0: disabled
+    float top_p = 0.95f;       // >= 1: disabled
+    float min_p = 0.05f;       // <= 0: disabled
+    float repeat_penalty = 1.0f;     // 1: disabled
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    int penalty_last_n = 64;
+    uint64_t seed = 0xFFFFFFFFu;     // the CLI replaces the default with a random seed
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerOptions& opts);
+    /// Pick a token from (n_vocab) logits given the tokens generated/seen so far (for penalties).
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+    const SamplerOptions& options() const { return opts_; }
+
+private:
+    SamplerOptions opts_;
+    std::mt19937_64 rng_;
+    std::vector<std::pair<float, int32_t>> cand_;  // scratch
+};
+
+}  // namespace zinc::engine

@@ -1,0 +1,68 @@
+// zinc/model/model.h — a loaded model and the per-sequence inference context (the CPU tier).
+//
+// Model::load reads hyperparameters (model/config.h) and binds every weight declaratively by
+// name, shape and allowed types; a mismatch is an Error naming the tensor. Weights stay in the
+// GGUF mapping, quantized. Context owns a KV cache (f16, n_ctx positions) and runs the forward
+// pass for a chunk of tokens of one sequence.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace zinc::gguf {
+class File;
+}
+
+namespace zinc::model {
+
+struct ModelConfig;  // model/config.h
+
+struct LoadOptions {
+    int n_threads = 0;  // 0 = all hardware threads
+};
+
+class Model {
+public:
+    /// Errors: unsupported general.architecture, missing/invalid hyperparameters, a missing
+    /// tensor, or a tensor whose shape or type does not match what the architecture expects.
+    static Result<std::unique_ptr<Model>> load(const gguf::File& file, const LoadOptions& opts);
+    virtual ~Model() = default;
+    virtual const ModelConfig& config() const = 0;
+    virtual std::string arch_name() const = 0;
+    /// Bytes of the f16 KV cache for n_ctx positions (for --check memory fit).
+    virtual size_t kv_cache_bytes(int n_ctx) const = 0;
+    virtual int32_t n_vocab() const = 0;
+    virtual int32_t n_ctx_train() const = 0;
+};
+
+struct ContextOptions {
+    int n_ctx = 4096;    // KV capacity in positions
+    int n_threads = 0;   // 0 = all hardware threads
+    int n_batch = 512;   // max tokens per forward chunk (larger evals are split)
+};
+
+class Context {
+public:
+    static Result<std::unique_ptr<Context>> create(const Model& model, const ContextOptions& opts);
+    virtual ~Context() = default;
+
+    /// Run the forward pass for `tokens` at positions n_past() .. n_past()+n-1, appending to the
+    /// KV cache. Errors: a token id out of range, or the context would overflow n_ctx.
+    /// Logits of the last token are always available afterwards; with all_logits, every
+    /// token's logits are kept (logits(i) for i in [0, n)).
+    virtual Result<void> eval(std::span<const int32_t> tokens, bool all_logits = false) = 0;
+    /// (n_vocab) f32 logits of the i-th token of the last eval (-1 = last token).
+    virtual const float* logits(int i = -1) const = 0;
+    virtual int n_past() const = 0;
+    virtual int n_ctx() const = 0;
+    /// Drop positions >= n (n <= n_past); reset() is truncate(0).
+    virtual void truncate(int n) = 0;
+    void reset() { truncate(0); }
+};
+
+}  // namespace zinc::model

@@ -1,0 +1,45 @@
+// zinc/quant/quant.h — dequantize, quantize and dot products for every supported block format.
+//
+// Formats and math follow ggml (ggml-quants.c, ggml-common.h) and are checked block by block
+// against the `gguf` pip package's numpy implementation (gguf/quants.py).
+//
+// Dot products: a weight row of type W is multiplied with an activation row that has been packed
+// to type_traits(W).vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the
+// K-quants, F32 for F32/F16/BF16). Each function has a portable scalar reference and a SIMD
+// version (AVX2+FMA+F16C); the SIMD version is chosen at run time from CPUID unless
+// set_simd_enabled(false) (or env ZINC_SIMD=0) forces the reference path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace zinc::quant {
+
+/// Convert n elements of row `src` (type t) to f32. n % block_size == 0.
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+
+/// Quantize n f32 values into row `dst` of type t (reference rounding, as ggml's
+/// quantize_row_*_ref). Supported for every type including Q8_0/Q8_1/Q8_K activation packings.
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
+
+/// sum_i dequant(w)[i] * dequant(a)[i] over n elements, where w is a row of type t and a is a
+/// row of type type_traits(t).vec_dot_type. Uses SIMD when enabled.
+float vec_dot(GgmlType t, int64_t n, const void* w, const void* a);
+
+/// The scalar reference of vec_dot (same contract, no SIMD).
+float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a);
+
+/// Whether the CPU supports the SIMD path (AVX2+FMA+F16C).
+bool cpu_has_avx2();
+/// Global SIMD choice is read once from env ZINC_SIMD; this returns the effective setting.
+bool simd_enabled();
+
+/// IEEE half / bfloat16 conversions (round-to-nearest-even), exposed for ops and tests.
+float fp16_to_fp32(uint16_t h);
+uint16_t fp32_to_fp16(float f);
+float bf16_to_fp32(uint16_t h);
+uint16_t fp32_to_bf16(float f);
+
+}  // namespace zinc::quant
