@@ -38,11 +38,11 @@ std::string_view value_type_name(ValueType t);
 /// kept in `type`. Arrays hold their element type and elements (possibly nested arrays).
 struct Value {
     ValueType type = ValueType::UINT8;
+    ValueType elem_type = ValueType::UINT8;  // ARRAY
     uint64_t u = 0;        // UINT8/16/32/64, BOOL
     int64_t i = 0;         // INT8/16/32/64
     double f = 0;          // FLOAT32/64
     std::string_view str;  // STRING (points into the mapping)
-    ValueType elem_type = ValueType::UINT8;  // ARRAY
     std::vector<Value> arr;                  // ARRAY
 
     bool is_integer() const;
@@ -109,6 +109,7 @@ private:
     size_t data_offset_ = 0;
     std::vector<std::pair<std::string_view, Value>> kv_;
     std::unordered_map<std::string_view, size_t> kv_index_;
+    std::vector<size_t> kv_offsets_;  // byte offset of each metadata pair (for getter errors)
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string_view, size_t> tensor_index_;
 };
