@@ -161,24 +161,21 @@ Result<void> Parser::parse_header(uint64_t& n_tensors, uint64_t& n_kv) {
     if (!nk) return nk.error();
     n_tensors = *nt;
     n_kv = *nk;
-    // Reject counts that cannot fit before allocating anything for them.
-    const size_t rest = left();
-    if (n_kv > rest / format::kMinKvSize) {
-        return fail(16, "metadata count " + str(n_kv) + " is impossible: that many pairs need at least " +
-                            (n_kv > std::numeric_limits<uint64_t>::max() / format::kMinKvSize
+    // Reject a metadata count that cannot fit before allocating anything for it. The tensor count
+    // is checked the same way once the metadata has been read (parse_tensor_infos).
+    return check_count(n_kv, format::kMinKvSize, 16, "metadata count", "metadata pairs");
+}
+
+Result<void> Parser::check_count(uint64_t count, size_t min_item_size, size_t field_at,
+                                 std::string_view field, std::string_view items) {
+    if (count <= left() / min_item_size) return {};
+    const std::string need = count > std::numeric_limits<uint64_t>::max() / min_item_size
                                  ? std::string("2^64")
-                                 : str(n_kv * format::kMinKvSize)) +
-                            " bytes but only " + str(rest) + " follow the header");
-    }
-    if (n_tensors > rest / format::kMinTensorInfoSize) {
-        return fail(8, "tensor count " + str(n_tensors) +
-                           " is impossible: that many tensor infos need at least " +
-                           (n_tensors > std::numeric_limits<uint64_t>::max() / format::kMinTensorInfoSize
-                                ? std::string("2^64")
-                                : str(n_tensors * format::kMinTensorInfoSize)) +
-                           " bytes but only " + str(rest) + " follow the header");
-    }
-    return {};
+                                 : str(count * min_item_size);
+    return fail(field_at, std::string(field) + " " + str(count) + " needs at least " + need +
+                              " bytes of " + std::string(items) + " but only " + str(left()) +
+                              " bytes are left at byte " + str(pos_) +
+                              "; expected a count that fits the file (truncated or corrupt?)");
 }
 
 Result<void> Parser::parse_metadata(uint64_t n_kv) {
@@ -317,6 +314,7 @@ Result<void> Parser::apply_alignment() {
 }
 
 Result<void> Parser::parse_tensor_infos(uint64_t n_tensors) {
+    ZINC_TRY(check_count(n_tensors, format::kMinTensorInfoSize, 8, "tensor count", "tensor infos"));
     section_ = Section::TensorInfo;
     f_.tensors_.reserve(n_tensors);
     f_.tensor_index_.reserve(n_tensors);
@@ -432,11 +430,13 @@ Result<void> Parser::place_tensors() {
         item_name_ = ti.name;
         has_item_name_ = true;
         if (ti.offset > data_size || ti.n_bytes > data_size - ti.offset) {
-            const uint64_t start = data_offset + ti.offset;  // may exceed size_, for the message
-            return fail(tensor_info_offsets_[t],
-                        "truncated: " + context() + " data needs " + str(ti.n_bytes) +
-                            " bytes at file byte " + str(start) + " (data offset " + str(ti.offset) +
-                            ") but the file is " + str(size_) + " bytes");
+            std::string where = "data offset " + str(ti.offset);
+            if (ti.offset <= std::numeric_limits<uint64_t>::max() - data_offset) {
+                where = "file byte " + str(data_offset + ti.offset) + " (" + where + ")";
+            }
+            return fail(tensor_info_offsets_[t], "truncated: " + context() + " data needs " +
+                                                     str(ti.n_bytes) + " bytes at " + where +
+                                                     " but the file is " + str(size_) + " bytes");
         }
         ti.data = base_ + data_offset + ti.offset;
     }

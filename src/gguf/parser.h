@@ -22,6 +22,9 @@ public:
 
 private:
     Result<void> parse_header(uint64_t& n_tensors, uint64_t& n_kv);
+    /// Error unless `count` items of at least `min_item_size` bytes fit in the bytes left.
+    Result<void> check_count(uint64_t count, size_t min_item_size, size_t field_at,
+                             std::string_view field, std::string_view items);
     Result<void> parse_metadata(uint64_t n_kv);
     Result<void> parse_value(ValueType t, Value& out, int depth);
     Result<void> parse_array(Value& out, int depth);
