@@ -1,0 +1,118 @@
+// zinc/quant/dispatch.cpp — the public entry points of quant.h: argument checks, the per-type
+// kernel table, and the run-time choice between the scalar reference and the AVX2 kernels.
+#include <cstdlib>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/quant.h"
+#include "util/check.h"
+
+namespace zinc::quant {
+namespace {
+
+using namespace detail;
+
+struct Kernels {
+    GgmlType type;
+    DequantizeFn dequantize;
+    QuantizeFn quantize;
+    DotFn dot_ref;
+    DotFn dot_simd;  // null when the build has no SIMD kernel for the type
+};
+
+#if defined(ZINC_QUANT_HAVE_AVX2)
+#define ZINC_SIMD_FN(f) f
+#else
+#define ZINC_SIMD_FN(f) nullptr
+#endif
+
+constexpr Kernels kernel_table[] = {
+    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32)},
+    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16)},
+    {GgmlType::BF16, dequantize_row_bf16, quantize_row_bf16, dot_ref_bf16,
+     ZINC_SIMD_FN(dot_avx2_bf16)},
+    {GgmlType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, dot_ref_q4_0,
+     ZINC_SIMD_FN(dot_avx2_q4_0)},
+    {GgmlType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, dot_ref_q4_1,
+     ZINC_SIMD_FN(dot_avx2_q4_1)},
+    {GgmlType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, dot_ref_q5_0,
+     ZINC_SIMD_FN(dot_avx2_q5_0)},
+    {GgmlType::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, dot_ref_q5_1,
+     ZINC_SIMD_FN(dot_avx2_q5_1)},
+    {GgmlType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, dot_ref_q8_0,
+     ZINC_SIMD_FN(dot_avx2_q8_0)},
+    {GgmlType::Q8_1, dequantize_row_q8_1, quantize_row_q8_1, dot_ref_q8_1,
+     ZINC_SIMD_FN(dot_avx2_q8_1)},
+    {GgmlType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, dot_ref_q2_k,
+     ZINC_SIMD_FN(dot_avx2_q2_k)},
+    {GgmlType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, dot_ref_q3_k,
+     ZINC_SIMD_FN(dot_avx2_q3_k)},
+    {GgmlType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, dot_ref_q4_k,
+     ZINC_SIMD_FN(dot_avx2_q4_k)},
+    {GgmlType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, dot_ref_q5_k,
+     ZINC_SIMD_FN(dot_avx2_q5_k)},
+    {GgmlType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, dot_ref_q6_k,
+     ZINC_SIMD_FN(dot_avx2_q6_k)},
+    {GgmlType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, dot_ref_q8_k,
+     ZINC_SIMD_FN(dot_avx2_q8_k)},
+};
+
+const Kernels& kernels(GgmlType t) {
+    for (const Kernels& k : kernel_table) {
+        if (k.type == t) return k;
+    }
+    ZINC_CHECK(false && "no kernels for this GgmlType");
+    std::abort();
+}
+
+void check_row(GgmlType t, int64_t n) {
+    const TypeTraits& tt = type_traits(t);
+    ZINC_CHECK(n >= 0 && n % tt.block_size == 0);
+}
+
+bool read_simd_setting() {
+    if (!cpu_has_avx2()) return false;
+    const char* env = std::getenv("ZINC_SIMD");
+    return !(env != nullptr && std::strcmp(env, "0") == 0);
+}
+
+}  // namespace
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                            __builtin_cpu_supports("f16c");
+    return has;
+#else
+    return false;
+#endif
+}
+
+bool simd_enabled() {
+    static const bool enabled = read_simd_setting();
+    return enabled;
+}
+
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
+    check_row(t, n);
+    kernels(t).dequantize(src, dst, n);
+}
+
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
+    check_row(t, n);
+    kernels(t).quantize(src, dst, n);
+}
+
+float vec_dot(GgmlType t, int64_t n, const void* w, const void* a) {
+    check_row(t, n);
+    const Kernels& k = kernels(t);
+    if (k.dot_simd != nullptr && simd_enabled()) return k.dot_simd(n, w, a);
+    return k.dot_ref(n, w, a);
+}
+
+float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a) {
+    check_row(t, n);
+    return kernels(t).dot_ref(n, w, a);
+}
+
+}  // namespace zinc::quant

@@ -1,0 +1,484 @@
+// zinc/quant/dot_avx2.cpp — AVX2/FMA/F16C dot products, weight row x packed activation row.
+// Same contracts as dot_ref.cpp; results differ from it only by float summation order.
+//
+// Integer products use vpmaddubsw (u8 x s8 -> pairs summed to s16) followed by vpmaddwd (s16 x
+// s16 -> pairs summed to s32). Signed x signed products (Q4_0/Q5_0/Q8_0 x Q8_0) move the sign of
+// the weight onto the activation first (|w| x sign(a, w)). No s16 saturation is possible: the
+// weight magnitudes are <= 128 and the Q8 activations are in [-127, 127], so a pair sums to at
+// most 2 * 128 * 127 < 32767; the K-quants use unsigned weights <= 63.
+#include "quant/blocks.h"
+
+#if defined(ZINC_QUANT_HAVE_AVX2)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/quant.h"
+
+namespace zinc::quant::detail {
+namespace {
+
+inline float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float hsum_ps128(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+// 16 packed bytes -> 32 bytes: low nibbles in lanes 0-15, high nibbles in lanes 16-31.
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+// 32 bits (little-endian) -> 32 bytes, byte i = 0xFF if bit i is set, else 0.
+inline __m256i expand_bits(const uint8_t* qh) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, sizeof bits);
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(bits));
+    // byte i takes source byte i / 8 (lanes are 128-bit, so the high lane indexes bytes 2, 3)
+    const __m256i spread = _mm256_shuffle_epi8(
+        v, _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// sum of adjacent products u8 x s8, widened to 8 x s32.
+inline __m256i dot_us8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// sum of adjacent products s8 x s8, widened to 8 x s32.
+inline __m256i dot_ss8(__m256i x, __m256i y) {
+    return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+// Shuffle mask for _mm_shuffle_epi8 that repeats byte 2g eight times then byte 2g+1 eight times;
+// after sign/zero extension to 16 x s16 the low 128-bit lane holds scale 2g, the high one 2g+1.
+inline __m128i pair_mask(int g) {
+    return _mm_set_epi8(static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
+                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
+                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
+                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
+                        static_cast<char>(2 * g), static_cast<char>(2 * g), static_cast<char>(2 * g),
+                        static_cast<char>(2 * g), static_cast<char>(2 * g), static_cast<char>(2 * g),
+                        static_cast<char>(2 * g), static_cast<char>(2 * g));
+}
+
+inline __m256i scale_pair_s8(__m128i scales, int g) {
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pair_mask(g)));
+}
+
+// Broadcast the 16-bit word w of a 128-bit vector to all 16 lanes of a 256-bit vector.
+inline __m256i broadcast_word(__m128i v, int w) {
+    const __m128i m = _mm_set1_epi16(static_cast<short>((2 * w) | ((2 * w + 1) << 8)));
+    return _mm256_broadcastsi128_si256(_mm_shuffle_epi8(v, m));
+}
+
+}  // namespace
+
+float dot_avx2_f32(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const float*>(w);
+    const auto* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+    }
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; ++i) sum += x[i] * y[i];
+    return sum;
+}
+
+float dot_avx2_f16(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const uint16_t*>(w);
+    const auto* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 x0 =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+        const __m256 x1 =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 8)));
+        acc0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y + i + 8), acc1);
+    }
+    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) sum += half(x[i]) * y[i];
+    return sum;
+}
+
+float dot_avx2_bf16(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const uint16_t*>(w);
+    const auto* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    auto load_bf16 = [](const uint16_t* p) {
+        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    };
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(load_bf16(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(load_bf16(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+    }
+    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) sum += bf16_to_fp32(x[i]) * y[i];
+    return sum;
+}
+
+float dot_avx2_q4_0(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ4_0*>(w);
+    const auto* y = static_cast<const BlockQ8_0*>(a);
+    const int64_t nb = n / qk4_0;
+    const __m256i off = _mm256_set1_epi8(8);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {  // two blocks per iteration: independent FMA chains
+        const __m256i qx0 = _mm256_sub_epi8(unpack_nibbles(x[i].qs), off);
+        const __m256i qx1 = _mm256_sub_epi8(unpack_nibbles(x[i + 1].qs), off);
+        const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), off);
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_avx2_q4_1(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ4_1*>(w);
+    const auto* y = static_cast<const BlockQ8_1*>(a);
+    const int64_t nb = n / qk4_1;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float summs = 0.0f;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m256i qx0 = unpack_nibbles(x[i].qs);
+        const __m256i qx1 = unpack_nibbles(x[i + 1].qs);
+        const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        summs += half(x[i].m) * half(y[i].s) + half(x[i + 1].m) * half(y[i + 1].s);
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_us8(qx0, qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_us8(qx1, qy1)), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i qx = unpack_nibbles(x[i].qs);
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        summs += half(x[i].m) * half(y[i].s);
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(qx, qy)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + summs;
+}
+
+float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ5_0*>(w);
+    const auto* y = static_cast<const BlockQ8_0*>(a);
+    const int64_t nb = n / qk5_0;
+    const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    // q - 16 as a signed byte: nibble | 0xF0 when the fifth bit is clear (nibble - 16), the bare
+    // nibble when it is set (nibble + 16 - 16).
+    auto load_q = [&](const BlockQ5_0& b) {
+        return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_andnot_si256(expand_bits(b.qh), f0));
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m256i qx0 = load_q(x[i]);
+        const __m256i qx1 = load_q(x[i + 1]);
+        const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i qx = load_q(x[i]);
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_avx2_q5_1(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ5_1*>(w);
+    const auto* y = static_cast<const BlockQ8_1*>(a);
+    const int64_t nb = n / qk5_1;
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i qx =
+            _mm256_or_si256(unpack_nibbles(x[i].qs), _mm256_and_si256(expand_bits(x[i].qh), b4));
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        summs += half(x[i].m) * half(y[i].s);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(qx, qy)), acc);
+    }
+    return hsum_ps(acc) + summs;
+}
+
+float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ8_0*>(w);
+    const auto* y = static_cast<const BlockQ8_0*>(a);
+    const int64_t nb = n / qk8_0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m256i qx0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+        const __m256i qx1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i + 1].qs));
+        const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_avx2_q8_1(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ8_1*>(w);
+    const auto* y = static_cast<const BlockQ8_1*>(a);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / qk8_1; ++i) {
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ2_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    float summ_total = 0.0f;
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = y[i].d * half(x[i].d);
+        const float dmin = y[i].d * half(x[i].dmin);
+        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+        const __m128i scales = _mm_and_si128(sc8, m4);
+        const __m128i mins = _mm_and_si128(_mm_srli_epi16(sc8, 4), m4);
+        // min term: sum_k (scales[k] >> 4) * bsums[k]
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i pm = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mins), bsums);
+        const __m128i pm4 = _mm_add_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1));
+        const __m128i pm2 = _mm_add_epi32(pm4, _mm_unpackhi_epi64(pm4, pm4));
+        const int summ = _mm_cvtsi128_si32(pm2) + _mm_extract_epi32(pm2, 1);
+        summ_total -= dmin * static_cast<float>(summ);
+
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+            const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
+            for (int s = 0; s < 4; ++s) {
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qbits, 2 * s), m3);
+                const __m256i qy = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(y[i].qs + 128 * c + 32 * s));
+                const __m256i p = _mm256_maddubs_epi16(q, qy);
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * c + s)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc) + summ_total;
+}
+
+float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ3_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = y[i].d * half(x[i].d);
+        int8_t sc[16];
+        unpack_scales_q3_k(x[i].scales, sc);
+        const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+        const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+            const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
+            for (int s = 0; s < 4; ++s) {
+                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qbits, 2 * s), m3);
+                // 4 where the high bit is clear (those elements carry a -4 offset), else 0
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hbits, 4 * c + s), one);
+                const __m256i sub4 = _mm256_slli_epi16(_mm256_xor_si256(hb, one), 2);
+                const __m256i qy = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(y[i].qs + 128 * c + 32 * s));
+                const __m256i p =
+                    _mm256_sub_epi16(_mm256_maddubs_epi16(lo, qy), _mm256_maddubs_epi16(sub4, qy));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * c + s)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+namespace {
+
+// Q4_K/Q5_K scale field -> 16 bytes: 8 scales then 8 mins (see unpack_scale_min_k4 in blocks.h;
+// this is the same rule done on 32-bit words).
+inline __m128i unpack_scale_min_k4_vec(const uint8_t* q) {
+    uint32_t w[3];
+    std::memcpy(w, q, 12);
+    constexpr uint32_t low6 = 0x3F3F3F3F, low4 = 0x0F0F0F0F, low2 = 0x03030303;
+    uint32_t out[4];
+    out[0] = w[0] & low6;                                            // scales 0-3
+    out[1] = (w[2] & low4) | (((w[0] >> 6) & low2) << 4);            // scales 4-7
+    out[2] = w[1] & low6;                                            // mins 0-3
+    out[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4);     // mins 4-7
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(out));
+}
+
+// Shared Q4_K/Q5_K body; kHigh selects whether the fifth bit from qh is added.
+template <bool kHigh, typename Block>
+float dot_avx2_k4(int64_t n, const Block* x, const BlockQ8_K* y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 acc_m = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = y[i].d * half(x[i].d);
+        const float dmin = -y[i].d * half(x[i].dmin);
+        const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scale_min_k4_vec(x[i].scales));
+        // min term: sum_j m[j] * (bsums[2j] + bsums[2j+1])
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m128i pair_sums =
+            _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sc_m, 1), pair_sums);
+        acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pm), acc_m);
+
+        const __m128i scales = _mm256_castsi256_si128(sc_m);
+        __m256i hbits = _mm256_setzero_si256();
+        if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
+            __m256i ql = _mm256_and_si256(qbits, m4);
+            __m256i qh = _mm256_and_si256(_mm256_srli_epi16(qbits, 4), m4);
+            if constexpr (kHigh) {
+                const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one);
+                const __m256i h2 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one);
+                ql = _mm256_or_si256(ql, _mm256_slli_epi16(h1, 4));
+                qh = _mm256_or_si256(qh, _mm256_slli_epi16(h2, 4));
+            }
+            const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * c));
+            const __m256i y2 =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * c + 32));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ql, y1), broadcast_word(scales, 2 * c));
+            const __m256i p2 =
+                _mm256_madd_epi16(_mm256_maddubs_epi16(qh, y2), broadcast_word(scales, 2 * c + 1));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p1, p2));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc) + hsum_ps128(acc_m);
+}
+
+}  // namespace
+
+float dot_avx2_q4_k(int64_t n, const void* w, const void* a) {
+    return dot_avx2_k4<false>(n, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
+}
+
+float dot_avx2_q5_k(int64_t n, const void* w, const void* a) {
+    return dot_avx2_k4<true>(n, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
+}
+
+float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ6_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m2 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = y[i].d * half(x[i].d);
+        const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+        // The -32 offset: 32 * sum_k scale[k] * bsums[k], subtracted from the integer sum.
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+        const __m256i off = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales), bsums);
+        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+        for (int h = 0; h < 2; ++h) {
+            const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h));
+            const __m256i l1 =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h + 32));
+            const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+            for (int k = 0; k < 4; ++k) {
+                const __m256i qy = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * k));
+                const __m256i p = _mm256_maddubs_epi16(q[k], qy);
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * h + k)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+float dot_avx2_q8_k(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockQ8_K*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < qk_k; j += 32) {
+            const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + j));
+            const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + j));
+            sumi = _mm256_add_epi32(sumi, dot_ss8(qx, qy));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc);
+}
+
+}  // namespace zinc::quant::detail
+
+#endif  // ZINC_QUANT_HAVE_AVX2

@@ -1,0 +1,121 @@
+// tests/tools/quant_tool.cpp — a small CLI over zinc's quant library for the Python oracle tests
+// (tests/py/test_quant_oracle.py). Binary in, binary out, little-endian, no headers:
+//
+//   quant_tool dequant TYPE        stdin: raw blocks of TYPE          stdout: f32 values
+//   quant_tool quant TYPE          stdin: f32 values                  stdout: raw blocks of TYPE
+//   quant_tool dot TYPE N R        stdin: R weight rows of TYPE (N elements each), then R*N f32
+//                                  activations. stdout: the R activation rows packed to
+//                                  vec_dot_type(TYPE), then R f32 vec_dot results, then R f32
+//                                  vec_dot_ref results.
+//   quant_tool info                prints "simd=<0|1> avx2=<0|1>"
+//
+// TYPE is a name as in type_name() ("q4_K", "f16", ...). Exit code 2 on a usage error.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace {
+
+using zinc::quant::GgmlType;
+
+std::optional<GgmlType> parse_type(const std::string& name) {
+    for (uint32_t raw = 0; raw < 64; ++raw) {
+        auto tt = zinc::quant::find_type_traits(raw);
+        if (tt && tt->name == name) return tt->type;
+    }
+    return std::nullopt;
+}
+
+std::vector<char> read_stdin() {
+    std::freopen(nullptr, "rb", stdin);
+    std::vector<char> buf;
+    char tmp[1 << 16];
+    size_t got;
+    while ((got = std::fread(tmp, 1, sizeof tmp, stdin)) > 0) buf.insert(buf.end(), tmp, tmp + got);
+    return buf;
+}
+
+void write_out(const void* p, size_t n) { std::fwrite(p, 1, n, stdout); }
+
+int usage(const char* msg) {
+    std::fprintf(stderr, "quant_tool: %s\n", msg);
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) return usage("usage: quant_tool dequant|quant|dot|info ...");
+    const std::string cmd = argv[1];
+    if (cmd == "info") {
+        std::printf("simd=%d avx2=%d\n", zinc::quant::simd_enabled() ? 1 : 0,
+                    zinc::quant::cpu_has_avx2() ? 1 : 0);
+        return 0;
+    }
+    if (argc < 3) return usage("missing TYPE");
+    const auto type = parse_type(argv[2]);
+    if (!type) return usage("unknown TYPE");
+    const auto& tt = zinc::quant::type_traits(*type);
+    std::freopen(nullptr, "wb", stdout);
+
+    if (cmd == "dequant") {
+        const std::vector<char> in = read_stdin();
+        if (in.size() % tt.type_size != 0) return usage("input is not a whole number of blocks");
+        const int64_t n = static_cast<int64_t>(in.size() / tt.type_size) * tt.block_size;
+        std::vector<float> out(static_cast<size_t>(n));
+        zinc::quant::dequantize_row(*type, in.data(), out.data(), n);
+        write_out(out.data(), out.size() * sizeof(float));
+        return 0;
+    }
+    if (cmd == "quant") {
+        const std::vector<char> in = read_stdin();
+        const int64_t n = static_cast<int64_t>(in.size() / sizeof(float));
+        if (in.size() % sizeof(float) != 0 || n % tt.block_size != 0) {
+            return usage("input is not a whole number of blocks of f32");
+        }
+        std::vector<float> x(static_cast<size_t>(n));
+        std::memcpy(x.data(), in.data(), in.size());
+        std::vector<char> out(zinc::quant::row_size(*type, n));
+        zinc::quant::quantize_row(*type, x.data(), out.data(), n);
+        write_out(out.data(), out.size());
+        return 0;
+    }
+    if (cmd == "dot") {
+        if (argc < 5) return usage("dot needs TYPE N R");
+        const int64_t n = std::stoll(argv[3]);
+        const int64_t r = std::stoll(argv[4]);
+        if (n <= 0 || r <= 0 || n % tt.block_size != 0) return usage("bad N or R");
+        const GgmlType vdt = tt.vec_dot_type;
+        if (n % zinc::quant::type_traits(vdt).block_size != 0) return usage("N not a multiple of the activation block");
+        const size_t wrow = zinc::quant::row_size(*type, n);
+        const size_t arow = zinc::quant::row_size(vdt, n);
+        const std::vector<char> in = read_stdin();
+        const size_t need = static_cast<size_t>(r) * (wrow + static_cast<size_t>(n) * sizeof(float));
+        if (in.size() != need) return usage("dot: input size does not match TYPE N R");
+        std::vector<float> act(static_cast<size_t>(n));
+        std::vector<char> packed(static_cast<size_t>(r) * arow);
+        std::vector<float> simd(static_cast<size_t>(r)), ref(static_cast<size_t>(r));
+        for (int64_t i = 0; i < r; ++i) {
+            std::memcpy(act.data(), in.data() + static_cast<size_t>(r) * wrow +
+                                        static_cast<size_t>(i * n) * sizeof(float),
+                        static_cast<size_t>(n) * sizeof(float));
+            char* a = packed.data() + static_cast<size_t>(i) * arow;
+            zinc::quant::quantize_row(vdt, act.data(), a, n);
+            const char* w = in.data() + static_cast<size_t>(i) * wrow;
+            simd[static_cast<size_t>(i)] = zinc::quant::vec_dot(*type, n, w, a);
+            ref[static_cast<size_t>(i)] = zinc::quant::vec_dot_ref(*type, n, w, a);
+        }
+        write_out(packed.data(), packed.size());
+        write_out(simd.data(), simd.size() * sizeof(float));
+        write_out(ref.data(), ref.size() * sizeof(float));
+        return 0;
+    }
+    return usage("unknown command");
+}
