@@ -1,0 +1,88 @@
+// zinc/backend/cpu/f16_vec.cpp — f32/f16 dot, axpy and conversion, AVX2+F16C with scalar path.
+#include "backend/cpu/f16_vec.h"
+
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#include <immintrin.h>
+#define ZINC_F16_SIMD 1
+#endif
+
+#include "quant/quant.h"
+
+namespace zinc::cpu {
+namespace {
+
+#ifdef ZINC_F16_SIMD
+inline float hsum(__m256 v) {
+    __m128 lo = _mm256_castps256_ps128(v);
+    __m128 hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+#endif
+
+bool use_simd() {
+#ifdef ZINC_F16_SIMD
+    static const bool on = quant::simd_enabled();
+    return on;
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+float dot_f32_f16(const float* a, const uint16_t* b, int64_t n) {
+    int64_t i = 0;
+    float sum = 0.0f;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        __m256 acc0 = _mm256_setzero_ps();
+        __m256 acc1 = _mm256_setzero_ps();
+        for (; i + 16 <= n; i += 16) {
+            const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+            const __m256 b1 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), b1, acc1);
+        }
+        for (; i + 8 <= n; i += 8) {
+            const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, acc0);
+        }
+        sum = hsum(_mm256_add_ps(acc0, acc1));
+    }
+#endif
+    for (; i < n; ++i) sum += a[i] * quant::fp16_to_fp32(b[i]);
+    return sum;
+}
+
+void axpy_f16(float s, const uint16_t* x, float* y, int64_t n) {
+    int64_t i = 0;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        const __m256 vs = _mm256_set1_ps(s);
+        for (; i + 8 <= n; i += 8) {
+            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, xv, _mm256_loadu_ps(y + i)));
+        }
+    }
+#endif
+    for (; i < n; ++i) y[i] += s * quant::fp16_to_fp32(x[i]);
+}
+
+void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
+    int64_t i = 0;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        for (; i + 8 <= n; i += 8) {
+            const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+        }
+    }
+#endif
+    for (; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
+}
+
+}  // namespace zinc::cpu

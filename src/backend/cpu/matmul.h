@@ -1,0 +1,72 @@
+// zinc/backend/cpu/matmul.h — quantized weight x f32 activation products (the linear layers).
+//
+// A weight is a row-major matrix of n_rows rows of n_cols elements in any GGUF block type,
+// read in place from the model mapping. Activations x are f32 (n_tokens, n_cols), row-major.
+// They are packed once per call with quant::quantize_row to the weight's vec_dot type (Q8_0,
+// Q8_1, Q8_K or F32) and that packing is shared by every weight row and every job of the call.
+//
+// Work split: all jobs' rows are cut into blocks of a few rows, handed out dynamically through
+// an atomic counter (a core busy with something else does not stall the op). Inside a block the
+// weight rows stay in L1 while every token of the chunk is multiplied with them, so a prefill
+// chunk streams each weight byte from memory once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backend/cpu/thread_pool.h"
+#include "quant/types.h"
+
+namespace zinc::cpu {
+
+/// A weight matrix view: (n_rows, n_cols), rows of row_bytes bytes each.
+struct MatView {
+    quant::GgmlType type = quant::GgmlType::F32;
+    int64_t n_cols = 0;
+    int64_t n_rows = 0;
+    const uint8_t* data = nullptr;
+    size_t row_bytes = 0;
+};
+
+/// One output of a matmul call: y[t * ldy + r] = dot(w row r, x row t) (+ bias[r]).
+struct MatmulJob {
+    const MatView* w = nullptr;
+    float* y = nullptr;
+    int64_t ldy = 0;               // floats between consecutive tokens' outputs (>= w->n_rows)
+    const float* bias = nullptr;   // (n_rows) f32, optional
+};
+
+/// Reusable packing buffers and the work counter. One per Context; grows, never shrinks.
+class MatmulScratch {
+public:
+    MatmulScratch();
+    ~MatmulScratch();
+    /// Make sure packing n_tokens rows of n_cols for `n_types` vec_dot types fits.
+    void reserve(int n_types, size_t bytes_per_type);
+    uint8_t* buffer(int i) { return bufs_[i].get(); }
+    std::atomic<int64_t>& counter() { return counter_; }
+
+    static constexpr int kMaxTypes = 4;
+
+private:
+    struct Free {
+        void operator()(uint8_t* p) const;
+    };
+    std::unique_ptr<uint8_t, Free> bufs_[kMaxTypes];
+    size_t cap_ = 0;
+    alignas(64) std::atomic<int64_t> counter_{0};
+};
+
+/// Run every job on the same activations x (n_tokens rows, row stride ldx floats, n_cols =
+/// jobs' common n_cols). ZINC_CHECKs that all jobs share n_cols.
+void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob> jobs,
+            const float* x, int n_tokens, int64_t ldx);
+
+/// Single-job convenience.
+void matmul(ThreadPool& pool, MatmulScratch& scratch, const MatView& w, const float* x,
+            int n_tokens, int64_t ldx, float* y, int64_t ldy, const float* bias = nullptr);
+
+}  // namespace zinc::cpu

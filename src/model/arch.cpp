@@ -1,0 +1,50 @@
+// zinc/model/arch.cpp — the architecture table.
+#include "model/arch.h"
+
+#include <array>
+
+#include "models/factories.h"
+#include "util/check.h"
+
+namespace zinc::model {
+namespace {
+
+// Facts per architecture (llama.cpp: llama-model.cpp hparams loading and llama_model_rope_type):
+//   llama  — RoPE NORM (the HF->GGUF converter permutes Q/K rows into adjacent pairs)
+//   gemma3 — RoPE NEOX; 5 of every 6 layers use the sliding window with RoPE base 10000, the
+//            6th is global with <arch>.rope.freq_base
+//   qwen2, qwen3 — RoPE NEOX
+const std::array<ArchInfo, 4> kArchTable = {{
+    {Arch::Llama, "llama", cpu::RopeMode::Norm, 0, 0.0f, &models::make_llama},
+    {Arch::Gemma3, "gemma3", cpu::RopeMode::Neox, 6, 10000.0f, &models::make_gemma3},
+    {Arch::Qwen2, "qwen2", cpu::RopeMode::Neox, 0, 0.0f, &models::make_qwen2},
+    {Arch::Qwen3, "qwen3", cpu::RopeMode::Neox, 0, 0.0f, &models::make_qwen3},
+}};
+
+}  // namespace
+
+const ArchInfo* find_arch(std::string_view name) {
+    for (const ArchInfo& a : kArchTable) {
+        if (a.name == name) return &a;
+    }
+    return nullptr;
+}
+
+const ArchInfo& arch_info(Arch arch) {
+    for (const ArchInfo& a : kArchTable) {
+        if (a.arch == arch) return a;
+    }
+    ZINC_CHECK(false && "arch missing from table");
+    std::abort();
+}
+
+std::string supported_arch_list() {
+    std::string s;
+    for (const ArchInfo& a : kArchTable) {
+        if (!s.empty()) s += ", ";
+        s += a.name;
+    }
+    return s;
+}
+
+}  // namespace zinc::model

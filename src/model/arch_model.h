@@ -1,0 +1,33 @@
+// zinc/model/arch_model.h — internal base of every architecture's Model: the config, the bound
+// weights, and the forward pass the Context calls.
+#pragma once
+
+#include <deque>
+#include <string>
+
+#include "model/config.h"
+#include "model/forward_state.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace zinc::model {
+
+class ArchModel : public Model {
+public:
+    explicit ArchModel(ModelConfig cfg) : cfg_(std::move(cfg)) {}
+    const ModelConfig& config() const override { return cfg_; }
+    std::string arch_name() const override { return cfg_.arch_name; }
+    size_t kv_cache_bytes(int n_ctx) const override { return KvCache::bytes(cfg_, n_ctx); }
+    int32_t n_vocab() const override { return cfg_.n_vocab; }
+    int32_t n_ctx_train() const override { return cfg_.n_ctx_train; }
+
+    /// Run tokens st.tokens[0..n_tokens) at positions st.pos0.. and write the logits. The
+    /// caller has validated ids and capacity.
+    virtual void forward(ForwardState& st) const = 0;
+
+protected:
+    ModelConfig cfg_;
+    std::deque<Weight> weights_;  // bound tensors (pointers into the GGUF mapping)
+};
+
+}  // namespace zinc::model

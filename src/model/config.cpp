@@ -1,0 +1,197 @@
+// zinc/model/config.cpp — hyperparameters from GGUF metadata, validated.
+#include "model/config.h"
+
+#include <cmath>
+
+#include "gguf/gguf.h"
+#include "model/tensor_names.h"
+
+namespace zinc::model {
+namespace {
+
+class KeyReader {
+public:
+    KeyReader(const gguf::File& f, std::string_view arch) : f_(f), arch_(arch) {}
+
+    std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+    // Integer key; Error when absent and required, or present with a non-integer type.
+    Result<std::optional<int64_t>> get_int(std::string_view suffix) const {
+        return f_.get_int(key(suffix));
+    }
+    Result<int64_t> require_int(std::string_view suffix) const {
+        auto r = f_.get_int(key(suffix));
+        if (!r.ok()) return r.error();
+        if (!r.value()) {
+            return make_error(f_.path() + ": missing metadata key " + key(suffix) +
+                              " (integer, required for architecture " + arch_ + ")");
+        }
+        return *r.value();
+    }
+    Result<std::optional<double>> get_float(std::string_view suffix) const {
+        return f_.get_float(key(suffix));
+    }
+    const gguf::File& file() const { return f_; }
+
+private:
+    const gguf::File& f_;
+    std::string arch_;
+};
+
+Error bad(const gguf::File& f, const std::string& key, int64_t v, const std::string& expected) {
+    return make_error(f.path() + ": metadata " + key + " = " + std::to_string(v) + ", expected " +
+                      expected);
+}
+
+}  // namespace
+
+cpu::RopeParams ModelConfig::rope(int il) const {
+    cpu::RopeParams p;
+    p.n_rot = n_rot;
+    p.mode = rope_mode;
+    p.freq_base = is_swa(il) ? rope_freq_base_swa : rope_freq_base;
+    p.freq_scale = is_swa(il) ? rope_freq_scale_swa : rope_freq_scale;
+    return p;
+}
+
+cpu::AttentionParams ModelConfig::attention(int il) const {
+    cpu::AttentionParams p;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.head_dim_k = head_dim_k;
+    p.head_dim_v = head_dim_v;
+    p.scale = attn_scale;
+    p.window = window(il);
+    return p;
+}
+
+Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
+    ModelConfig c;
+    c.arch = info.arch;
+    c.arch_name = std::string(info.name);
+    c.rope_mode = info.rope_mode;
+    const KeyReader k(file, info.name);
+    constexpr int64_t kMaxDim = 1 << 20;
+
+    auto read_dim = [&](std::string_view suffix, int32_t& out, int64_t lo,
+                        int64_t hi) -> Result<void> {
+        auto r = k.require_int(suffix);
+        if (!r.ok()) return r.error();
+        if (r.value() < lo || r.value() > hi) {
+            return bad(file, k.key(suffix), r.value(),
+                       "a value in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        }
+        out = static_cast<int32_t>(r.value());
+        return {};
+    };
+    auto read_opt_dim = [&](std::string_view suffix, int32_t& out, int32_t dflt, int64_t lo,
+                            int64_t hi) -> Result<void> {
+        auto r = k.get_int(suffix);
+        if (!r.ok()) return r.error();
+        if (!r.value()) {
+            out = dflt;
+            return {};
+        }
+        const int64_t v = *r.value();
+        if (v < lo || v > hi) {
+            return bad(file, k.key(suffix), v,
+                       "a value in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        }
+        out = static_cast<int32_t>(v);
+        return {};
+    };
+
+    ZINC_TRY(read_dim("block_count", c.n_layer, 1, 4096));
+    ZINC_TRY(read_dim("embedding_length", c.n_embd, 1, kMaxDim));
+    ZINC_TRY(read_dim("feed_forward_length", c.n_ff, 1, kMaxDim));
+    ZINC_TRY(read_dim("attention.head_count", c.n_head, 1, 4096));
+    ZINC_TRY(read_opt_dim("attention.head_count_kv", c.n_head_kv, c.n_head, 1, c.n_head));
+    if (c.n_head % c.n_head_kv != 0) {
+        return bad(file, k.key("attention.head_count_kv"), c.n_head_kv,
+                   "a divisor of attention.head_count (" + std::to_string(c.n_head) + ")");
+    }
+    auto key_length = k.get_int("attention.key_length");
+    if (!key_length.ok()) return key_length.error();
+    if (c.n_embd % c.n_head != 0 && !key_length.value().has_value()) {
+        return bad(file, k.key("embedding_length"), c.n_embd,
+                   "a multiple of attention.head_count when attention.key_length is absent");
+    }
+    ZINC_TRY(read_opt_dim("attention.key_length", c.head_dim_k, c.n_embd / c.n_head, 2, 65536));
+    ZINC_TRY(read_opt_dim("attention.value_length", c.head_dim_v, c.head_dim_k, 1, 65536));
+    ZINC_TRY(read_opt_dim("context_length", c.n_ctx_train, 4096, 1, int64_t(1) << 30));
+    ZINC_TRY(read_opt_dim("rope.dimension_count", c.n_rot, c.head_dim_k, 2, c.head_dim_k));
+    if (c.n_rot % 2 != 0) return bad(file, k.key("rope.dimension_count"), c.n_rot, "an even value");
+
+    auto eps = k.get_float("attention.layer_norm_rms_epsilon");
+    if (!eps.ok()) return eps.error();
+    if (!eps.value()) {
+        return make_error(file.path() + ": missing metadata key " +
+                          k.key("attention.layer_norm_rms_epsilon") +
+                          " (float, required for architecture " + c.arch_name + ")");
+    }
+    if (!(*eps.value() > 0 && *eps.value() < 1)) {
+        return make_error(file.path() + ": metadata " + k.key("attention.layer_norm_rms_epsilon") +
+                          " = " + std::to_string(*eps.value()) + ", expected a value in (0, 1)");
+    }
+    c.rms_eps = static_cast<float>(*eps.value());
+
+    auto base = k.get_float("rope.freq_base");
+    if (!base.ok()) return base.error();
+    c.rope_freq_base = base.value() ? static_cast<float>(*base.value()) : 10000.0f;
+    if (!(c.rope_freq_base > 0)) {
+        return make_error(file.path() + ": metadata " + k.key("rope.freq_base") +
+                          " must be positive");
+    }
+    // Linear RoPE scaling (rope.scaling.type "linear" + rope.scaling.factor, or the older
+    // rope.scale_linear). Other scaling types (yarn, longrope) are not supported.
+    auto scaling = file.get_string(k.key("rope.scaling.type"));
+    if (!scaling.ok()) return scaling.error();
+    if (scaling.value() && *scaling.value() != "none" && *scaling.value() != "linear") {
+        return make_error(file.path() + ": metadata " + k.key("rope.scaling.type") + " = \"" +
+                          std::string(*scaling.value()) +
+                          "\" is not supported (supported: none, linear)");
+    }
+    auto factor = k.get_float("rope.scaling.factor");
+    if (!factor.ok()) return factor.error();
+    if (!factor.value()) {
+        factor = k.get_float("rope.scale_linear");
+        if (!factor.ok()) return factor.error();
+    }
+    if (factor.value() && *factor.value() != 0.0 &&
+        !(scaling.value() && *scaling.value() == "none")) {
+        if (!(*factor.value() > 0)) {
+            return make_error(file.path() + ": metadata " + k.key("rope.scaling.factor") +
+                              " must be positive");
+        }
+        c.rope_freq_scale = static_cast<float>(1.0 / *factor.value());
+    }
+    c.rope_freq_base_swa = info.rope_freq_base_swa > 0 ? info.rope_freq_base_swa : c.rope_freq_base;
+    c.rope_freq_scale_swa = info.rope_freq_base_swa > 0 ? 1.0f : c.rope_freq_scale;
+
+    if (info.swa_pattern > 0) {
+        auto sw = k.get_int("attention.sliding_window");
+        if (!sw.ok()) return sw.error();
+        if (sw.value() && *sw.value() > 0) {
+            c.sliding_window = static_cast<int32_t>(std::min<int64_t>(*sw.value(), 1 << 30));
+            c.layer_swa.assign(c.n_layer, 0);
+            for (int il = 0; il < c.n_layer; ++il) {
+                c.layer_swa[il] = (il + 1) % info.swa_pattern != 0 ? 1 : 0;
+            }
+        }
+    }
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+
+    const gguf::TensorInfo* emb = file.find_tensor(tn::global(tn::kTokenEmbd));
+    if (!emb) {
+        return make_error(file.path() + ": missing tensor " + tn::global(tn::kTokenEmbd) +
+                          " (required by architecture " + c.arch_name + ")");
+    }
+    if (emb->ne[1] < 1 || emb->ne[1] > (int64_t(1) << 24)) {
+        return make_error(file.path() + ": tensor " + tn::global(tn::kTokenEmbd) + " has " +
+                          std::to_string(emb->ne[1]) + " rows, expected a vocabulary size");
+    }
+    c.n_vocab = static_cast<int32_t>(emb->ne[1]);
+    return c;
+}
+
+}  // namespace zinc::model

@@ -1,0 +1,65 @@
+// zinc/model/config.h — ModelConfig: the hyperparameters of a decoder-only transformer, read
+// from the GGUF "<arch>.*" keys (names as in llama.cpp's llama-arch.cpp LLM_KV_NAMES):
+//   <arch>.block_count, .embedding_length, .feed_forward_length, .context_length,
+//   .attention.head_count, .attention.head_count_kv, .attention.key_length,
+//   .attention.value_length, .attention.layer_norm_rms_epsilon, .attention.sliding_window,
+//   .rope.dimension_count, .rope.freq_base, .rope.scaling.type, .rope.scaling.factor.
+// Per-layer differences (sliding window, RoPE base) are exposed through accessors taking il.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/rope.h"
+#include "model/arch.h"
+#include "util/result.h"
+
+namespace zinc::gguf {
+class File;
+}
+
+namespace zinc::model {
+
+struct ModelConfig {
+    Arch arch = Arch::Llama;
+    std::string arch_name;     // general.architecture
+    int32_t n_layer = 0;
+    int32_t n_embd = 0;        // residual stream width
+    int32_t n_head = 0;
+    int32_t n_head_kv = 0;
+    int32_t head_dim_k = 0;    // attention.key_length (default n_embd / n_head)
+    int32_t head_dim_v = 0;    // attention.value_length (default head_dim_k)
+    int32_t n_ff = 0;          // feed-forward hidden width
+    int32_t n_vocab = 0;       // rows of token_embd.weight
+    int32_t n_ctx_train = 0;
+    int32_t n_rot = 0;         // rope.dimension_count (default head_dim_k)
+    float rms_eps = 1e-5f;
+
+    cpu::RopeMode rope_mode = cpu::RopeMode::Norm;
+    float rope_freq_base = 10000.0f;
+    float rope_freq_scale = 1.0f;       // 1 / rope.scaling.factor for linear scaling
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
+    int32_t sliding_window = 0;         // 0: none
+    std::vector<uint8_t> layer_swa;     // (n_layer) 1 where the layer uses the sliding window
+    float attn_scale = 1.0f;            // multiplies q.k; 1/sqrt(head_dim_k) by default
+
+    int32_t q_dim() const { return n_head * head_dim_k; }
+    int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }
+    int32_t kv_dim_v() const { return n_head_kv * head_dim_v; }
+    int32_t attn_out_dim() const { return n_head * head_dim_v; }
+    bool is_swa(int il) const { return !layer_swa.empty() && layer_swa[il] != 0; }
+    /// Sliding window of layer il (0 = full causal attention).
+    int window(int il) const { return is_swa(il) ? sliding_window : 0; }
+    /// RoPE parameters of layer il (local layers may use another base).
+    cpu::RopeParams rope(int il) const;
+    cpu::AttentionParams attention(int il) const;
+};
+
+/// Read and validate the hyperparameters of `info`'s architecture. n_vocab is taken from
+/// token_embd.weight's row count. Errors name the file and the missing or invalid key.
+Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info);
+
+}  // namespace zinc::model

@@ -1,0 +1,34 @@
+// zinc/model/tensor_names.h — GGUF tensor names (llama.cpp's LLM_TENSOR_NAMES convention).
+// Global tensors are "<base>.weight"; per-layer tensors are "blk.<il>.<base>.<suffix>".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace zinc::model::tn {
+
+inline constexpr std::string_view kTokenEmbd = "token_embd";
+inline constexpr std::string_view kOutputNorm = "output_norm";
+inline constexpr std::string_view kOutput = "output";
+inline constexpr std::string_view kRopeFreqs = "rope_freqs";
+
+inline constexpr std::string_view kAttnNorm = "attn_norm";
+inline constexpr std::string_view kAttnQ = "attn_q";
+inline constexpr std::string_view kAttnK = "attn_k";
+inline constexpr std::string_view kAttnV = "attn_v";
+inline constexpr std::string_view kAttnOut = "attn_output";
+inline constexpr std::string_view kAttnQNorm = "attn_q_norm";
+inline constexpr std::string_view kAttnKNorm = "attn_k_norm";
+inline constexpr std::string_view kAttnPostNorm = "post_attention_norm";
+inline constexpr std::string_view kFfnNorm = "ffn_norm";
+inline constexpr std::string_view kFfnGate = "ffn_gate";
+inline constexpr std::string_view kFfnUp = "ffn_up";
+inline constexpr std::string_view kFfnDown = "ffn_down";
+inline constexpr std::string_view kFfnPostNorm = "post_ffw_norm";
+
+/// "<base>.<suffix>", e.g. global("output_norm") == "output_norm.weight".
+std::string global(std::string_view base, std::string_view suffix = "weight");
+/// "blk.<il>.<base>.<suffix>", e.g. layer(3, kAttnQ) == "blk.3.attn_q.weight".
+std::string layer(int il, std::string_view base, std::string_view suffix = "weight");
+
+}  // namespace zinc::model::tn

@@ -1,0 +1,160 @@
+// zinc/models/blocks.cpp — shared transformer blocks over the CPU ops.
+#include "models/blocks.h"
+
+#include <cstdio>
+#include <string>
+
+#include "backend/cpu/activations.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/elementwise.h"
+#include "backend/cpu/embedding.h"
+#include "backend/cpu/f16_vec.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/norm.h"
+#include "backend/cpu/rope.h"
+
+namespace zinc::models {
+namespace {
+
+// Run fn(r0, r1) over [0, n_rows): inline for a single row (decode), split across the pool
+// otherwise.
+template <class F>
+void parallel_rows(ForwardState& st, int64_t n_rows, F&& fn) {
+    if (n_rows <= 1 || st.pool.n_threads() == 1) {
+        fn(int64_t{0}, n_rows);
+        return;
+    }
+    st.pool.run([&](int ith, int nth) {
+        const cpu::Range r = cpu::split_range(n_rows, ith, nth);
+        if (r.begin < r.end) fn(r.begin, r.end);
+    });
+}
+
+}  // namespace
+
+void dump(const ForwardState& st, std::string_view name, int il, const float* data, int64_t dim) {
+    if (st.dump.name.empty()) return;
+    std::string full = il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name)
+                               : std::string(name);
+    if (!st.dump.wants(full)) return;
+    std::fprintf(stderr, "ZINC_DUMP %s pos0=%lld shape=[%lld, %d]:", full.c_str(),
+                 static_cast<long long>(st.pos0), static_cast<long long>(dim), st.n_tokens);
+    for (int64_t i = 0; i < dim * st.n_tokens; ++i) std::fprintf(stderr, " %.6g", data[i]);
+    std::fprintf(stderr, "\n");
+}
+
+void embed(ForwardState& st, const Weight& tok_embd, float scale) {
+    const int64_t dim = tok_embd.mat.n_cols;
+    parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
+        cpu::get_rows(tok_embd.mat, st.tokens + r0, static_cast<int>(r1 - r0),
+                      st.ws.x.data() + r0 * dim, scale);
+    });
+    dump(st, "inp_embd", -1, st.ws.x.data(), dim);
+}
+
+void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y,
+              int64_t dim) {
+    const float* wd = w.f32();
+    parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
+        cpu::rms_norm_rows(x + r0 * dim, wd, y + r0 * dim, r1 - r0, dim, eps);
+    });
+}
+
+void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const AttentionWeights& w,
+                    const float* xn, float* out) {
+    model::Workspace& ws = st.ws;
+    const int n = st.n_tokens;
+    const int64_t q_dim = cfg.q_dim(), kd = cfg.kv_dim_k(), vd = cfg.kv_dim_v();
+
+    const cpu::MatmulJob qkv[3] = {
+        {&w.wq->mat, ws.q.data(), q_dim, w.bq ? w.bq->f32() : nullptr},
+        {&w.wk->mat, ws.k.data(), kd, w.bk ? w.bk->f32() : nullptr},
+        {&w.wv->mat, ws.v.data(), vd, w.bv ? w.bv->f32() : nullptr},
+    };
+    cpu::matmul(st.pool, st.mm, qkv, xn, n, cfg.n_embd);
+    dump(st, "Qcur", il, ws.q.data(), q_dim);
+    dump(st, "Kcur", il, ws.k.data(), kd);
+    dump(st, "Vcur", il, ws.v.data(), vd);
+
+    cpu::RopeParams rp = cfg.rope(il);
+    if (w.rope_freqs) rp.freq_factors = w.rope_freqs->f32();
+    const float* qn = w.q_norm ? w.q_norm->f32() : nullptr;
+    const float* kn = w.k_norm ? w.k_norm->f32() : nullptr;
+    parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t pos = st.pos0 + t;
+            float* cs = ws.rope_cs.data() + t * cfg.n_rot;
+            cpu::rope_cache(rp, pos, cs);
+            float* qt = ws.q.data() + t * q_dim;
+            float* kt = ws.k.data() + t * kd;
+            if (qn) {
+                for (int h = 0; h < cfg.n_head; ++h) {
+                    float* qh = qt + static_cast<int64_t>(h) * cfg.head_dim_k;
+                    cpu::rms_norm(qh, qn, qh, cfg.head_dim_k, cfg.rms_eps);
+                }
+            }
+            if (kn) {
+                for (int h = 0; h < cfg.n_head_kv; ++h) {
+                    float* kh = kt + static_cast<int64_t>(h) * cfg.head_dim_k;
+                    cpu::rms_norm(kh, kn, kh, cfg.head_dim_k, cfg.rms_eps);
+                }
+            }
+            cpu::rope_apply(rp, cs, qt, cfg.n_head, cfg.head_dim_k);
+            cpu::rope_apply(rp, cs, kt, cfg.n_head_kv, cfg.head_dim_k);
+            cpu::f32_to_f16_row(kt, st.kv.k_row(il, pos), kd);
+            cpu::f32_to_f16_row(ws.v.data() + t * vd, st.kv.v_row(il, pos), vd);
+        }
+    });
+
+    cpu::attention(st.pool, cfg.attention(il), ws.q.data(), q_dim, n, st.pos0, st.kv.view(il),
+                   ws.attn.data(), cfg.attn_out_dim(), ws.scores.data());
+    dump(st, "kqv_out", il, ws.attn.data(), cfg.attn_out_dim());
+    cpu::matmul(st.pool, st.mm, w.wo->mat, ws.attn.data(), n, cfg.attn_out_dim(), out,
+                cfg.n_embd);
+    dump(st, "attn_out", il, out, cfg.n_embd);
+}
+
+void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeights& w,
+               Activation act, const float* xn, float* out) {
+    model::Workspace& ws = st.ws;
+    const int n = st.n_tokens;
+    const int64_t ff = cfg.n_ff;
+    const cpu::MatmulJob gu[2] = {
+        {&w.gate->mat, ws.gate.data(), ff, nullptr},
+        {&w.up->mat, ws.up.data(), ff, nullptr},
+    };
+    cpu::matmul(st.pool, st.mm, gu, xn, n, cfg.n_embd);
+    parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
+        float* g = ws.gate.data() + t0 * ff;
+        const float* u = ws.up.data() + t0 * ff;
+        if (act == Activation::SiLU) {
+            cpu::swiglu(g, u, g, (t1 - t0) * ff);
+        } else {
+            cpu::geglu(g, u, g, (t1 - t0) * ff);
+        }
+    });
+    cpu::matmul(st.pool, st.mm, w.down->mat, ws.gate.data(), n, ff, out, cfg.n_embd);
+    dump(st, "ffn_out", il, out, cfg.n_embd);
+}
+
+void add_residual(ForwardState& st, float* x, const float* y, int64_t dim) {
+    parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
+        cpu::add(x + r0 * dim, y + r0 * dim, x + r0 * dim, (r1 - r0) * dim);
+    });
+}
+
+void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
+                 const Weight& lm_head, float softcap) {
+    if (!st.logits) return;  // a prefill chunk whose logits nobody asked for
+    model::Workspace& ws = st.ws;
+    const int64_t d = cfg.n_embd;
+    const int first = st.all_logits ? 0 : st.n_tokens - 1;
+    const int n_out = st.n_tokens - first;
+    cpu::rms_norm_rows(ws.x.data() + first * d, norm.f32(), ws.xn.data(), n_out, d, cfg.rms_eps);
+    cpu::matmul(st.pool, st.mm, lm_head.mat, ws.xn.data(), n_out, d, st.logits, cfg.n_vocab);
+    if (softcap > 0.0f) {
+        cpu::softcap(st.logits, softcap, static_cast<int64_t>(n_out) * cfg.n_vocab);
+    }
+}
+
+}  // namespace zinc::models
