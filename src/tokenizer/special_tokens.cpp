@@ -1,0 +1,99 @@
+// zinc/tokenizer/special_tokens.cpp — special-token partition via a byte trie (see header).
+#include "tokenizer/special_tokens.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace zinc::tokenizer {
+
+SpecialMatcher::SpecialMatcher(const Vocab& vocab) {
+    std::vector<TokenId> cands;
+    for (TokenId id = 0; id < vocab.size(); ++id)
+        if (vocab.attrs(id) & (attr::kControl | attr::kUserDefined | attr::kUnknown))
+            cands.push_back(id);
+    // Longest first; equal lengths by id (llama.cpp's std::sort leaves their order unspecified,
+    // which only matters for two equal-length special tokens overlapping in the text).
+    std::stable_sort(cands.begin(), cands.end(), [&](TokenId a, TokenId b) {
+        return vocab.text(a).size() > vocab.text(b).size();
+    });
+    nodes_.emplace_back();
+    for (uint32_t rank = 0; rank < cands.size(); ++rank) {
+        const TokenId id = cands[rank];
+        const auto text = vocab.text(id);
+        attrs_by_rank_.push_back(vocab.attrs(id));
+        len_by_rank_.push_back(static_cast<uint32_t>(text.size()));
+        uint32_t node = 0;
+        for (unsigned char c : text) {
+            const uint64_t key = (static_cast<uint64_t>(node) << 8) | c;
+            auto it = edges_.find(key);
+            if (it == edges_.end()) {
+                nodes_.emplace_back();
+                it = edges_.emplace(key, static_cast<uint32_t>(nodes_.size() - 1)).first;
+            }
+            node = it->second;
+        }
+        if (nodes_[node].token < 0) {  // texts are unique in a vocab, so this always holds
+            nodes_[node].token = id;
+            nodes_[node].rank = rank;
+        }
+    }
+}
+
+uint32_t SpecialMatcher::child(uint32_t node, uint8_t byte) const {
+    auto it = edges_.find((static_cast<uint64_t>(node) << 8) | byte);
+    return it == edges_.end() ? 0 : it->second;
+}
+
+std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool parse_special) const {
+    std::vector<Fragment> out;
+    if (text.empty()) return out;
+    struct Hit {
+        uint32_t rank;
+        uint32_t pos;
+        TokenId token;
+    };
+    std::vector<Hit> hits;
+    if (nodes_.size() > 1) {
+        for (size_t i = 0; i < text.size(); ++i) {
+            uint32_t node = 0;
+            for (size_t j = i; j < text.size(); ++j) {
+                node = child(node, static_cast<uint8_t>(text[j]));
+                if (node == 0) break;
+                const Node& nd = nodes_[node];
+                if (nd.token < 0) continue;
+                const uint32_t a = attrs_by_rank_[nd.rank];
+                if (!parse_special && (a & (attr::kControl | attr::kUnknown))) continue;
+                hits.push_back({nd.rank, static_cast<uint32_t>(i), nd.token});
+            }
+        }
+    }
+    if (hits.empty()) {
+        out.push_back({false, -1, 0, text.size()});
+        return out;
+    }
+    std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
+    });
+    std::vector<uint8_t> claimed(text.size(), 0);
+    std::vector<Hit> accepted;
+    for (const Hit& h : hits) {
+        const uint32_t len = len_by_rank_[h.rank];
+        bool free = true;
+        for (uint32_t k = 0; k < len && free; ++k) free = !claimed[h.pos + k];
+        if (!free) continue;
+        std::fill(claimed.begin() + h.pos, claimed.begin() + h.pos + len, 1);
+        accepted.push_back(h);
+    }
+    std::sort(accepted.begin(), accepted.end(),
+              [](const Hit& a, const Hit& b) { return a.pos < b.pos; });
+    size_t cur = 0;
+    for (const Hit& h : accepted) {
+        if (h.pos > cur) out.push_back({false, -1, cur, h.pos - cur});
+        out.push_back({true, h.token, 0, 0});
+        cur = h.pos + len_by_rank_[h.rank];
+    }
+    if (cur < text.size()) out.push_back({false, -1, cur, text.size() - cur});
+    return out;
+}
+
+}  // namespace zinc::tokenizer
