@@ -1,0 +1,245 @@
+// zinc/cli/bench.cpp — `zinc bench`: prompt processing (ppN) and token generation (tgN) speed,
+// measured the way llama-bench measures them, so the two can be compared on one file:
+//   ppN: from an empty KV cache, one eval of N tokens (BOS then random ids), timed.
+//   tgN: from an empty KV cache, N single-token evals (BOS then random ids, no sampling), timed.
+// One untimed warm-up of each, then -r repetitions; tokens/s is reported as mean ± sample
+// standard deviation over repetitions. Also reports peak resident memory (getrusage).
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/default_model.h"
+#include "cli/host_info.h"
+#include "cli/model_loader.h"
+#include "cli/validators.h"
+#include "gguf/gguf.h"
+
+namespace zinc::cli {
+
+namespace {
+
+struct BenchOptions {
+    std::string model_path;
+    int n_prompt = 512;
+    int n_gen = 128;
+    int reps = 5;
+    int n_threads = 0;
+    int n_batch = 512;
+    bool json = false;
+};
+
+struct TestResult {
+    std::string name;  // "pp512" / "tg128"
+    int n_prompt = 0, n_gen = 0;
+    std::vector<double> samples_ns;
+    std::vector<double> samples_ts;
+    double avg_ts() const {
+        double s = 0;
+        for (double x : samples_ts) s += x;
+        return samples_ts.empty() ? 0 : s / static_cast<double>(samples_ts.size());
+    }
+    double sd_ts() const {
+        if (samples_ts.size() < 2) return 0;
+        const double m = avg_ts();
+        double s = 0;
+        for (double x : samples_ts) s += (x - m) * (x - m);
+        return std::sqrt(s / static_cast<double>(samples_ts.size() - 1));
+    }
+    double avg_ns() const {
+        double s = 0;
+        for (double x : samples_ns) s += x;
+        return samples_ns.empty() ? 0 : s / static_cast<double>(samples_ns.size());
+    }
+};
+
+using Clock = std::chrono::steady_clock;
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += static_cast<char>(c);
+        } else if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            o += buf;
+        } else {
+            o += static_cast<char>(c);
+        }
+    }
+    return o;
+}
+
+std::string json_array(const std::vector<double>& v, const char* fmt) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, fmt, v[i]);
+        s += (i ? ", " : "") + std::string(buf);
+    }
+    return s + "]";
+}
+
+class Runner {
+public:
+    Runner(model::Context& ctx, int32_t n_vocab, int32_t bos)
+        : ctx_(ctx), n_vocab_(n_vocab), bos_(bos), rng_(1234) {}
+
+    // Time one test; returns nanoseconds, or an error message.
+    Result<double> pp(int n) {
+        std::vector<int32_t> toks(static_cast<size_t>(n));
+        for (auto& t : toks) t = random_token();
+        if (bos_ >= 0) toks[0] = bos_;
+        ctx_.reset();
+        const auto t0 = Clock::now();
+        if (auto r = ctx_.eval(toks); !r) return r.error();
+        return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+    Result<double> tg(int n) {
+        ctx_.reset();
+        int32_t tok = bos_ >= 0 ? bos_ : random_token();
+        const auto t0 = Clock::now();
+        for (int i = 0; i < n; ++i) {
+            const int32_t one[1] = {tok};
+            if (auto r = ctx_.eval(one); !r) return r.error();
+            tok = random_token();
+        }
+        return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+
+private:
+    int32_t random_token() {
+        return static_cast<int32_t>(rng_() % static_cast<uint64_t>(n_vocab_));
+    }
+    model::Context& ctx_;
+    int32_t n_vocab_;
+    int32_t bos_;
+    std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+    BenchOptions o;
+    CLI::App app{"zinc bench: prompt processing and generation speed, like llama-bench",
+                 "zinc bench"};
+    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test; 0: skip")
+        ->check(int_in(0, 1 << 20))->capture_default_str();
+    app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test; 0: skip")
+        ->check(int_in(0, 1 << 20))->capture_default_str();
+    app.add_option("-r,--repetitions", o.reps, "timed repetitions of each test")
+        ->check(int_in(1, 1000))->capture_default_str();
+    app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
+        ->check(int_in(0, 1024))->capture_default_str();
+    app.add_option("-b,--batch-size", o.n_batch, "max tokens per forward chunk")
+        ->check(int_in(1, 1 << 20))->capture_default_str();
+    app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
+    if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+
+    std::string path = o.model_path;
+    if (path.empty()) {
+        auto p = find_or_fetch_default_model();
+        if (!p) return report_error(p.error().message, kExitFailure);
+        path = p.value();
+    }
+    const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
+    LoaderOptions lo;
+    lo.n_threads = n_threads;
+    lo.progress = !o.json;
+    auto loaded = load_model(path, lo);
+    if (!loaded) return report_error(loaded.error().message);
+    LoadedModel& m = loaded.value();
+
+    model::ContextOptions co;
+    co.n_ctx = std::max(1, o.n_prompt + o.n_gen);
+    co.n_threads = n_threads;
+    co.n_batch = o.n_batch;
+    auto ctx_r = model::Context::create(*m.model, co);
+    if (!ctx_r) return report_error(ctx_r.error().message);
+    model::Context& ctx = *ctx_r.value();
+    Runner run(ctx, m.model->n_vocab(), m.tok->bos());
+
+    std::vector<TestResult> results;
+    if (o.n_prompt > 0) results.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, 0, {}, {}});
+    if (o.n_gen > 0) results.push_back({"tg" + std::to_string(o.n_gen), 0, o.n_gen, {}, {}});
+
+    uint64_t weight_bytes = 0, n_params = 0;
+    for (const auto& t : m.file->tensors()) {
+        weight_bytes += t.n_bytes;
+        n_params += static_cast<uint64_t>(t.n_elements());
+    }
+    const std::string model_desc = m.model->arch_name() + " " +
+                                   path.substr(path.find_last_of('/') + 1);
+    if (!o.json) {
+        std::printf("| %-40s | %10s | %9s | %-7s | %7s | %8s | %18s |\n", "model", "size",
+                    "params", "backend", "threads", "test", "t/s");
+        std::printf("| %.40s | %.10s | %.9s | %.7s | %.7s | %.8s | %.18s |\n",
+                    "----------------------------------------", "----------:", "---------:",
+                    "-------", "------:", "-------:", "-----------------:");
+        std::fflush(stdout);
+    }
+    for (auto& t : results) {
+        const int n = t.n_prompt > 0 ? t.n_prompt : t.n_gen;
+        auto once = [&]() { return t.n_prompt > 0 ? run.pp(n) : run.tg(n); };
+        // Warm-up (untimed), as llama-bench does: one pp of the same size, or one tg token.
+        if (auto w = t.n_prompt > 0 ? run.pp(n) : run.tg(1); !w)
+            return report_error(w.error().message, kExitFailure);
+        for (int r = 0; r < o.reps; ++r) {
+            auto ns = once();
+            if (!ns) return report_error(ns.error().message, kExitFailure);
+            t.samples_ns.push_back(ns.value());
+            t.samples_ts.push_back(1e9 * n / ns.value());
+        }
+        if (!o.json) {
+            char ts[64];
+            std::snprintf(ts, sizeof ts, "%.2f ± %.2f", t.avg_ts(), t.sd_ts());
+            std::printf("| %-40s | %10s | %7.2f M | %-7s | %7d | %8s | %18s |\n",
+                        model_desc.c_str(), format_bytes(weight_bytes).c_str(),
+                        static_cast<double>(n_params) / 1e6, "CPU", n_threads, t.name.c_str(), ts);
+            std::fflush(stdout);
+        }
+    }
+
+    const uint64_t rss = peak_rss_bytes();
+    const uint64_t kv = m.model->kv_cache_bytes(ctx.n_ctx());
+    const uint64_t budget = m.file->file_size() + kv + (64ull << 20);
+    if (o.json) {
+        std::printf("[\n");
+        for (size_t i = 0; i < results.size(); ++i) {
+            const auto& t = results[i];
+            std::printf(
+                "  {\"engine\": \"zinc\", \"build\": \"%s\", \"model_filename\": \"%s\", "
+                "\"model_type\": \"%s\", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64
+                ", \"model_file_bytes\": %zu, \"n_threads\": %d, \"n_batch\": %d, "
+                "\"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"test\": \"%s\", "
+                "\"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": %s, "
+                "\"samples_ts\": %s, \"peak_rss_bytes\": %" PRIu64 ", \"kv_cache_bytes\": %" PRIu64
+                "}%s\n",
+                json_escape(version_line()).c_str(), json_escape(path).c_str(),
+                json_escape(model_desc).c_str(), weight_bytes, n_params, m.file->file_size(),
+                n_threads, o.n_batch, t.n_prompt, t.n_gen, ctx.n_ctx(), t.name.c_str(),
+                t.avg_ns(), t.avg_ts(), t.sd_ts(), json_array(t.samples_ns, "%.0f").c_str(),
+                json_array(t.samples_ts, "%.6f").c_str(), rss, kv,
+                i + 1 < results.size() ? "," : "");
+        }
+        std::printf("]\n");
+    } else {
+        std::printf("\npeak RSS %s; budget: model file %s + KV cache %s (n_ctx %d) + 64 MiB = %s "
+                    "(%s)\n",
+                    format_bytes(rss).c_str(), format_bytes(m.file->file_size()).c_str(),
+                    format_bytes(kv).c_str(), ctx.n_ctx(), format_bytes(budget).c_str(),
+                    rss <= budget ? "within" : "OVER");
+    }
+    return kExitOk;
+}
+
+}  // namespace zinc::cli

@@ -1,0 +1,34 @@
+// zinc/cli/cli.h — the zinc command's subcommands (entry points) and the conventions they share.
+//
+// Exit status: 0 success; 1 a failure that is not the user's input (a failed download, a
+// forward pass error, a --check with FAIL lines); 2 bad input (flags, numbers, files, models).
+// Bad input is reported as exactly one line on stderr: "zinc: error: <what, where, expected>".
+#pragma once
+
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
+namespace zinc::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+/// `zinc [-m FILE] --prompt TEXT ...`, `zinc --check`, `zinc --version` (run.cpp).
+int run_main(int argc, char** argv);
+/// `zinc inspect FILE` (inspect.cpp).
+int inspect_main(int argc, char** argv);
+/// `zinc bench [-m FILE] [-p N] [-n N] [-r N] [-t N] [--json]` (bench.cpp).
+int bench_main(int argc, char** argv);
+
+/// Print "zinc: error: <msg>" on one line to stderr and return `code`.
+int report_error(std::string_view msg, int code = kExitBadInput);
+
+/// Parse argv with CLI11. Returns -1 when the caller should continue; otherwise the exit status
+/// to return right away (0 after --help, 2 after a parse error, printed as one line).
+int parse_args(CLI::App& app, int argc, char** argv);
+
+}  // namespace zinc::cli

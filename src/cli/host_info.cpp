@@ -1,0 +1,174 @@
+// zinc/cli/host_info.cpp — probing the host (cpuid via the compiler's builtins, /proc) and
+// describing the build (predefined macros, version and commit from CMake).
+#include "cli/host_info.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace zinc::cli {
+
+namespace {
+
+struct Feature {
+    const char* name;
+    bool cpu;
+    bool build;
+};
+
+std::vector<Feature> features() {
+    std::vector<Feature> f;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    auto add = [&](const char* name, bool cpu, bool build) { f.push_back({name, cpu, build}); };
+    // The __builtin_cpu_supports argument must be a literal, hence one line a feature.
+    add("sse4.2", __builtin_cpu_supports("sse4.2"),
+#ifdef __SSE4_2__
+        true);
+#else
+        false);
+#endif
+    add("avx", __builtin_cpu_supports("avx"),
+#ifdef __AVX__
+        true);
+#else
+        false);
+#endif
+    add("avx2", __builtin_cpu_supports("avx2"),
+#ifdef __AVX2__
+        true);
+#else
+        false);
+#endif
+    add("fma", __builtin_cpu_supports("fma"),
+#ifdef __FMA__
+        true);
+#else
+        false);
+#endif
+    add("f16c", __builtin_cpu_supports("f16c"),
+#ifdef __F16C__
+        true);
+#else
+        false);
+#endif
+    add("bmi2", __builtin_cpu_supports("bmi2"),
+#ifdef __BMI2__
+        true);
+#else
+        false);
+#endif
+    add("avx512f", __builtin_cpu_supports("avx512f"),
+#ifdef __AVX512F__
+        true);
+#else
+        false);
+#endif
+    add("avx512bw", __builtin_cpu_supports("avx512bw"),
+#ifdef __AVX512BW__
+        true);
+#else
+        false);
+#endif
+    add("avx512vnni", __builtin_cpu_supports("avx512vnni"),
+#ifdef __AVX512VNNI__
+        true);
+#else
+        false);
+#endif
+#endif
+    return f;
+}
+
+uint64_t meminfo_kib(const std::string& text, const std::string& key) {
+    auto p = text.find(key + ":");
+    if (p == std::string::npos) return 0;
+    return std::strtoull(text.c_str() + p + key.size() + 1, nullptr, 10);
+}
+
+}  // namespace
+
+HostInfo probe_host() {
+    HostInfo h;
+    h.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    h.cpu_model = "unknown";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) == 0) {
+            auto c = line.find(':');
+            if (c != std::string::npos) h.cpu_model = line.substr(line.find_first_not_of(" \t", c + 1));
+            break;
+        }
+    }
+    for (const auto& f : features()) {
+        if (f.cpu) h.cpu_features.emplace_back(f.name);
+        if (f.build) h.build_features.emplace_back(f.name);
+        if (f.build && !f.cpu) h.missing.emplace_back(f.name);
+    }
+    std::ifstream mi("/proc/meminfo");
+    std::string text((std::istreambuf_iterator<char>(mi)), std::istreambuf_iterator<char>());
+    h.mem_total = meminfo_kib(text, "MemTotal") * 1024;
+    h.mem_available = meminfo_kib(text, "MemAvailable") * 1024;
+    return h;
+}
+
+std::string build_description() {
+    std::string s = "g++ " __VERSION__;
+#ifdef __clang__
+    s = "clang " __clang_version__;
+#endif
+#ifdef __OPTIMIZE__
+    s += ", optimised";
+#else
+    s += ", not optimised";
+#endif
+#ifdef NDEBUG
+    s += ", NDEBUG";
+#endif
+#ifdef ZINC_BUILD_TYPE
+    s += ", " ZINC_BUILD_TYPE;
+#endif
+    s += ", simd:";
+    auto f = features();
+    bool any = false;
+    for (const auto& x : f)
+        if (x.build) {
+            s += std::string(" ") + x.name;
+            any = true;
+        }
+    if (!any) s += " baseline only";
+    return s;
+}
+
+std::string version_line() {
+#ifdef ZINC_VERSION
+    std::string s = "zinc " ZINC_VERSION;
+#else
+    std::string s = "zinc (unknown version)";
+#endif
+#ifdef ZINC_GIT_COMMIT
+    if (std::string(ZINC_GIT_COMMIT).size() > 0) s += " (commit " ZINC_GIT_COMMIT ")";
+#endif
+    return s;
+}
+
+uint64_t peak_rss_bytes() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string format_bytes(uint64_t n) {
+    char buf[64];
+    const double d = static_cast<double>(n);
+    if (n >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1ull << 30));
+    else if (n >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1ull << 20));
+    else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", d / 1024);
+    else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+    return buf;
+}
+
+}  // namespace zinc::cli

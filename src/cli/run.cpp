@@ -1,0 +1,200 @@
+// zinc/cli/run.cpp — the default command: load a model, prefill the prompt, sample and stream
+// text to stdout until an end-of-generation token or -n tokens, then print one timing line to
+// stderr. Also routes --version and --check (check.cpp).
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/check.h"
+#include "cli/cli.h"
+#include "cli/default_model.h"
+#include "cli/host_info.h"
+#include "cli/model_loader.h"
+#include "cli/validators.h"
+#include "engine/sampler.h"
+
+namespace zinc::cli {
+
+namespace {
+
+struct RunOptions {
+    std::string model_path;  // empty: the default model
+    std::string prompt;
+    bool prompt_given = false;
+    int n_predict = 128;   // -1: until an end-of-generation token or the context is full
+    int n_ctx = 4096;      // 0: the model's training context
+    int n_threads = 0;     // 0: all hardware threads
+    bool echo = true;      // print the prompt before the continuation (as llama.cpp does)
+    bool check = false;
+    bool version = false;
+    bool seed_given = false;
+    engine::SamplerOptions sampling;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double rate(int n, double s) { return s > 0 ? n / s : 0.0; }
+
+void write_out(const std::string& s) {
+    if (s.empty()) return;
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+}
+
+int generate(const RunOptions& o) {
+    std::string path = o.model_path;
+    if (path.empty()) {
+        auto p = find_or_fetch_default_model();
+        if (!p) return report_error(p.error().message, kExitFailure);
+        path = p.value();
+    }
+    const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
+    LoaderOptions lo;
+    lo.n_threads = n_threads;
+    auto loaded = load_model(path, lo);
+    if (!loaded) return report_error(loaded.error().message);
+    LoadedModel& m = loaded.value();
+
+    model::ContextOptions co;
+    co.n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
+    co.n_threads = n_threads;
+    auto ctx_r = model::Context::create(*m.model, co);
+    if (!ctx_r) return report_error(ctx_r.error().message);
+    model::Context& ctx = *ctx_r.value();
+
+    // Special-token text in the prompt (e.g. "<|im_start|>") is parsed as the special token, as
+    // llama.cpp's completion tool does, so a chat turn can be written by hand.
+    std::vector<int32_t> tokens = m.tok->encode(o.prompt, /*add_special=*/true,
+                                                /*parse_special=*/true);
+    if (tokens.empty()) return report_error("the prompt is empty (and the model adds no BOS token)");
+    const int n_prompt = static_cast<int>(tokens.size());
+    if (n_prompt >= ctx.n_ctx())
+        return report_error("the prompt is " + std::to_string(n_prompt) +
+                            " tokens, which does not fit the context of " +
+                            std::to_string(ctx.n_ctx()) +
+                            " positions with room to generate; raise -c/--context or shorten it");
+
+    if (o.echo) write_out(o.prompt);
+
+    const auto t_prefill = Clock::now();
+    if (auto r = ctx.eval(tokens); !r) return report_error(r.error().message, kExitFailure);
+    const double s_prefill = seconds_since(t_prefill);
+
+    engine::Sampler sampler(o.sampling);
+    tokenizer::IncrementalDetokenizer detok(*m.tok);
+    const auto n_vocab = static_cast<size_t>(m.model->n_vocab());
+    std::vector<int32_t> history = tokens;  // penalties see the prompt too, as in llama.cpp
+    int n_gen = 0, n_decode = 0;
+    bool context_full = false;
+    Clock::time_point t_decode{};
+    for (;;) {
+        const float* logits = ctx.logits(-1);
+        const int32_t tok = sampler.sample({logits, n_vocab}, history);
+        if (m.tok->is_eog(tok)) break;
+        history.push_back(tok);
+        ++n_gen;
+        write_out(detok.push(tok));
+        if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
+        if (ctx.n_past() >= ctx.n_ctx()) {
+            context_full = true;
+            break;
+        }
+        if (n_decode == 0) t_decode = Clock::now();
+        const int32_t one[1] = {tok};
+        if (auto r = ctx.eval(one); !r) {
+            write_out(detok.finish());
+            std::fputc('\n', stdout);
+            return report_error(r.error().message, kExitFailure);
+        }
+        ++n_decode;
+    }
+    write_out(detok.finish());
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    const double s_decode = n_decode > 0 ? seconds_since(t_decode) : 0.0;
+    if (context_full)
+        std::fprintf(stderr, "zinc: stopped: the context (%d positions) is full\n", ctx.n_ctx());
+    // Decode counts forward passes (each generated token but the last is fed back once); its
+    // time includes sampling and streaming, as a user experiences it.
+    std::fprintf(stderr,
+                 "prefill: %d tok in %.2f s (%.1f tok/s) | decode: %d tok in %.2f s (%.1f tok/s)\n",
+                 n_prompt, s_prefill, rate(n_prompt, s_prefill), n_decode, s_decode,
+                 rate(n_decode, s_decode));
+    return kExitOk;
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+    RunOptions o;
+    CLI::App app{"zinc: run a GGUF language model on the CPU", "zinc"};
+    app.footer("Subcommands: zinc inspect FILE | zinc bench [-m FILE] (each has --help).\n"
+               "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
+               "first use.");
+    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("-p,--prompt", o.prompt, "prompt text (special-token text is recognised)");
+    app.add_option("-n,--n-predict", o.n_predict,
+                   "tokens to generate; -1: until end of generation or a full context")
+        ->check(int_in(-1, 1 << 30))->capture_default_str();
+    app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
+        ->check(int_in(0, 1 << 24))->capture_default_str();
+    app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
+        ->check(int_in(0, 1024))->capture_default_str();
+    app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
+        ->check(real_in(0, 100))->capture_default_str();
+    app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
+        ->check(int_in(0, 1 << 30))->capture_default_str();
+    app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
+        ->check(real_in(0, 1))->capture_default_str();
+    app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
+        ->check(real_in(0, 1))->capture_default_str();
+    app.add_option("--repeat-penalty", o.sampling.repeat_penalty,
+                   "repetition penalty over the last --repeat-last-n tokens; 1: off")
+        ->check(real_in(0.01, 100))->capture_default_str();
+    app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
+                   "tokens the penalties look back over; -1: all, 0: off")
+        ->check(int_in(-1, 1 << 30))->capture_default_str();
+    app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty; 0: off")
+        ->check(real_in(-2, 2))->capture_default_str();
+    app.add_option("--frequency-penalty", o.sampling.frequency_penalty,
+                   "frequency penalty; 0: off")
+        ->check(real_in(-2, 2))->capture_default_str();
+    auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
+        ->check(int_in(0, (1ll << 62)));
+    app.add_flag("--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
+    app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
+    app.add_flag("--version", o.version, "print version, build flags and CPU features");
+    if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+
+    if (o.version) {
+        std::printf("%s\n", version_line().c_str());
+        std::printf("build: %s\n", build_description().c_str());
+        HostInfo h = probe_host();
+        std::string feats;
+        for (const auto& f : h.cpu_features) feats += " " + f;
+        std::printf("cpu: %s, %d threads, features:%s\n", h.cpu_model.c_str(), h.n_threads,
+                    feats.c_str());
+        return kExitOk;
+    }
+    if (o.check) {
+        CheckOptions c;
+        c.model_path = o.model_path;
+        c.n_ctx = o.n_ctx;
+        c.n_threads = o.n_threads;
+        return run_check(c);
+    }
+    if (!app.count("--prompt")) return report_error("no prompt: pass --prompt TEXT (see --help)");
+    if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
+    return generate(o);
+}
+
+}  // namespace zinc::cli
