@@ -1,0 +1,140 @@
+// tests/tools/logits_tool.cpp — evaluate token ids with zinc's CPU forward pass and print JSON,
+// for the Python golden tests (tests/py/test_model_goldens.py).
+//
+//   logits_tool --model FILE --tokens 1,2,3 [--top-positions P] [--top-k K] [--n-predict N]
+//               [--threads T] [--n-batch B] [--n-ctx C]
+//
+// Output (one JSON object on stdout):
+//   "prompt_top":  for each of the first P prompt positions, the top-K [id, logit] pairs
+//   "greedy":      N greedily generated ids (argmax, lowest id on ties)
+//   "greedy_top2": per generated step, [id1, logit1, id2, logit2] of the two best logits
+// The first P prompt tokens are evaluated with all logits kept, the rest of the prompt in a
+// second eval call, then one token per call. Errors go to stderr with exit status 2.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+namespace {
+
+int fail(const std::string& msg) {
+    std::fprintf(stderr, "logits_tool: %s\n", msg.c_str());
+    return 2;
+}
+
+std::vector<int> top_k(const float* logits, int n_vocab, int k) {
+    std::vector<int> idx(n_vocab);
+    std::iota(idx.begin(), idx.end(), 0);
+    k = std::min(k, n_vocab);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    idx.resize(k);
+    return idx;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string model_path;
+    std::vector<int32_t> tokens;
+    int top_positions = 0, k = 20, n_predict = 0, threads = 0, n_batch = 512, n_ctx = 2048;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "logits_tool: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--model") {
+            model_path = next();
+        } else if (a == "--tokens") {
+            const std::string s = next();
+            size_t p = 0;
+            while (p < s.size()) {
+                size_t q = s.find(',', p);
+                if (q == std::string::npos) q = s.size();
+                tokens.push_back(static_cast<int32_t>(std::stol(s.substr(p, q - p))));
+                p = q + 1;
+            }
+        } else if (a == "--top-positions") {
+            top_positions = std::stoi(next());
+        } else if (a == "--top-k") {
+            k = std::stoi(next());
+        } else if (a == "--n-predict") {
+            n_predict = std::stoi(next());
+        } else if (a == "--threads") {
+            threads = std::stoi(next());
+        } else if (a == "--n-batch") {
+            n_batch = std::stoi(next());
+        } else if (a == "--n-ctx") {
+            n_ctx = std::stoi(next());
+        } else {
+            return fail("unknown argument " + a);
+        }
+    }
+    if (model_path.empty() || tokens.empty()) return fail("--model and --tokens are required");
+
+    auto file = zinc::gguf::File::open(model_path);
+    if (!file.ok()) return fail(file.error().message);
+    auto model = zinc::model::Model::load(*file.value(), {});
+    if (!model.ok()) return fail(model.error().message);
+    zinc::model::ContextOptions co;
+    co.n_ctx = n_ctx;
+    co.n_threads = threads;
+    co.n_batch = n_batch;
+    auto ctx = zinc::model::Context::create(*model.value(), co);
+    if (!ctx.ok()) return fail(ctx.error().message);
+    zinc::model::Context& c = *ctx.value();
+    const int n_vocab = model.value()->n_vocab();
+
+    std::string out = "{\"n_vocab\": " + std::to_string(n_vocab) + ", \"prompt_top\": [";
+    const int n_prompt = static_cast<int>(tokens.size());
+    const int p = std::min(top_positions, n_prompt);
+    char buf[64];
+    if (p > 0) {
+        auto r = c.eval(std::span<const int32_t>(tokens.data(), p), true);
+        if (!r.ok()) return fail(r.error().message);
+        for (int i = 0; i < p; ++i) {
+            const float* l = c.logits(i);
+            out += i ? ", [" : "[";
+            const std::vector<int> top = top_k(l, n_vocab, k);
+            for (size_t j = 0; j < top.size(); ++j) {
+                std::snprintf(buf, sizeof buf, "%s[%d, %.6f]", j ? ", " : "", top[j],
+                              l[top[j]]);
+                out += buf;
+            }
+            out += "]";
+        }
+    }
+    out += "], \"greedy\": [";
+    if (p < n_prompt) {
+        auto r = c.eval(std::span<const int32_t>(tokens.data() + p, n_prompt - p), false);
+        if (!r.ok()) return fail(r.error().message);
+    }
+    std::string top2 = "], \"greedy_top2\": [";
+    for (int s = 0; s < n_predict; ++s) {
+        const float* l = c.logits(-1);
+        const std::vector<int> top = top_k(l, n_vocab, 2);
+        std::snprintf(buf, sizeof buf, "%s%d", s ? ", " : "", top[0]);
+        out += buf;
+        std::snprintf(buf, sizeof buf, "%s[%d, %.6f, %d, %.6f]", s ? ", " : "", top[0],
+                      l[top[0]], top[1], l[top[1]]);
+        top2 += buf;
+        if (s + 1 < n_predict) {
+            const int32_t t = top[0];
+            auto r = c.eval(std::span<const int32_t>(&t, 1), false);
+            if (!r.ok()) return fail(r.error().message);
+        }
+    }
+    out += top2 + "]}\n";
+    std::fputs(out.c_str(), stdout);
+    return 0;
+}
