@@ -8,6 +8,7 @@
 //                                  vec_dot_type(TYPE), then R f32 vec_dot results, then R f32
 //                                  vec_dot_ref results.
 //   quant_tool info                prints "simd=<0|1> avx2=<0|1>"
+//   quant_tool traits              prints "<raw id> <name> <block_size> <type_size>" per type
 //
 // TYPE is a name as in type_name() ("q4_K", "f16", ...). Exit code 2 on a usage error.
 #include <cstdio>
@@ -57,6 +58,15 @@ int main(int argc, char** argv) {
     if (cmd == "info") {
         std::printf("simd=%d avx2=%d\n", zinc::quant::simd_enabled() ? 1 : 0,
                     zinc::quant::cpu_has_avx2() ? 1 : 0);
+        return 0;
+    }
+    if (cmd == "traits") {
+        for (uint32_t raw = 0; raw < 64; ++raw) {
+            if (auto tt = zinc::quant::find_type_traits(raw)) {
+                std::printf("%u %.*s %lld %zu\n", raw, static_cast<int>(tt->name.size()),
+                            tt->name.data(), static_cast<long long>(tt->block_size), tt->type_size);
+            }
+        }
         return 0;
     }
     if (argc < 3) return usage("missing TYPE");
