@@ -10,6 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/parser.h"
+#include "util/check.h"
 
 namespace zinc::gguf {
 
@@ -75,7 +76,21 @@ File::~File() {
     if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
+const std::vector<std::pair<std::string_view, Value>>& File::metadata() const {
+    ZINC_CHECK(!released_);
+    return kv_;
+}
+
+void File::release_metadata() {
+    // swap with empties so the memory is really returned (clear() keeps capacity)
+    std::vector<std::pair<std::string_view, Value>>().swap(kv_);
+    std::unordered_map<std::string_view, size_t>().swap(kv_index_);
+    std::vector<size_t>().swap(kv_offsets_);
+    released_ = true;
+}
+
 const Value* File::find(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
 }
@@ -93,6 +108,7 @@ Error wrong_type(const std::string& path, size_t offset, std::string_view key, V
 }  // namespace
 
 Result<std::optional<std::string_view>> File::get_string(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     if (it == kv_index_.end()) return std::optional<std::string_view>();
     const Value& v = kv_[it->second].second;
@@ -103,6 +119,7 @@ Result<std::optional<std::string_view>> File::get_string(std::string_view key) c
 }
 
 Result<std::optional<int64_t>> File::get_int(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     if (it == kv_index_.end()) return std::optional<int64_t>();
     const Value& v = kv_[it->second].second;
@@ -117,6 +134,7 @@ Result<std::optional<int64_t>> File::get_int(std::string_view key) const {
 }
 
 Result<std::optional<double>> File::get_float(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     if (it == kv_index_.end()) return std::optional<double>();
     const Value& v = kv_[it->second].second;
@@ -126,6 +144,7 @@ Result<std::optional<double>> File::get_float(std::string_view key) const {
 }
 
 Result<std::optional<bool>> File::get_bool(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     if (it == kv_index_.end()) return std::optional<bool>();
     const Value& v = kv_[it->second].second;
@@ -134,6 +153,7 @@ Result<std::optional<bool>> File::get_bool(std::string_view key) const {
 }
 
 Result<const Value*> File::get_array(std::string_view key) const {
+    ZINC_CHECK(!released_);
     auto it = kv_index_.find(key);
     if (it == kv_index_.end()) return static_cast<const Value*>(nullptr);
     const Value& v = kv_[it->second].second;

@@ -83,7 +83,7 @@ public:
     size_t data_offset() const { return data_offset_; }  // start of the tensor data section
 
     /// Metadata in file order.
-    const std::vector<std::pair<std::string_view, Value>>& metadata() const { return kv_; }
+    const std::vector<std::pair<std::string_view, Value>>& metadata() const;
     const Value* find(std::string_view key) const;
 
     /// Typed getters: nullopt when the key is absent; Error when present with the wrong type.
@@ -93,6 +93,13 @@ public:
     Result<std::optional<bool>> get_bool(std::string_view key) const;
     /// Array of the given element type (any integer type accepted for INT64 requests).
     Result<const Value*> get_array(std::string_view key) const;  // nullptr when absent
+
+    /// Free the parsed metadata once the config and tokenizer have copied what they need; the
+    /// tensors stay valid. Large vocabularies are costly as Values (Gemma 3's 262k tokens, scores
+    /// and types take ~55 MiB), and the File usually lives as long as the weights. Calling
+    /// metadata(), find() or a getter afterwards is a bug (ZINC_CHECK).
+    void release_metadata();
+    bool metadata_released() const { return released_; }
 
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     const TensorInfo* find_tensor(std::string_view name) const;
@@ -109,6 +116,7 @@ private:
     size_t data_offset_ = 0;
     std::vector<std::pair<std::string_view, Value>> kv_;
     std::unordered_map<std::string_view, size_t> kv_index_;
+    bool released_ = false;
     std::vector<size_t> kv_offsets_;  // byte offset of each metadata pair (for getter errors)
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string_view, size_t> tensor_index_;

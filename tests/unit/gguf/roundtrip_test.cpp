@@ -181,6 +181,20 @@ TEST(GgufValue, Conversions) {
     EXPECT_EQ(value_type_name(static_cast<ValueType>(99)), "invalid");
 }
 
+TEST(GgufRoundTrip, ReleaseMetadataKeepsTensors) {
+    const Bytes b = sample_writer().serialize();
+    auto r = parse(b);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    File& f = **r;
+    EXPECT_FALSE(f.metadata_released());
+    f.release_metadata();
+    EXPECT_TRUE(f.metadata_released());
+    const TensorInfo* t = f.find_tensor("blk.0.q8");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(Bytes(t->data, t->data + t->n_bytes), filler(3 * 34, 3));
+    EXPECT_DEATH((void)f.find("general.architecture"), "internal check failed");
+}
+
 class TempDir {
 public:
     TempDir() {
