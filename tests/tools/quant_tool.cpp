@@ -9,10 +9,19 @@
 //                                  vec_dot_ref results.
 //   quant_tool info                prints "simd=<0|1> avx2=<0|1>"
 //   quant_tool traits              prints "<raw id> <name> <block_size> <type_size>" per type
+//   quant_tool bench TYPE N ROWS ITERS [LIBGGML_CPU]
+//                                  times vec_dot over a ROWS x N weight matrix (one activation
+//                                  row), ITERS passes; with a path to llama.cpp's
+//                                  libggml-cpu.so also times its ggml_vec_dot_<w>_<a> kernel on
+//                                  the same bytes and prints both results for comparison.
 //
 // TYPE is a name as in type_name() ("q4_K", "f16", ...). Exit code 2 on a usage error.
+#include <dlfcn.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -35,7 +44,6 @@ std::optional<GgmlType> parse_type(const std::string& name) {
 }
 
 std::vector<char> read_stdin() {
-    std::freopen(nullptr, "rb", stdin);
     std::vector<char> buf;
     char tmp[1 << 16];
     size_t got;
@@ -48,6 +56,67 @@ void write_out(const void* p, size_t n) { std::fwrite(p, 1, n, stdout); }
 int usage(const char* msg) {
     std::fprintf(stderr, "quant_tool: %s\n", msg);
     return 2;
+}
+
+// ggml's CPU dot kernel signature: (n, out, out_stride, x, x_stride, y, y_stride, nrc).
+using GgmlDot = void (*)(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+
+int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* ggml_path) {
+    const auto& tt = zinc::quant::type_traits(t);
+    const GgmlType vdt = tt.vec_dot_type;
+    if (n <= 0 || rows <= 0 || iters <= 0 || n % tt.block_size != 0) return usage("bad N/ROWS/ITERS");
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    const size_t wrow = zinc::quant::row_size(t, n);
+    std::vector<char> w(static_cast<size_t>(rows) * wrow);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (auto& v : x) v = nd(rng);
+        zinc::quant::quantize_row(t, x.data(), w.data() + static_cast<size_t>(r) * wrow, n);
+    }
+    for (auto& v : x) v = nd(rng);
+    std::vector<char> a(zinc::quant::row_size(vdt, n));
+    zinc::quant::quantize_row(vdt, x.data(), a.data(), n);
+    std::vector<float> out(static_cast<size_t>(rows));
+
+    auto time_it = [&](auto&& dot_row) {
+        double best = 1e30;
+        for (int64_t it = 0; it < iters; ++it) {
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r)] = dot_row(r);
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            best = std::min(best, s);
+        }
+        return best;
+    };
+    const double t_simd = time_it([&](int64_t r) {
+        return zinc::quant::vec_dot(t, n, w.data() + static_cast<size_t>(r) * wrow, a.data());
+    });
+    const float r0 = out[0];
+    const double t_ref = time_it([&](int64_t r) {
+        return zinc::quant::vec_dot_ref(t, n, w.data() + static_cast<size_t>(r) * wrow, a.data());
+    });
+    const double gb = static_cast<double>(w.size()) / 1e9;
+    std::printf("%s n=%lld rows=%lld: zinc simd %.1f us (%.2f GB/s), zinc ref %.1f us\n",
+                std::string(tt.name).c_str(), static_cast<long long>(n), static_cast<long long>(rows),
+                t_simd * 1e6, gb / t_simd, t_ref * 1e6);
+    if (ggml_path != nullptr) {
+        void* lib = dlopen(ggml_path, RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr) return usage(dlerror());
+        if (auto init = reinterpret_cast<void (*)()>(dlsym(lib, "ggml_cpu_init"))) init();
+        std::string sym = "ggml_vec_dot_" + std::string(tt.name);
+        if (tt.is_quantized) sym += "_" + std::string(zinc::quant::type_name(vdt));
+        auto fn = reinterpret_cast<GgmlDot>(dlsym(lib, sym.c_str()));
+        if (fn == nullptr) return usage(("no symbol " + sym).c_str());
+        const double t_ggml = time_it([&](int64_t r) {
+            float s = 0;
+            fn(static_cast<int>(n), &s, 0, w.data() + static_cast<size_t>(r) * wrow, 0, a.data(), 0, 1);
+            return s;
+        });
+        std::printf("  ggml %s %.1f us (%.2f GB/s); zinc/ggml time ratio %.3f; row0 zinc %.6g ggml %.6g\n",
+                    sym.c_str(), t_ggml * 1e6, gb / t_ggml, t_simd / t_ggml, r0, out[0]);
+    }
+    return 0;
 }
 
 }  // namespace
@@ -73,7 +142,6 @@ int main(int argc, char** argv) {
     const auto type = parse_type(argv[2]);
     if (!type) return usage("unknown TYPE");
     const auto& tt = zinc::quant::type_traits(*type);
-    std::freopen(nullptr, "wb", stdout);
 
     if (cmd == "dequant") {
         const std::vector<char> in = read_stdin();
@@ -126,6 +194,11 @@ int main(int argc, char** argv) {
         write_out(simd.data(), simd.size() * sizeof(float));
         write_out(ref.data(), ref.size() * sizeof(float));
         return 0;
+    }
+    if (cmd == "bench") {
+        if (argc < 6) return usage("bench needs TYPE N ROWS ITERS [LIBGGML_CPU]");
+        return run_bench(*type, std::stoll(argv[3]), std::stoll(argv[4]), std::stoll(argv[5]),
+                         argc > 6 ? argv[6] : nullptr);
     }
     return usage("unknown command");
 }
