@@ -200,14 +200,18 @@ def test_decode_and_incremental_random_ids(model):
 
 # --- other pre-tokenizers, on SmolLM2's vocabulary -----------------------------------------------
 
-def _write_variant(src, dst, pre):
-    """Copy src's metadata (no tensors) with tokenizer.ggml.pre = pre. SmolLM2's vocabulary has no
-    multi-digit tokens (its own pre-tokenizer splits digits), so 2- and 3-digit tokens and their
-    merges are appended: otherwise digit grouping (\\p{N}{1,3} vs \\p{N} vs \\p{N}+) would be
-    invisible in the ids."""
+_SOURCE_META = {}
+
+
+def _source_meta(src):
+    """SmolLM2's metadata as (key, type, sub_type, value) plus the tokenizer arrays, read once.
+    Its vocabulary has no multi-digit tokens (its own pre-tokenizer splits digits), so 2- and
+    3-digit tokens and their merges are appended: otherwise digit grouping (\\p{N}{1,3} vs
+    \\p{N} vs \\p{N}+) would be invisible in the ids."""
+    if src in _SOURCE_META:
+        return _SOURCE_META[src]
     gguf = pytest.importorskip("gguf")
     reader = gguf.GGUFReader(str(src))
-    arch = reader.fields["general.architecture"].contents()
     strings = lambda f: [bytes(f.parts[i]) for i in f.data]
     tokens = strings(reader.fields["tokenizer.ggml.tokens"])
     merges = strings(reader.fields["tokenizer.ggml.merges"])
@@ -227,36 +231,60 @@ def _write_variant(src, dst, pre):
                     tokens.append(a + b + c)
                     types.append(1)
                     merges.append(a + b + b" " + c)
-    w = gguf.GGUFWriter(str(dst), arch)
+    kvs = []
     for key, field in reader.fields.items():
-        if key.startswith("GGUF.") or key == "general.architecture":
+        if key.startswith("GGUF.") or key.startswith("tokenizer.ggml.") and key in (
+                "tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
+                "tokenizer.ggml.pre"):
             continue
         vtype = field.types[0]
-        if key == "tokenizer.ggml.pre":
-            w.add_string(key, pre)
-        elif key == "tokenizer.ggml.tokens":
-            w.add_token_list(tokens)
-        elif key == "tokenizer.ggml.merges":
-            w.add_token_merges(merges)
-        elif key == "tokenizer.ggml.token_type":
-            w.add_token_types(types)
-        elif vtype == gguf.GGUFValueType.ARRAY:
+        if vtype == gguf.GGUFValueType.ARRAY:
             sub = field.types[-1]
             vals = strings(field) if sub == gguf.GGUFValueType.STRING else field.contents()
-            w.add_key_value(key, vals, gguf.GGUFValueType.ARRAY, sub_type=sub)
+            kvs.append((key, vtype, sub, vals))
         else:
-            w.add_key_value(key, field.contents(), vtype)
+            kvs.append((key, vtype, None, field.contents()))
+    _SOURCE_META[src] = (kvs, tokens, merges, types)
+    return _SOURCE_META[src]
+
+
+def _write_variant(src, dst, pre):
+    """Vocab-only copy of src (no tensors) with tokenizer.ggml.pre = pre."""
+    gguf = pytest.importorskip("gguf")
+    kvs, tokens, merges, types = _source_meta(src)
+    arch = next(v for k, _, _, v in kvs if k == "general.architecture")
+    w = gguf.GGUFWriter(str(dst), arch)
+    for key, vtype, sub, val in kvs:
+        if key == "general.architecture":
+            continue
+        if sub is None:
+            w.add_key_value(key, val, vtype)
+        else:
+            w.add_key_value(key, val, vtype, sub_type=sub)
+    w.add_string("tokenizer.ggml.pre", pre)
+    w.add_token_list(tokens)
+    w.add_token_merges(merges)
+    w.add_token_types(types)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-@pytest.mark.parametrize("pre", ["gpt-2", "llama-bpe", "qwen2", "default"])
-def test_other_pre_tokenizers(tmp_path, pre):
+@pytest.fixture(scope="module")
+def smollm_base(tmp_path_factory):
     src = MODELS["smollm2"]
     if not src.exists():
         pytest.skip(f"{src} missing")
+    dst = tmp_path_factory.mktemp("variants") / "smollm2-smollm.gguf"
+    _write_variant(src, dst, "smollm")
+    oracle = Oracle(dst)
+    return [oracle.encode(t, False, True) for t in CORPUS]
+
+
+@pytest.mark.parametrize("pre", ["gpt-2", "llama-bpe", "qwen2", "default"])
+def test_other_pre_tokenizers(tmp_path, pre, smollm_base):
+    src = MODELS["smollm2"]
     dst = tmp_path / f"smollm2-{pre}.gguf"
     _write_variant(src, dst, pre)
     oracle = Oracle(dst)
@@ -265,6 +293,4 @@ def test_other_pre_tokenizers(tmp_path, pre):
     bad, msg = _report(f"pre={pre}", CORPUS, ours, theirs)
     assert not bad, msg
     # The variant really is tokenized differently from smollm on this corpus (same vocabulary).
-    _write_variant(src, tmp_path / "base.gguf", "smollm")
-    base = Oracle(tmp_path / "base.gguf")
-    assert sum(base.encode(t, False, True) != th for t, th in zip(CORPUS, theirs)) >= 10
+    assert sum(b != th for b, th in zip(smollm_base, theirs)) >= 10
