@@ -63,26 +63,53 @@ inline __m256i dot_ss8(__m256i x, __m256i y) {
     return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-// Shuffle mask for _mm_shuffle_epi8 that repeats byte 2g eight times then byte 2g+1 eight times;
-// after sign/zero extension to 16 x s16 the low 128-bit lane holds scale 2g, the high one 2g+1.
-inline __m128i pair_mask(int g) {
-    return _mm_set_epi8(static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
-                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
-                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
-                        static_cast<char>(2 * g + 1), static_cast<char>(2 * g + 1),
-                        static_cast<char>(2 * g), static_cast<char>(2 * g), static_cast<char>(2 * g),
-                        static_cast<char>(2 * g), static_cast<char>(2 * g), static_cast<char>(2 * g),
-                        static_cast<char>(2 * g), static_cast<char>(2 * g));
+// Shuffle masks for _mm_shuffle_epi8, built at compile time (a mask built from a loop variable
+// at run time costs more than the dot product itself).
+struct ShuffleMasks {
+    // pair[g]: byte 2g eight times then byte 2g+1 eight times. After sign/zero extension to
+    // 16 x s16 the low 128-bit lane holds scale 2g and the high lane scale 2g+1.
+    alignas(16) uint8_t pair[8][16];
+    // word[w]: bytes (2w, 2w+1) repeated: broadcasts 16-bit word w.
+    alignas(16) uint8_t word[8][16];
+};
+
+constexpr ShuffleMasks make_masks() {
+    ShuffleMasks m{};
+    for (int g = 0; g < 8; ++g) {
+        for (int j = 0; j < 16; ++j) {
+            m.pair[g][j] = static_cast<uint8_t>(2 * g + (j >= 8 ? 1 : 0));
+            m.word[g][j] = static_cast<uint8_t>(2 * g + (j & 1));
+        }
+    }
+    return m;
 }
 
+constexpr ShuffleMasks shuffle_masks = make_masks();
+
 inline __m256i scale_pair_s8(__m128i scales, int g) {
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pair_mask(g)));
+    const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(shuffle_masks.pair[g]));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, m));
 }
 
 // Broadcast the 16-bit word w of a 128-bit vector to all 16 lanes of a 256-bit vector.
 inline __m256i broadcast_word(__m128i v, int w) {
-    const __m128i m = _mm_set1_epi16(static_cast<short>((2 * w) | ((2 * w + 1) << 8)));
+    const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(shuffle_masks.word[w]));
     return _mm256_broadcastsi128_si256(_mm_shuffle_epi8(v, m));
+}
+
+// Two fp16 pairs -> f32 in one conversion: lanes [a0, a1, b0, b1] from 4 bytes at a and at b.
+inline __m128 halves_2x2(const void* a, const void* b) {
+    uint32_t ua, ub;
+    std::memcpy(&ua, a, 4);
+    std::memcpy(&ub, b, 4);
+    const uint64_t u = static_cast<uint64_t>(ua) | (static_cast<uint64_t>(ub) << 32);
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(u)));
+}
+
+// d_x * d_y for two 16-bit halves, converted together.
+inline float half_product(uint16_t x, uint16_t y) {
+    const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(x | (static_cast<uint32_t>(y) << 16))));
+    return _mm_cvtss_f32(_mm_mul_ss(v, _mm_movehdup_ps(v)));
 }
 
 }  // namespace
@@ -155,18 +182,25 @@ float dot_avx2_q4_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = _mm256_sub_epi8(unpack_nibbles(x[i + 1].qs), off);
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), off);
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+// d_x * d_y (lane 0) and m_x * s_y (lane 1) of a Q4_1/Q5_1 block and its Q8_1 block: both
+// start with two halves, converted together.
+inline __m128 scale_min_products(const void* x, const void* y) {
+    const __m128 v = halves_2x2(x, y);        // [d_x, m_x, d_y, s_y]
+    return _mm_mul_ps(v, _mm_movehl_ps(v, v));  // [d_x d_y, m_x s_y, ...]
 }
 
 float dot_avx2_q4_1(int64_t n, const void* w, const void* a) {
@@ -174,27 +208,27 @@ float dot_avx2_q4_1(int64_t n, const void* w, const void* a) {
     const auto* y = static_cast<const BlockQ8_1*>(a);
     const int64_t nb = n / qk4_1;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float summs = 0.0f;
+    __m128 acc_m = _mm_setzero_ps();  // lane 1 sums m_x * s_y
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
+        const __m128 p0 = scale_min_products(&x[i], &y[i]);
+        const __m128 p1 = scale_min_products(&x[i + 1], &y[i + 1]);
         const __m256i qx0 = unpack_nibbles(x[i].qs);
         const __m256i qx1 = unpack_nibbles(x[i + 1].qs);
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
-        summs += half(x[i].m) * half(y[i].s) + half(x[i + 1].m) * half(y[i + 1].s);
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_us8(qx0, qy0)), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_us8(qx1, qy1)), acc1);
+        acc_m = _mm_add_ps(acc_m, _mm_add_ps(p0, p1));
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(dot_us8(qx0, qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p1), _mm256_cvtepi32_ps(dot_us8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
+        const __m128 p = scale_min_products(&x[i], &y[i]);
         const __m256i qx = unpack_nibbles(x[i].qs);
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        summs += half(x[i].m) * half(y[i].s);
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(qx, qy)), acc0);
+        acc_m = _mm_add_ps(acc_m, p);
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(dot_us8(qx, qy)), acc0);
     }
-    return hsum_ps(_mm256_add_ps(acc0, acc1)) + summs;
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(acc_m));
 }
 
 float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
@@ -214,15 +248,15 @@ float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = load_q(x[i + 1]);
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = load_q(x[i]);
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -233,17 +267,29 @@ float dot_avx2_q5_1(int64_t n, const void* w, const void* a) {
     const auto* y = static_cast<const BlockQ8_1*>(a);
     const int64_t nb = n / qk5_1;
     const __m256i b4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0.0f;
-    for (int64_t i = 0; i < nb; ++i) {
-        const __m256i qx =
-            _mm256_or_si256(unpack_nibbles(x[i].qs), _mm256_and_si256(expand_bits(x[i].qh), b4));
-        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        summs += half(x[i].m) * half(y[i].s);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_us8(qx, qy)), acc);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m128 acc_m = _mm_setzero_ps();  // lane 1 sums m_x * s_y
+    auto load_q = [&](const BlockQ5_1& b) {
+        return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(expand_bits(b.qh), b4));
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m128 p0 = scale_min_products(&x[i], &y[i]);
+        const __m128 p1 = scale_min_products(&x[i + 1], &y[i + 1]);
+        const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+        acc_m = _mm_add_ps(acc_m, _mm_add_ps(p0, p1));
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(dot_us8(load_q(x[i]), qy0)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p1),
+                               _mm256_cvtepi32_ps(dot_us8(load_q(x[i + 1]), qy1)), acc1);
     }
-    return hsum_ps(acc) + summs;
+    for (; i < nb; ++i) {
+        const __m128 p = scale_min_products(&x[i], &y[i]);
+        const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+        acc_m = _mm_add_ps(acc_m, p);
+        acc0 = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(dot_us8(load_q(x[i]), qy)), acc0);
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(acc_m));
 }
 
 float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
@@ -257,15 +303,15 @@ float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i + 1].qs));
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half(x[i + 1].d) * half(y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -278,7 +324,7 @@ float dot_avx2_q8_1(int64_t n, const void* w, const void* a) {
     for (int64_t i = 0; i < n / qk8_1; ++i) {
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half(x[i].d) * half(y[i].d));
+        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc);
     }
     return hsum_ps(acc);
@@ -306,8 +352,10 @@ float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
         summ_total -= dmin * static_cast<float>(summ);
 
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int c = 0; c < 2; ++c) {
             const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
+#pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {
                 const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qbits, 2 * s), m3);
                 const __m256i qy = _mm256_loadu_si256(
@@ -321,6 +369,25 @@ float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
     return hsum_ps(acc) + summ_total;
 }
 
+namespace {
+
+// Q3_K's 12-byte scale field -> 16 signed scales (minus 32), on 32-bit words (same rule as
+// unpack_scales_q3_k in blocks.h): low nibbles of bytes 0-7 are scales 0-7, high nibbles
+// scales 8-15; 2-bit fields of bytes 8-11 are the top bits, field k serving scales 4k..4k+3.
+inline __m128i unpack_scales_q3_k_vec(const uint8_t* q) {
+    uint32_t w[3];
+    std::memcpy(w, q, 12);
+    constexpr uint32_t low4 = 0x0F0F0F0F, low2 = 0x03030303;
+    uint32_t out[4];
+    out[0] = (w[0] & low4) | ((w[2] & low2) << 4);
+    out[1] = (w[1] & low4) | (((w[2] >> 2) & low2) << 4);
+    out[2] = ((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4);
+    out[3] = ((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4);
+    return _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(out)), _mm_set1_epi8(32));
+}
+
+}  // namespace
+
 float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
     const auto* x = static_cast<const BlockQ3_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
@@ -329,13 +396,13 @@ float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
         const float d = y[i].d * half(x[i].d);
-        int8_t sc[16];
-        unpack_scales_q3_k(x[i].scales, sc);
-        const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+        const __m128i scales = unpack_scales_q3_k_vec(x[i].scales);
         const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask));
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int c = 0; c < 2; ++c) {
             const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
+#pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {
                 const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qbits, 2 * s), m3);
                 // 4 where the high bit is clear (those elements carry a -4 offset), else 0
@@ -391,6 +458,7 @@ float dot_avx2_k4(int64_t n, const Block* x, const BlockQ8_K* y) {
         __m256i hbits = _mm256_setzero_si256();
         if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
             const __m256i qbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * c));
             __m256i ql = _mm256_and_si256(qbits, m4);
@@ -437,6 +505,7 @@ float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
         const __m256i off = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales), bsums);
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+#pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].ql + 64 * h));
             const __m256i l1 =
@@ -451,6 +520,7 @@ float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+#pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {
                 const __m256i qy = _mm256_loadu_si256(
                     reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * k));
