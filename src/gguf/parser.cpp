@@ -78,10 +78,10 @@ std::string Parser::context() const {
     return c;
 }
 
-Result<void> Parser::need(size_t n, std::string_view field) {
+Result<void> Parser::need(size_t n, std::string_view field, std::string_view suffix) {
     if (left() < n) {
-        return fail(pos_, "truncated: " + context() + " " + std::string(field) + " needs " +
-                              str(n) + " bytes but only " + str(left()) +
+        return fail(pos_, "truncated: " + context() + " " + std::string(field) + std::string(suffix) +
+                              " needs " + str(n) + " bytes but only " + str(left()) +
                               " are left in the file (" + str(size_) + " bytes)");
     }
     return {};
@@ -105,7 +105,8 @@ Result<uint64_t> Parser::read_u64(std::string_view field) {
 
 Result<std::string_view> Parser::read_string(std::string_view field) {
     const size_t at = pos_;
-    auto len = read_u64(std::string(field) + " length");
+    ZINC_TRY(need(8, field, " length"));
+    auto len = read_u64(field);
     if (!len) return len.error();
     if (*len > left()) {
         return fail(at, context() + " " + std::string(field) + " length " + str(*len) +
@@ -230,7 +231,7 @@ Result<void> Parser::parse_value(ValueType t, Value& out, int depth) {
         default: break;
     }
     const size_t n = format::scalar_size(t);
-    ZINC_TRY(need(n, std::string(value_type_name(t)) + " value"));
+    ZINC_TRY(need(n, value_type_name(t), " value"));
     const uint8_t* p = base_ + pos_;
     switch (t) {
         case ValueType::UINT8: out.u = p[0]; break;
@@ -345,7 +346,8 @@ Result<void> Parser::parse_tensor_infos(uint64_t n_tensors) {
         int64_t n_elements = 1;
         for (uint32_t d = 0; d < *n_dims; ++d) {
             const size_t ne_at = pos_;
-            auto ne = read_u64("ne[" + str(d) + "]");
+            ZINC_TRY(need(8, "ne[" + str(d) + "]"));
+            auto ne = read_u64("ne");
             if (!ne) return ne.error();
             if (*ne == 0 || *ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
                 return fail(ne_at, context() + " has ne[" + str(d) + "] = " +

@@ -33,7 +33,8 @@ private:
     Result<void> place_tensors();
 
     // Bounded little-endian reads at pos_; `field` names the item for error messages.
-    Result<void> need(size_t n, std::string_view field);
+    /// Error unless n bytes are left; the message names `field` + `suffix` (joined only on error).
+    Result<void> need(size_t n, std::string_view field, std::string_view suffix = {});
     Result<uint32_t> read_u32(std::string_view field);
     Result<uint64_t> read_u64(std::string_view field);
     Result<std::string_view> read_string(std::string_view field);
