@@ -63,38 +63,48 @@ inline __m256i dot_ss8(__m256i x, __m256i y) {
     return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-// Shuffle masks for _mm_shuffle_epi8, built at compile time (a mask built from a loop variable
-// at run time costs more than the dot product itself).
+// Shuffle masks for _mm256_shuffle_epi8 (which shuffles within each 128-bit lane), built at
+// compile time: a mask built from a loop variable at run time costs more than the dot itself.
 struct ShuffleMasks {
-    // pair[g]: byte 2g eight times then byte 2g+1 eight times. After sign/zero extension to
-    // 16 x s16 the low 128-bit lane holds scale 2g and the high lane scale 2g+1.
-    alignas(16) uint8_t pair[8][16];
-    // word[w]: bytes (2w, 2w+1) repeated: broadcasts 16-bit word w.
-    alignas(16) uint8_t word[8][16];
+    // pair[g]: on a vector holding the same 8 x s16 in both lanes, puts word 2g in every slot of
+    // the low lane and word 2g+1 in every slot of the high lane (g = 0..3).
+    alignas(32) uint8_t pair[4][32];
+    // word[w]: puts word w (0..7) in every slot of both lanes.
+    alignas(32) uint8_t word[8][32];
 };
 
 constexpr ShuffleMasks make_masks() {
     ShuffleMasks m{};
-    for (int g = 0; g < 8; ++g) {
-        for (int j = 0; j < 16; ++j) {
-            m.pair[g][j] = static_cast<uint8_t>(2 * g + (j >= 8 ? 1 : 0));
-            m.word[g][j] = static_cast<uint8_t>(2 * g + (j & 1));
+    for (int g = 0; g < 4; ++g) {
+        for (int j = 0; j < 32; ++j) {
+            const int w = 2 * g + (j >= 16 ? 1 : 0);
+            m.pair[g][j] = static_cast<uint8_t>(2 * w + (j & 1));
         }
+    }
+    for (int w = 0; w < 8; ++w) {
+        for (int j = 0; j < 32; ++j) m.word[w][j] = static_cast<uint8_t>(2 * w + (j & 1));
     }
     return m;
 }
 
 constexpr ShuffleMasks shuffle_masks = make_masks();
 
-inline __m256i scale_pair_s8(__m128i scales, int g) {
-    const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(shuffle_masks.pair[g]));
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, m));
-}
+// 16 s16 sub-block scales, arranged so that pair(g) (g = 0..7) gives scale 2g in the low lane
+// and scale 2g+1 in the high lane: the layout of a maddubs result over 32 elements that span
+// two 16-element sub-blocks.
+struct ScalePairs {
+    __m256i lo, hi;  // words 0-7 / 8-15 copied to both lanes
+    explicit ScalePairs(__m256i s16)
+        : lo(_mm256_permute2x128_si256(s16, s16, 0x00)), hi(_mm256_permute2x128_si256(s16, s16, 0x11)) {}
+    __m256i pair(int g) const {
+        const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.pair[g & 3]));
+        return _mm256_shuffle_epi8(g < 4 ? lo : hi, m);
+    }
+};
 
-// Broadcast the 16-bit word w of a 128-bit vector to all 16 lanes of a 256-bit vector.
-inline __m256i broadcast_word(__m128i v, int w) {
-    const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(shuffle_masks.word[w]));
-    return _mm256_broadcastsi128_si256(_mm_shuffle_epi8(v, m));
+// Broadcast word w of a vector holding the same 8 x s16 in both lanes.
+inline __m256i broadcast_word(__m256i v, int w) {
+    return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.word[w])));
 }
 
 // Two fp16 pairs -> f32 in one conversion: lanes [a0, a1, b0, b1] from 4 bytes at a and at b.
@@ -173,6 +183,7 @@ float dot_avx2_bf16(int64_t n, const void* w, const void* a) {
 float dot_avx2_q4_0(int64_t n, const void* w, const void* a) {
     const auto* x = static_cast<const BlockQ4_0*>(w);
     const auto* y = static_cast<const BlockQ8_0*>(a);
+    const float* tab = fp16_table();
     const int64_t nb = n / qk4_0;
     const __m256i off = _mm256_set1_epi8(8);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -182,15 +193,15 @@ float dot_avx2_q4_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = _mm256_sub_epi8(unpack_nibbles(x[i + 1].qs), off);
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
+        const __m256 d1 = _mm256_set1_ps(tab[x[i + 1].d] * tab[y[i + 1].d]);
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), off);
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -234,6 +245,7 @@ float dot_avx2_q4_1(int64_t n, const void* w, const void* a) {
 float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
     const auto* x = static_cast<const BlockQ5_0*>(w);
     const auto* y = static_cast<const BlockQ8_0*>(a);
+    const float* tab = fp16_table();
     const int64_t nb = n / qk5_0;
     const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -248,15 +260,15 @@ float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = load_q(x[i + 1]);
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
+        const __m256 d1 = _mm256_set1_ps(tab[x[i + 1].d] * tab[y[i + 1].d]);
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = load_q(x[i]);
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -294,6 +306,7 @@ float dot_avx2_q5_1(int64_t n, const void* w, const void* a) {
 
 float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
     const auto* x = static_cast<const BlockQ8_0*>(w);
+    const float* tab = fp16_table();
     const auto* y = static_cast<const BlockQ8_0*>(a);
     const int64_t nb = n / qk8_0;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -303,15 +316,15 @@ float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
         const __m256i qx1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i + 1].qs));
         const __m256i qy0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
         const __m256i qy1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-        const __m256 d0 = _mm256_set1_ps(half_product(x[i].d, y[i].d));
-        const __m256 d1 = _mm256_set1_ps(half_product(x[i + 1].d, y[i + 1].d));
+        const __m256 d0 = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
+        const __m256 d1 = _mm256_set1_ps(tab[x[i + 1].d] * tab[y[i + 1].d]);
         acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_ss8(qx0, qy0)), acc0);
         acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_ss8(qx1, qy1)), acc1);
     }
     for (; i < nb; ++i) {
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
         acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc0);
     }
     return hsum_ps(_mm256_add_ps(acc0, acc1));
@@ -319,12 +332,13 @@ float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
 
 float dot_avx2_q8_1(int64_t n, const void* w, const void* a) {
     const auto* x = static_cast<const BlockQ8_1*>(w);
+    const float* tab = fp16_table();
     const auto* y = static_cast<const BlockQ8_1*>(a);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk8_1; ++i) {
         const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
         const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-        const __m256 d = _mm256_set1_ps(half_product(x[i].d, y[i].d));
+        const __m256 d = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(qx, qy)), acc);
     }
     return hsum_ps(acc);
@@ -341,7 +355,7 @@ float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
         const float d = y[i].d * half(x[i].d);
         const float dmin = y[i].d * half(x[i].dmin);
         const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
-        const __m128i scales = _mm_and_si128(sc8, m4);
+        const ScalePairs scales(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, m4)));
         const __m128i mins = _mm_and_si128(_mm_srli_epi16(sc8, 4), m4);
         // min term: sum_k (scales[k] >> 4) * bsums[k]
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
@@ -361,7 +375,7 @@ float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
                 const __m256i qy = _mm256_loadu_si256(
                     reinterpret_cast<const __m256i*>(y[i].qs + 128 * c + 32 * s));
                 const __m256i p = _mm256_maddubs_epi16(q, qy);
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * c + s)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales.pair(4 * c + s)));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -378,12 +392,13 @@ inline __m128i unpack_scales_q3_k_vec(const uint8_t* q) {
     uint32_t w[3];
     std::memcpy(w, q, 12);
     constexpr uint32_t low4 = 0x0F0F0F0F, low2 = 0x03030303;
-    uint32_t out[4];
-    out[0] = (w[0] & low4) | ((w[2] & low2) << 4);
-    out[1] = (w[1] & low4) | (((w[2] >> 2) & low2) << 4);
-    out[2] = ((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4);
-    out[3] = ((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4);
-    return _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(out)), _mm_set1_epi8(32));
+    // built in registers (a store of four words read back as one vector would stall on
+    // store forwarding)
+    const __m128i v = _mm_set_epi32(static_cast<int>(((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4)),
+                                    static_cast<int>(((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4)),
+                                    static_cast<int>((w[1] & low4) | (((w[2] >> 2) & low2) << 4)),
+                                    static_cast<int>((w[0] & low4) | ((w[2] & low2) << 4)));
+    return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
 }  // namespace
@@ -396,7 +411,7 @@ float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
         const float d = y[i].d * half(x[i].d);
-        const __m128i scales = unpack_scales_q3_k_vec(x[i].scales);
+        const ScalePairs scales(_mm256_cvtepi8_epi16(unpack_scales_q3_k_vec(x[i].scales)));
         const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask));
         __m256i sumi = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -412,7 +427,7 @@ float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
                     reinterpret_cast<const __m256i*>(y[i].qs + 128 * c + 32 * s));
                 const __m256i p =
                     _mm256_sub_epi16(_mm256_maddubs_epi16(lo, qy), _mm256_maddubs_epi16(sub4, qy));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * c + s)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales.pair(4 * c + s)));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -428,12 +443,11 @@ inline __m128i unpack_scale_min_k4_vec(const uint8_t* q) {
     uint32_t w[3];
     std::memcpy(w, q, 12);
     constexpr uint32_t low6 = 0x3F3F3F3F, low4 = 0x0F0F0F0F, low2 = 0x03030303;
-    uint32_t out[4];
-    out[0] = w[0] & low6;                                            // scales 0-3
-    out[1] = (w[2] & low4) | (((w[0] >> 6) & low2) << 4);            // scales 4-7
-    out[2] = w[1] & low6;                                            // mins 0-3
-    out[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4);     // mins 4-7
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(out));
+    // built in registers (see unpack_scales_q3_k_vec)
+    return _mm_set_epi32(static_cast<int>(((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)),  // mins 4-7
+                         static_cast<int>(w[1] & low6),                                         // mins 0-3
+                         static_cast<int>((w[2] & low4) | (((w[0] >> 6) & low2) << 4)),         // scales 4-7
+                         static_cast<int>(w[0] & low6));                                        // scales 0-3
 }
 
 // Shared Q4_K/Q5_K body; kHigh selects whether the fifth bit from qh is added.
@@ -454,7 +468,7 @@ float dot_avx2_k4(int64_t n, const Block* x, const BlockQ8_K* y) {
         const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(sc_m, 1), pair_sums);
         acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pm), acc_m);
 
-        const __m128i scales = _mm256_castsi256_si128(sc_m);
+        const __m256i scales = _mm256_permute2x128_si256(sc_m, sc_m, 0x00);
         __m256i hbits = _mm256_setzero_si256();
         if constexpr (kHigh) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh));
         __m256i sumi = _mm256_setzero_si256();
@@ -503,7 +517,9 @@ float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
         const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
         // The -32 offset: 32 * sum_k scale[k] * bsums[k], subtracted from the integer sum.
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
-        const __m256i off = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales), bsums);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(scales);
+        const ScalePairs pairs(sc16);
+        const __m256i off = _mm256_madd_epi16(sc16, bsums);
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
@@ -525,7 +541,7 @@ float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
                 const __m256i qy = _mm256_loadu_si256(
                     reinterpret_cast<const __m256i*>(y[i].qs + 128 * h + 32 * k));
                 const __m256i p = _mm256_maddubs_epi16(q[k], qy);
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair_s8(scales, 4 * h + k)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, pairs.pair(4 * h + k)));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
