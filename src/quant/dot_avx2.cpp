@@ -345,6 +345,7 @@ float dot_avx2_q8_1(int64_t n, const void* w, const void* a) {
 }
 
 float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
+    const float* tab = fp16_table();
     const auto* x = static_cast<const BlockQ2_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
     const __m256i m3 = _mm256_set1_epi8(3);
@@ -352,8 +353,8 @@ float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     float summ_total = 0.0f;
     for (int64_t i = 0; i < n / qk_k; ++i) {
-        const float d = y[i].d * half(x[i].d);
-        const float dmin = y[i].d * half(x[i].dmin);
+        const float d = y[i].d * tab[x[i].d];
+        const float dmin = y[i].d * tab[x[i].dmin];
         const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
         const ScalePairs scales(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, m4)));
         const __m128i mins = _mm_and_si128(_mm_srli_epi16(sc8, 4), m4);
@@ -404,13 +405,14 @@ inline __m128i unpack_scales_q3_k_vec(const uint8_t* q) {
 }  // namespace
 
 float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
+    const float* tab = fp16_table();
     const auto* x = static_cast<const BlockQ3_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
-        const float d = y[i].d * half(x[i].d);
+        const float d = y[i].d * tab[x[i].d];
         const ScalePairs scales(_mm256_cvtepi8_epi16(unpack_scales_q3_k_vec(x[i].scales)));
         const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].hmask));
         __m256i sumi = _mm256_setzero_si256();
@@ -453,13 +455,14 @@ inline __m128i unpack_scale_min_k4_vec(const uint8_t* q) {
 // Shared Q4_K/Q5_K body; kHigh selects whether the fifth bit from qh is added.
 template <bool kHigh, typename Block>
 float dot_avx2_k4(int64_t n, const Block* x, const BlockQ8_K* y) {
+    const float* tab = fp16_table();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
-        const float d = y[i].d * half(x[i].d);
-        const float dmin = -y[i].d * half(x[i].dmin);
+        const float d = y[i].d * tab[x[i].d];
+        const float dmin = -y[i].d * tab[x[i].dmin];
         const __m256i sc_m = _mm256_cvtepu8_epi16(unpack_scale_min_k4_vec(x[i].scales));
         // min term: sum_j m[j] * (bsums[2j] + bsums[2j+1])
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
@@ -507,13 +510,14 @@ float dot_avx2_q5_k(int64_t n, const void* w, const void* a) {
 }
 
 float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
+    const float* tab = fp16_table();
     const auto* x = static_cast<const BlockQ6_K*>(w);
     const auto* y = static_cast<const BlockQ8_K*>(a);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m2 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
-        const float d = y[i].d * half(x[i].d);
+        const float d = y[i].d * tab[x[i].d];
         const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
         // The -32 offset: 32 * sum_k scale[k] * bsums[k], subtracted from the integer sum.
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
