@@ -53,7 +53,9 @@ void ThreadPool::run_erased(Call call, void* ctx) {
 }
 
 void ThreadPool::worker_main(int ith) {
-    uint32_t seen = generation_.load(std::memory_order_acquire);
+    // Start from the value the constructor saw (0), not a fresh load: a job can be issued before
+    // this thread first runs, and a fresh load would then skip it and deadlock run_erased().
+    uint32_t seen = 0;
     for (;;) {
         uint32_t g = generation_.load(std::memory_order_acquire);
         for (int i = 0; g == seen && i < kSpinIterations; ++i) {
