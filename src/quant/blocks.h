@@ -222,6 +222,10 @@ float dot_avx2_q4_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q5_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q6_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_k(int64_t n, const void* w, const void* a);
+// quantize_avx2.cpp: activation packings, byte-identical to the scalar reference quantizers.
+void quantize_row_q8_0_avx2(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1_avx2(const float* src, void* dst, int64_t n);
+void quantize_row_q8_k_avx2(const float* src, void* dst, int64_t n);
 #endif
 
 }  // namespace zinc::quant::detail

@@ -1,5 +1,6 @@
 // zinc/quant/dispatch.cpp — the public entry points of quant.h: argument checks, the per-type
 // kernel table, and the run-time choice between the scalar reference and the AVX2 kernels.
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,7 +18,8 @@ struct Kernels {
     DequantizeFn dequantize;
     QuantizeFn quantize;
     DotFn dot_ref;
-    DotFn dot_simd;  // null when the build has no SIMD kernel for the type
+    DotFn dot_simd;           // null when the build has no SIMD kernel for the type
+    QuantizeFn quantize_simd;  // same bytes as `quantize`, faster; null for most types
 };
 
 #if defined(ZINC_QUANT_HAVE_AVX2)
@@ -27,42 +29,51 @@ struct Kernels {
 #endif
 
 constexpr Kernels kernel_table[] = {
-    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32)},
-    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16)},
+    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32), nullptr},
+    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16), nullptr},
     {GgmlType::BF16, dequantize_row_bf16, quantize_row_bf16, dot_ref_bf16,
-     ZINC_SIMD_FN(dot_avx2_bf16)},
+     ZINC_SIMD_FN(dot_avx2_bf16), nullptr},
     {GgmlType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, dot_ref_q4_0,
-     ZINC_SIMD_FN(dot_avx2_q4_0)},
+     ZINC_SIMD_FN(dot_avx2_q4_0), nullptr},
     {GgmlType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, dot_ref_q4_1,
-     ZINC_SIMD_FN(dot_avx2_q4_1)},
+     ZINC_SIMD_FN(dot_avx2_q4_1), nullptr},
     {GgmlType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, dot_ref_q5_0,
-     ZINC_SIMD_FN(dot_avx2_q5_0)},
+     ZINC_SIMD_FN(dot_avx2_q5_0), nullptr},
     {GgmlType::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, dot_ref_q5_1,
-     ZINC_SIMD_FN(dot_avx2_q5_1)},
+     ZINC_SIMD_FN(dot_avx2_q5_1), nullptr},
     {GgmlType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, dot_ref_q8_0,
-     ZINC_SIMD_FN(dot_avx2_q8_0)},
+     ZINC_SIMD_FN(dot_avx2_q8_0), ZINC_SIMD_FN(quantize_row_q8_0_avx2)},
     {GgmlType::Q8_1, dequantize_row_q8_1, quantize_row_q8_1, dot_ref_q8_1,
-     ZINC_SIMD_FN(dot_avx2_q8_1)},
+     ZINC_SIMD_FN(dot_avx2_q8_1), ZINC_SIMD_FN(quantize_row_q8_1_avx2)},
     {GgmlType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, dot_ref_q2_k,
-     ZINC_SIMD_FN(dot_avx2_q2_k)},
+     ZINC_SIMD_FN(dot_avx2_q2_k), nullptr},
     {GgmlType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, dot_ref_q3_k,
-     ZINC_SIMD_FN(dot_avx2_q3_k)},
+     ZINC_SIMD_FN(dot_avx2_q3_k), nullptr},
     {GgmlType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, dot_ref_q4_k,
-     ZINC_SIMD_FN(dot_avx2_q4_k)},
+     ZINC_SIMD_FN(dot_avx2_q4_k), nullptr},
     {GgmlType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, dot_ref_q5_k,
-     ZINC_SIMD_FN(dot_avx2_q5_k)},
+     ZINC_SIMD_FN(dot_avx2_q5_k), nullptr},
     {GgmlType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, dot_ref_q6_k,
-     ZINC_SIMD_FN(dot_avx2_q6_k)},
+     ZINC_SIMD_FN(dot_avx2_q6_k), nullptr},
     {GgmlType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, dot_ref_q8_k,
-     ZINC_SIMD_FN(dot_avx2_q8_k)},
+     ZINC_SIMD_FN(dot_avx2_q8_k), ZINC_SIMD_FN(quantize_row_q8_k_avx2)},
 };
 
-const Kernels& kernels(GgmlType t) {
-    for (const Kernels& k : kernel_table) {
-        if (k.type == t) return k;
+// Raw type id -> index into kernel_table (-1: none), so a lookup per row costs one load.
+constexpr int max_type_id = 31;
+constexpr std::array<int8_t, max_type_id> kernel_index = [] {
+    std::array<int8_t, max_type_id> idx{};
+    idx.fill(-1);
+    for (size_t i = 0; i < std::size(kernel_table); ++i) {
+        idx[static_cast<uint32_t>(kernel_table[i].type)] = static_cast<int8_t>(i);
     }
-    ZINC_CHECK(false && "no kernels for this GgmlType");
-    std::abort();
+    return idx;
+}();
+
+const Kernels& kernels(GgmlType t) {
+    const auto raw = static_cast<uint32_t>(t);
+    ZINC_CHECK(raw < static_cast<uint32_t>(max_type_id) && kernel_index[raw] >= 0);
+    return kernel_table[kernel_index[raw]];
 }
 
 void check_row(GgmlType t, int64_t n) {
@@ -100,7 +111,12 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     check_row(t, n);
-    kernels(t).quantize(src, dst, n);
+    const Kernels& k = kernels(t);
+    if (k.quantize_simd != nullptr && simd_enabled()) {
+        k.quantize_simd(src, dst, n);
+        return;
+    }
+    k.quantize(src, dst, n);
 }
 
 float vec_dot(GgmlType t, int64_t n, const void* w, const void* a) {

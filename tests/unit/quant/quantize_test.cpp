@@ -154,3 +154,61 @@ TEST(Quantize, KQuantErrorIsSmallOnGaussianData) {
 
 }  // namespace
 }  // namespace zinc::quant
+
+namespace zinc::quant {
+namespace {
+
+// The SIMD activation quantizers must write exactly the reference bytes, including on ties
+// (values whose scaled magnitude ends in .5), zeros, and repeated maxima of either sign.
+TEST(QuantizeSimd, ActivationPackingsMatchReferenceBytes) {
+    if (!simd_enabled()) GTEST_SKIP() << "SIMD path disabled or unsupported on this CPU";
+    std::mt19937 rng(21);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::uniform_int_distribution<int> level(-254, 254);
+    const int64_t n = 256 * 40;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t b = 0; b < n / 32; ++b) {
+        float* v = x.data() + 32 * b;
+        switch (b % 6) {
+            case 0:  // half-integer levels with amax 127: x * id hits exact ties
+                for (int j = 0; j < 32; ++j) v[j] = 0.5f * static_cast<float>(level(rng));
+                v[5] = 127.0f;
+                break;
+            case 1:
+                for (int j = 0; j < 32; ++j) v[j] = 0.0f;
+                break;
+            case 2:  // repeated maxima of both signs
+                for (int j = 0; j < 32; ++j) v[j] = nd(rng);
+                v[3] = -4.0f;
+                v[9] = 4.0f;
+                v[30] = -4.0f;
+                break;
+            case 3:
+                for (int j = 0; j < 32; ++j) v[j] = nd(rng) * 1e-30f;
+                break;
+            case 4:  // ties for Q8_K's scale: max -127 -> iscale 1
+                for (int j = 0; j < 32; ++j) v[j] = 0.5f * static_cast<float>(level(rng));
+                v[0] = -127.0f;
+                break;
+            default:
+                for (int j = 0; j < 32; ++j) v[j] = nd(rng) * 1000.0f;
+        }
+    }
+    struct Case {
+        GgmlType t;
+        detail::QuantizeFn reference;
+    };
+    for (Case c : {Case{GgmlType::Q8_0, detail::quantize_row_q8_0}, Case{GgmlType::Q8_1, detail::quantize_row_q8_1},
+                   Case{GgmlType::Q8_K, detail::quantize_row_q8_k}}) {
+        std::vector<uint8_t> want(row_size(c.t, n)), got(row_size(c.t, n));
+        c.reference(x.data(), want.data(), n);
+        quantize_row(c.t, x.data(), got.data(), n);  // SIMD path
+        for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(got[i], want[i]) << type_name(c.t) << " byte " << i << " (block "
+                                       << i / type_traits(c.t).type_size << ")";
+        }
+    }
+}
+
+}  // namespace
+}  // namespace zinc::quant
