@@ -142,9 +142,17 @@ inline void unpack_scales_q3_k(const uint8_t* q, int8_t* sc) {
 // fp16.cpp: the portable (no F16C) conversions, exposed so tests can cross-check the F16C path.
 float fp16_to_fp32_portable(uint16_t h);
 uint16_t fp32_to_fp16_portable(float f);
-// fp16 bits -> f32 lookup table (65536 entries): one load instead of a conversion in the
-// per-block scale products of the SIMD dots (the approach ggml's CPU backend takes too).
-const float* fp16_table();
+// fp16 bits -> f32 lookup table (65536 entries, 256 KiB, filled on first use and immutable
+// after): one load instead of a conversion in the per-block scale products of the SIMD dots
+// (ggml's CPU backend does the same). Inline so the per-row cost is a guard check, not a call.
+struct Fp16Table {
+    float v[65536];
+    Fp16Table();  // fp16.cpp
+};
+inline const float* fp16_table() {
+    static const Fp16Table table;
+    return table.v;
+}
 
 // Per-type kernels. Rows are n elements (n % block_size == 0, checked by dispatch.cpp).
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);

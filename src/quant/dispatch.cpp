@@ -76,9 +76,11 @@ const Kernels& kernels(GgmlType t) {
     return kernel_table[kernel_index[raw]];
 }
 
+// n must be a whole number of blocks; block sizes are powers of two (static_assert in
+// types.cpp), so this is a mask test rather than a 64-bit division on every row.
 void check_row(GgmlType t, int64_t n) {
-    const TypeTraits& tt = type_traits(t);
-    ZINC_CHECK(n >= 0 && n % tt.block_size == 0);
+    const int64_t bs = type_traits(t).block_size;
+    ZINC_CHECK(n >= 0 && (n & (bs - 1)) == 0);
 }
 
 bool read_simd_setting() {

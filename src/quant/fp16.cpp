@@ -6,7 +6,6 @@
 // bf16: the top 16 bits of an f32, rounded to nearest even; NaN forced quiet — the rule of
 // ggml's fp32->bf16 conversion and gguf/quants.py's BF16.quantize_blocks.
 #include <cstring>
-#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -112,14 +111,8 @@ namespace detail {
 float fp16_to_fp32_portable(uint16_t h) { return half_to_float_portable(h); }
 uint16_t fp32_to_fp16_portable(float f) { return float_to_half_portable(f); }
 
-const float* fp16_table() {
-    // 65536 x f32 = 256 KiB, built on first use; immutable afterwards.
-    static const std::vector<float> table = [] {
-        std::vector<float> t(65536);
-        for (uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_fp32(static_cast<uint16_t>(h));
-        return t;
-    }();
-    return table.data();
+Fp16Table::Fp16Table() {
+    for (uint32_t h = 0; h < 65536; ++h) v[h] = fp16_to_fp32(static_cast<uint16_t>(h));
 }
 
 void dequantize_row_f32(const void* src, float* dst, int64_t n) {

@@ -38,21 +38,38 @@ constexpr std::array<TypeTraits, 15> type_table = {{
     {GgmlType::BF16, "bf16", 1, 2, false, GgmlType::F32},
 }};
 
+// Raw type id -> index into type_table (-1: not a supported type); type_traits() is called
+// once per row by the dot products, so the lookup is a single load.
+constexpr uint32_t max_type_id = 31;
+constexpr std::array<int8_t, max_type_id> type_index = [] {
+    std::array<int8_t, max_type_id> idx{};
+    idx.fill(-1);
+    for (size_t i = 0; i < type_table.size(); ++i) {
+        idx[static_cast<uint32_t>(type_table[i].type)] = static_cast<int8_t>(i);
+    }
+    return idx;
+}();
+
+// Block sizes are powers of two (dispatch.cpp checks row lengths with a mask).
+constexpr bool block_sizes_are_powers_of_two = [] {
+    for (const TypeTraits& tt : type_table) {
+        if ((tt.block_size & (tt.block_size - 1)) != 0) return false;
+    }
+    return true;
+}();
+static_assert(block_sizes_are_powers_of_two);
+
 }  // namespace
 
 std::optional<TypeTraits> find_type_traits(uint32_t raw_type) {
-    for (const TypeTraits& tt : type_table) {
-        if (static_cast<uint32_t>(tt.type) == raw_type) return tt;
-    }
-    return std::nullopt;
+    if (raw_type >= max_type_id || type_index[raw_type] < 0) return std::nullopt;
+    return type_table[static_cast<size_t>(type_index[raw_type])];
 }
 
 const TypeTraits& type_traits(GgmlType t) {
-    for (const TypeTraits& tt : type_table) {
-        if (tt.type == t) return tt;
-    }
-    ZINC_CHECK(false && "unknown GgmlType");
-    std::abort();
+    const auto raw = static_cast<uint32_t>(t);
+    ZINC_CHECK(raw < max_type_id && type_index[raw] >= 0);
+    return type_table[static_cast<size_t>(type_index[raw])];
 }
 
 std::string_view type_name(GgmlType t) { return type_traits(t).name; }
