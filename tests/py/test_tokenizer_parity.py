@@ -137,6 +137,39 @@ def test_encode_parity(model, add_special, parse_special):
     assert not bad, msg
 
 
+def random_texts(seed, n):
+    """Seeded random strings (not committed: same seed, same strings) that mix scripts, marks,
+    whitespace kinds, digits, special-token fragments and raw bytes, to probe beyond the corpus."""
+    rng = random.Random(seed)
+    pieces = (list("aZ09 \t\n\r.,'\"!?-_()<>|$+=^~`@#%&*/\\{}[]:;") +
+              ["\u00e9", "\u0301", "\u00a0", "\u2003", "\u3000", "\u2028", "\u0085", "\u200d",
+               "\ufe0f", "\u0663", "\u0967", "\u00bd", "\u2167", "\u65e5", "\u672c", "\u3042",
+               "\ud55c", "\u0639", "\u05d0", "\u0e01", "\u0e31", "\u0915", "\u094d", "\U0001F600",
+               "\U0001F1FA", "\U0001F3FD", "\U0002EBF0", "\u0378", "\ue000", "\u00ad", "'s", "'T",
+               "'ll", "'RE", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<start_of_turn>",
+               "<end_of_turn>", "<bos>", "<eos>", "<|im_", "_turn>", "\n\n", "\t\t", "    ",
+               "1234567", "<unused7>", "<pad>", "</s>", "<reponame>"])
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.2:
+            b = bytearray(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+            # Bytes F4..FF could form sequences above U+10FFFF, on which llama.cpp aborts.
+            out.append(bytes(x if x < 0xF4 else rng.choice([0x20, 0x80, 0xC3, 0xE6]) for x in b))
+        else:
+            out.append("".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))).encode())
+    return out
+
+
+@pytest.mark.parametrize("parse_special", [False, True])
+def test_encode_parity_random(model, parse_special):
+    name, path, oracle = model
+    texts = random_texts(int(os.environ.get("ZINC_TOK_SEED", 1234)), int(os.environ.get("ZINC_TOK_N", 600)))
+    ours = zinc_encode(path, texts, True, parse_special)
+    theirs = [oracle.encode(t, True, parse_special) for t in texts]
+    bad, msg = _report(f"{name} random parse_special={parse_special}", texts, ours, theirs)
+    assert not bad, msg
+
+
 def test_special_ids_and_eog(model):
     name, path, oracle = model
     info = dict(line.split(" ", 1) for line in run_tool(path, "--info"))
@@ -291,6 +324,10 @@ def test_other_pre_tokenizers(tmp_path, pre, smollm_base):
     ours = zinc_encode(dst, CORPUS, False, True)
     theirs = [oracle.encode(t, False, True) for t in CORPUS]
     bad, msg = _report(f"pre={pre}", CORPUS, ours, theirs)
+    assert not bad, msg
+    texts = random_texts(int(os.environ.get("ZINC_TOK_SEED", 99)), int(os.environ.get("ZINC_TOK_N", 400)))
+    bad, msg = _report(f"pre={pre} random", texts, zinc_encode(dst, texts, False, True),
+                       [oracle.encode(t, False, True) for t in texts])
     assert not bad, msg
     # The variant really is tokenized differently from smollm on this corpus (same vocabulary).
     assert sum(b != th for b, th in zip(smollm_base, theirs)) >= 10
