@@ -17,7 +17,7 @@ namespace zinc::tokenizer {
 namespace {
 
 class BpeTokenizer final : public TokenizerBase {
-public:
+  public:
     BpeTokenizer(std::unique_ptr<Vocab> vocab, const SpecialIds& ids, std::vector<TokenId> eog,
                  bool add_bos, bool add_eos, PreTokenizerInfo pre)
         : TokenizerBase(std::move(vocab), Family::ByteLevelBpe, ids, std::move(eog), add_bos,
@@ -29,7 +29,7 @@ public:
     std::vector<TokenId> encode(std::string_view text, bool add_special,
                                 bool parse_special) const override;
 
-private:
+  private:
     struct Symbol {
         int prev, next;
         uint32_t off, len;  // bytes in the word buffer

@@ -29,8 +29,8 @@ Result<PreTokenizerInfo> pre_tokenizer_from_name(std::string_view pre) {
         info.ignore_merges = llama3_family;
         info.default_add_bos = llama3_family;
     } else if (is_any({"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es",
-                       "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "exaone4", "mpt",
-                       "olmo", "jais", "trillion", "granite-docling"})) {
+                       "jina-v2-de", "a.x-4.0", "mellum", "modern-bert", "exaone4", "mpt", "olmo",
+                       "jais", "trillion", "granite-docling"})) {
         info.kind = PreTokenizerKind::Gpt2;
     } else if (is_any({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone",
                        "minerva-7b"})) {
@@ -55,7 +55,7 @@ struct Cp {
 
 // View of one piece [ini, end) of the code point array with out-of-range positions invalid.
 class Piece {
-public:
+  public:
     Piece(const std::vector<uint32_t>& cpts, size_t ini, size_t end)
         : cpts_(cpts), ini_(ini), end_(end) {}
     Cp at(size_t pos) const {
@@ -73,21 +73,21 @@ public:
     size_t ini() const { return ini_; }
     size_t end() const { return end_; }
 
-private:
+  private:
     const std::vector<uint32_t>& cpts_;
     size_t ini_, end_;
 };
 
 // Appends pieces as the scan advances; `cut(pos)` closes the piece that ends at pos.
 class Cutter {
-public:
+  public:
     Cutter(std::vector<size_t>& out, size_t start) : out_(out), prev_(start) {}
     void cut(size_t pos) {
         if (pos > prev_) out_.push_back(pos - prev_);
         prev_ = pos;
     }
 
-private:
+  private:
     std::vector<size_t>& out_;
     size_t prev_;
 };
@@ -259,7 +259,10 @@ void split_class(const Piece& p, Pred pred, bool run, std::vector<size_t>& out) 
 // [0-9][0-9][0-9]: leftmost non-overlapping triples of ASCII digits.
 void split_digit_triples(const Piece& p, std::vector<size_t>& out) {
     Cutter cut(out, p.ini());
-    auto digit = [&](size_t i) { uint32_t c = p.cp(i); return c >= '0' && c <= '9'; };
+    auto digit = [&](size_t i) {
+        uint32_t c = p.cp(i);
+        return c >= '0' && c <= '9';
+    };
     size_t pos = p.ini();
     while (pos + 2 < p.end()) {
         if (digit(pos) && digit(pos + 1) && digit(pos + 2)) {

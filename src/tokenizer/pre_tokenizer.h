@@ -28,8 +28,8 @@ enum class PreTokenizerKind { Gpt2, SmolLm, Llama3, Qwen2, Default };
 /// Per-pre-value settings llama.cpp attaches to the pre-tokenizer.
 struct PreTokenizerInfo {
     PreTokenizerKind kind = PreTokenizerKind::Default;
-    bool ignore_merges = false;   // a whole piece that is a token is emitted as is (llama3)
-    bool default_add_bos = false; // add_bos when tokenizer.ggml.add_bos_token is absent
+    bool ignore_merges = false;    // a whole piece that is a token is emitted as is (llama3)
+    bool default_add_bos = false;  // add_bos when tokenizer.ggml.add_bos_token is absent
 };
 
 /// Map a tokenizer.ggml.pre value ("" means absent -> Default, as llama.cpp does). Accepts the

@@ -22,17 +22,17 @@ namespace zinc::tokenizer {
 
 struct Fragment {
     bool is_token = false;
-    TokenId token = -1;      // when is_token
+    TokenId token = -1;             // when is_token
     size_t offset = 0, length = 0;  // raw text span (bytes) when !is_token
 };
 
 class SpecialMatcher {
-public:
+  public:
     explicit SpecialMatcher(const Vocab& vocab);
     /// Fragments of `text` in order; raw spans are never empty.
     std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
 
-private:
+  private:
     struct Node {
         TokenId token = -1;  // candidate ending here
         uint32_t rank = 0;   // order in llama.cpp's longest-first list

@@ -16,7 +16,7 @@ namespace zinc::tokenizer {
 namespace {
 
 class SpmTokenizer final : public TokenizerBase {
-public:
+  public:
     SpmTokenizer(std::unique_ptr<Vocab> vocab, const SpecialIds& ids, std::vector<TokenId> eog,
                  bool add_bos, bool add_eos, bool add_space_prefix)
         : TokenizerBase(std::move(vocab), Family::SentencePiece, ids, std::move(eog), add_bos,
@@ -34,7 +34,7 @@ public:
     std::vector<TokenId> encode(std::string_view text, bool add_special,
                                 bool parse_special) const override;
 
-private:
+  private:
     struct Symbol {
         int prev, next;
         uint32_t off, len;
@@ -142,9 +142,9 @@ Result<std::unique_ptr<Tokenizer>> make_spm_tokenizer(const VocabSpec& spec) {
         return make_error("tokenizer.ggml.add_bos_token is true but there is no BOS token");
     if (add_eos && ids.eos < 0)
         return make_error("tokenizer.ggml.add_eos_token is true but there is no EOS token");
-    return std::unique_ptr<Tokenizer>(std::make_unique<SpmTokenizer>(
-        std::move(vocab).value(), ids, std::move(eog), add_bos, add_eos,
-        spec.add_space_prefix.value_or(true)));
+    return std::unique_ptr<Tokenizer>(
+        std::make_unique<SpmTokenizer>(std::move(vocab).value(), ids, std::move(eog), add_bos,
+                                       add_eos, spec.add_space_prefix.value_or(true)));
 }
 
 }  // namespace zinc::tokenizer

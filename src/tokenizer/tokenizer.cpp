@@ -69,7 +69,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
         if (*pre) spec.pre = std::string(**pre);
     }
     ZINC_TRY(read_strings(file, "tokenizer.ggml.tokens", spec.tokens, true));
-    if (spec.model == "gpt2") ZINC_TRY(read_strings(file, "tokenizer.ggml.merges", spec.merges, true));
+    if (spec.model == "gpt2")
+        ZINC_TRY(read_strings(file, "tokenizer.ggml.merges", spec.merges, true));
 
     auto scores = file.get_array("tokenizer.ggml.scores");
     if (!scores.ok()) return scores.error();

@@ -16,7 +16,7 @@ namespace zinc::tokenizer {
 enum class Family { ByteLevelBpe, SentencePiece };
 
 class TokenizerBase : public Tokenizer {
-public:
+  public:
     TokenizerBase(std::unique_ptr<Vocab> vocab, Family family, const SpecialIds& ids,
                   std::vector<TokenId> eog, bool add_bos, bool add_eos);
 
@@ -28,7 +28,7 @@ public:
     const Vocab& vocab() const { return *vocab_; }
     const SpecialIds& special_ids() const { return ids_; }
 
-protected:
+  protected:
     std::unique_ptr<Vocab> vocab_;
     Family family_;
     SpecialIds ids_;

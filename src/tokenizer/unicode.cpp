@@ -14,10 +14,9 @@ CpClass cp_class(uint32_t cp) {
     using unicode_data::kCpClassRangesCount;
     // Last range whose first code point is <= cp.
     const auto* end = kCpClassRanges + kCpClassRangesCount;
-    const auto* it = std::upper_bound(kCpClassRanges, end, cp,
-                                      [](uint32_t v, const unicode_data::CpRange& r) {
-                                          return v < r.first;
-                                      });
+    const auto* it =
+        std::upper_bound(kCpClassRanges, end, cp,
+                         [](uint32_t v, const unicode_data::CpRange& r) { return v < r.first; });
     return static_cast<CpClass>((it - 1)->cls);
 }
 
@@ -108,7 +107,9 @@ const Gpt2Map& gpt2_map() {
 
 }  // namespace
 
-uint32_t byte_to_gpt2_cp(uint8_t byte) { return gpt2_map().to_cp[byte]; }
+uint32_t byte_to_gpt2_cp(uint8_t byte) {
+    return gpt2_map().to_cp[byte];
+}
 
 int gpt2_cp_to_byte(uint32_t cp) {
     if (cp < 256) return gpt2_keeps(static_cast<int>(cp)) ? static_cast<int>(cp) : -1;
@@ -129,12 +130,24 @@ int seq_info(uint8_t lead, uint8_t* lo, uint8_t* hi) {
     *hi = 0xBF;
     if (lead < 0x80) return 1;
     if (lead >= 0xC2 && lead <= 0xDF) return 2;
-    if (lead == 0xE0) { *lo = 0xA0; return 3; }
+    if (lead == 0xE0) {
+        *lo = 0xA0;
+        return 3;
+    }
     if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF) return 3;
-    if (lead == 0xED) { *hi = 0x9F; return 3; }
-    if (lead == 0xF0) { *lo = 0x90; return 4; }
+    if (lead == 0xED) {
+        *hi = 0x9F;
+        return 3;
+    }
+    if (lead == 0xF0) {
+        *lo = 0x90;
+        return 4;
+    }
     if (lead >= 0xF1 && lead <= 0xF3) return 4;
-    if (lead == 0xF4) { *hi = 0x8F; return 4; }
+    if (lead == 0xF4) {
+        *hi = 0x8F;
+        return 4;
+    }
     return 0;
 }
 

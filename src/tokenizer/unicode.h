@@ -14,7 +14,13 @@ namespace zinc::tokenizer {
 /// Unicode general category folded into the classes the pre-tokenizer regexes use
 /// (\p{L}, \p{N}, \p{Z}, \p{M}, \p{P}, \p{S}, \p{C}); unassigned code points are Undefined.
 enum class CpClass : uint8_t {
-    Undefined = 0, Letter = 1, Number = 2, Separator = 3, Mark = 4, Punctuation = 5, Symbol = 6,
+    Undefined = 0,
+    Letter = 1,
+    Number = 2,
+    Separator = 3,
+    Mark = 4,
+    Punctuation = 5,
+    Symbol = 6,
     Control = 7,
 };
 

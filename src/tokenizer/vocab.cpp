@@ -13,13 +13,20 @@ namespace {
 
 uint32_t attr_of_type(int32_t t) {
     switch (t) {
-        case static_cast<int32_t>(TokenType::NORMAL): return attr::kNormal;
-        case static_cast<int32_t>(TokenType::UNKNOWN): return attr::kUnknown;
-        case static_cast<int32_t>(TokenType::CONTROL): return attr::kControl;
-        case static_cast<int32_t>(TokenType::USER_DEFINED): return attr::kUserDefined;
-        case static_cast<int32_t>(TokenType::UNUSED): return attr::kUnused;
-        case static_cast<int32_t>(TokenType::BYTE): return attr::kByte;
-        default: return attr::kUndefined;
+        case static_cast<int32_t>(TokenType::NORMAL):
+            return attr::kNormal;
+        case static_cast<int32_t>(TokenType::UNKNOWN):
+            return attr::kUnknown;
+        case static_cast<int32_t>(TokenType::CONTROL):
+            return attr::kControl;
+        case static_cast<int32_t>(TokenType::USER_DEFINED):
+            return attr::kUserDefined;
+        case static_cast<int32_t>(TokenType::UNUSED):
+            return attr::kUnused;
+        case static_cast<int32_t>(TokenType::BYTE):
+            return attr::kByte;
+        default:
+            return attr::kUndefined;
     }
 }
 
@@ -68,9 +75,9 @@ Result<std::unique_ptr<Vocab>> Vocab::build(const VocabSpec& spec) {
         const auto id = static_cast<TokenId>(i);
         auto [it, inserted] = v->index_.emplace(v->text(id), id);
         if (!inserted)
-            return make_error("tokenizer.ggml.tokens: duplicate token '" + std::string(v->text(id)) +
-                              "' at ids " + std::to_string(it->second) + " and " +
-                              std::to_string(i));
+            return make_error("tokenizer.ggml.tokens: duplicate token '" +
+                              std::string(v->text(id)) + "' at ids " + std::to_string(it->second) +
+                              " and " + std::to_string(i));
     }
     return v;
 }
@@ -123,18 +130,24 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
     };
     detect(ids.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                      "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                     "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                     "<\xEF\xBD\x9C"
+                     "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
                      "<end_of_utterance>"});
     detect(ids.eom, {"<|eom_id|>"});
     detect(ids.fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                         "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
-                         "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"});
+                         "<\xEF\xBD\x9C"
+                         "fim\xE2\x96\x81"
+                         "begin\xEF\xBD\x9C>",
+                         "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"});
     detect(ids.fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                         "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>",
-                         "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"});
+                         "<\xEF\xBD\x9C"
+                         "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                         "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"});
     detect(ids.fim_mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                         "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
-                         "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"});
+                         "<\xEF\xBD\x9C"
+                         "fim\xE2\x96\x81"
+                         "end\xEF\xBD\x9C>",
+                         "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"});
     detect(ids.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
     detect(ids.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
     detect(ids.fim_sep, {"<|file_sep|>"});
@@ -143,9 +156,9 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
     for (TokenId id : {ids.fim_pad, ids.fim_rep, ids.fim_sep})
         if (id >= 0) eog.insert(id);
     for (std::string_view name :
-         {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
-          "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>",
-          "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>"}) {
+         {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+          "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]",
+          "[EOS]", "<|end_of_text|>", "<end_of_utterance>"}) {
         const TokenId t = vocab.find(name);
         if (t >= 0) {
             eog.insert(t);
@@ -165,10 +178,14 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
         TokenId end_id = -1;
         for (TokenId t : eog) {
             const auto s = vocab.text(t);
-            if (s == "<|return|>") has_return = true;
-            else if (s == "<|call|>" || s == "<|calls|>") has_call = true;
-            else if (s == "<|flush|>") has_flush = true;
-            else if (s == "<|end|>") end_id = t;
+            if (s == "<|return|>")
+                has_return = true;
+            else if (s == "<|call|>" || s == "<|calls|>")
+                has_call = true;
+            else if (s == "<|flush|>")
+                has_flush = true;
+            else if (s == "<|end|>")
+                end_id = t;
         }
         if (end_id >= 0 && ((has_return && has_call) || (has_call && has_flush))) {
             eog.erase(end_id);

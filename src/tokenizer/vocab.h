@@ -35,13 +35,13 @@ constexpr uint32_t kByte = 1u << 5;
 /// Everything a tokenizer is built from. Views must outlive make_tokenizer() only (the Vocab
 /// copies what it keeps). Optional ids/flags are "key absent" when empty.
 struct VocabSpec {
-    std::string model;                    // tokenizer.ggml.model: "gpt2" or "llama"
-    std::string pre;                      // tokenizer.ggml.pre ("" when absent)
-    std::vector<std::string_view> tokens; // tokenizer.ggml.tokens
-    std::vector<float> scores;            // tokenizer.ggml.scores (empty: all 0)
-    std::vector<int32_t> token_types;     // tokenizer.ggml.token_type (empty: all NORMAL... see
-                                          // make_tokenizer: llama.cpp then uses NORMAL)
-    std::vector<std::string_view> merges; // tokenizer.ggml.merges ("left right"), gpt2 only
+    std::string model;                     // tokenizer.ggml.model: "gpt2" or "llama"
+    std::string pre;                       // tokenizer.ggml.pre ("" when absent)
+    std::vector<std::string_view> tokens;  // tokenizer.ggml.tokens
+    std::vector<float> scores;             // tokenizer.ggml.scores (empty: all 0)
+    std::vector<int32_t> token_types;      // tokenizer.ggml.token_type (empty: all NORMAL... see
+                                           // make_tokenizer: llama.cpp then uses NORMAL)
+    std::vector<std::string_view> merges;  // tokenizer.ggml.merges ("left right"), gpt2 only
     std::optional<int64_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, mask_id;
     std::optional<int64_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
@@ -54,7 +54,7 @@ struct SpecialIds {
 };
 
 class Vocab {
-public:
+  public:
     /// Copies the tokens into the arena and builds the index. Errors: empty vocab, duplicate
     /// token text, arrays of the wrong length.
     static Result<std::unique_ptr<Vocab>> build(const VocabSpec& spec);
@@ -75,13 +75,13 @@ public:
         return it == index_.end() ? -1 : it->second;
     }
 
-private:
+  private:
     Vocab() = default;
-    std::vector<char> arena_;            // all token texts back to back
-    std::vector<uint32_t> offsets_;      // (n + 1) offsets into arena_
-    std::vector<float> scores_;          // n or empty
-    std::vector<uint32_t> attrs_;        // n, attr:: bits
-    std::vector<TokenType> types_;       // n, as in the file
+    std::vector<char> arena_;        // all token texts back to back
+    std::vector<uint32_t> offsets_;  // (n + 1) offsets into arena_
+    std::vector<float> scores_;      // n or empty
+    std::vector<uint32_t> attrs_;    // n, attr:: bits
+    std::vector<TokenType> types_;   // n, as in the file
     std::unordered_map<std::string_view, TokenId> index_;
 };
 

@@ -37,7 +37,9 @@ std::string hex(const std::string& s) {
     return out;
 }
 
-bool read_exact(void* buf, size_t n) { return n == 0 || std::fread(buf, 1, n, stdin) == n; }
+bool read_exact(void* buf, size_t n) {
+    return n == 0 || std::fread(buf, 1, n, stdin) == n;
+}
 
 int run_batch(const Tokenizer& tok) {
     std::string line;

@@ -21,14 +21,14 @@ SpecOwner tiny_bpe(const std::string& pre = "gpt-2") {
     o.spec.model = "gpt2";
     o.spec.pre = pre;
     for (int b = 0; b < 256; ++b) o.add(byte_level(std::string(1, char(b))));  // ids 0..255
-    o.add(byte_level("he"));            // 256
-    o.add(byte_level("ll"));            // 257
-    o.add(byte_level("hell"));          // 258
-    o.add(byte_level("hello"));         // 259
-    o.add(byte_level(" w"));            // 260
-    o.add("<|end|>", TokenType::CONTROL);        // 261
-    o.add("<tool>", TokenType::USER_DEFINED);    // 262
-    o.add("<|endoftext|>", TokenType::CONTROL);  // 263
+    o.add(byte_level("he"));                                                   // 256
+    o.add(byte_level("ll"));                                                   // 257
+    o.add(byte_level("hell"));                                                 // 258
+    o.add(byte_level("hello"));                                                // 259
+    o.add(byte_level(" w"));                                                   // 260
+    o.add("<|end|>", TokenType::CONTROL);                                      // 261
+    o.add("<tool>", TokenType::USER_DEFINED);                                  // 262
+    o.add("<|endoftext|>", TokenType::CONTROL);                                // 263
     o.merge(byte_level("l") + " " + byte_level("l"));
     o.merge(byte_level("h") + " " + byte_level("e"));
     o.merge(byte_level("he") + " " + byte_level("ll"));
@@ -43,22 +43,28 @@ SpecOwner tiny_bpe(const std::string& pre = "gpt-2") {
 SpecOwner tiny_spm() {
     SpecOwner o;
     o.spec.model = "llama";
-    o.add("<unk>", TokenType::UNKNOWN);      // 0
-    o.add("<s>", TokenType::CONTROL);        // 1
-    o.add("</s>", TokenType::CONTROL);       // 2
-    for (int b = 0; b < 256; ++b) {          // 3..258
+    o.add("<unk>", TokenType::UNKNOWN);  // 0
+    o.add("<s>", TokenType::CONTROL);    // 1
+    o.add("</s>", TokenType::CONTROL);   // 2
+    for (int b = 0; b < 256; ++b) {      // 3..258
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         o.add(name, TokenType::BYTE);
     }
-    o.add("\xE2\x96\x81", TokenType::NORMAL, -1);        // 259 ▁
-    o.add("a", TokenType::NORMAL, -2);                    // 260
-    o.add("b", TokenType::NORMAL, -2);                    // 261
-    o.add("ab", TokenType::NORMAL, -3);                   // 262
-    o.add("\xE2\x96\x81" "a", TokenType::NORMAL, -1.5f);  // 263 ▁a
-    o.add("\xE2\x96\x81" "ab", TokenType::NORMAL, -4);    // 264 ▁ab
-    o.add("<sep>", TokenType::USER_DEFINED);              // 265
-    o.add("\n", TokenType::USER_DEFINED);                 // 266
+    o.add("\xE2\x96\x81", TokenType::NORMAL, -1);  // 259 ▁
+    o.add("a", TokenType::NORMAL, -2);             // 260
+    o.add("b", TokenType::NORMAL, -2);             // 261
+    o.add("ab", TokenType::NORMAL, -3);            // 262
+    o.add(
+        "\xE2\x96\x81"
+        "a",
+        TokenType::NORMAL, -1.5f);  // 263 ▁a
+    o.add(
+        "\xE2\x96\x81"
+        "ab",
+        TokenType::NORMAL, -4);               // 264 ▁ab
+    o.add("<sep>", TokenType::USER_DEFINED);  // 265
+    o.add("\n", TokenType::USER_DEFINED);     // 266
     return o;
 }
 
@@ -70,8 +76,7 @@ TEST(BpeTokenizer, MergesByRank) {
     ASSERT_TRUE(tok.ok()) << tok.error().message;
     EXPECT_EQ((*tok)->encode("hello", false, false), (Ids{259}));
     // " w" merges; "orld" has no merges so it stays bytes.
-    EXPECT_EQ((*tok)->encode("hello world", false, false),
-              (Ids{259, 260, 'o', 'r', 'l', 'd'}));
+    EXPECT_EQ((*tok)->encode("hello world", false, false), (Ids{259, 260, 'o', 'r', 'l', 'd'}));
     EXPECT_EQ((*tok)->decode((*tok)->encode("hello world", false, false)), "hello world");
     EXPECT_FALSE((*tok)->add_bos());
     EXPECT_EQ((*tok)->encode("he", true, false), (Ids{256}));  // add_bos defaults off for gpt2
@@ -175,14 +180,20 @@ TEST(SpmTokenizer, NoSpacePrefixAndByteFallback) {
     EXPECT_EQ(tok->decode({3 + 0xC3, 3 + 0xA9}), "\xC3\xA9");
     // Invalid UTF-8 goes to bytes too. Characters are cut by lead byte only, so 0xFF (a "4-byte"
     // lead) swallows the following 'a' into one symbol, which then falls back to bytes as well.
-    EXPECT_EQ(tok->encode("\xFF" "a", false, false), (Ids{3 + 0xFF, 3 + 'a'}));
-    EXPECT_EQ(tok->encode("a\x80" "a", false, false), (Ids{260, 3 + 0x80, 260}));
+    EXPECT_EQ(tok->encode("\xFF"
+                          "a",
+                          false, false),
+              (Ids{3 + 0xFF, 3 + 'a'}));
+    EXPECT_EQ(tok->encode("a\x80"
+                          "a",
+                          false, false),
+              (Ids{260, 3 + 0x80, 260}));
     // User-defined "\n" and "<sep>" split out even without parse_special; control "<s>" not.
     EXPECT_EQ(tok->encode("a\na<sep>", false, false), (Ids{260, 266, 260, 265}));
     const Ids s = tok->encode("<s>", false, false);
     EXPECT_EQ(std::count(s.begin(), s.end(), 1), 0);
     EXPECT_EQ(tok->encode("<s>", false, true), (Ids{1}));
-    EXPECT_EQ(tok->token_to_piece(0), "");            // unknown renders only when special
+    EXPECT_EQ(tok->token_to_piece(0), "");  // unknown renders only when special
     EXPECT_EQ(tok->token_to_piece(0, true), "<unk>");
 }
 
@@ -221,10 +232,10 @@ TEST(IncrementalDetokenizer, InvalidBytesBecomeReplacementChars) {
     IncrementalDetokenizer det(*tok);
     EXPECT_EQ(det.push(0xFF), "\xEF\xBF\xBD");
     EXPECT_EQ(det.push(0xE2), "");
-    EXPECT_EQ(det.push('x'), "\xEF\xBF\xBDx");      // E2 then 'x': E2 can never complete
+    EXPECT_EQ(det.push('x'), "\xEF\xBF\xBDx");  // E2 then 'x': E2 can never complete
     EXPECT_EQ(det.push(0xE2), "");
     EXPECT_EQ(det.push(0x82), "");
-    EXPECT_EQ(det.finish(), "\xEF\xBF\xBD");        // truncated E2 82 -> one U+FFFD
+    EXPECT_EQ(det.finish(), "\xEF\xBF\xBD");  // truncated E2 82 -> one U+FFFD
     EXPECT_EQ(det.finish(), "");
 }
 
@@ -254,12 +265,14 @@ TEST(RealModels, SmolLm2AndGemma3LoadAndAreFast) {
         // seconds here. The bound is loose on purpose (shared 2-core machine).
         std::string text;
         while (text.size() < 64 * 1024)
-            text += "The quick brown fox jumps over the lazy dog; 日本語 😀 x=1234567\n\t"
-                    "<|im_start|>user<end_of_turn>  int main() { return 0; }\n";
+            text +=
+                "The quick brown fox jumps over the lazy dog; 日本語 😀 x=1234567\n\t"
+                "<|im_start|>user<end_of_turn>  int main() { return 0; }\n";
         const auto t0 = std::chrono::steady_clock::now();
         const Ids ids = (*tok)->encode(text, true, true);
-        const double ms = std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0).count();
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         EXPECT_GT(ids.size(), 1000u);
         EXPECT_LT(ms, 2000.0) << name;
         // Round trip without specials: decode(encode(x)) == x for valid UTF-8 text.

@@ -39,7 +39,11 @@ TEST(Unicode, LenientDecodeMatchesLlamaCpp) {
     decode_utf8_lenient("\xC1\x81\xED\xA0\x80", cp);
     EXPECT_EQ(cp, (std::vector<uint32_t>{0x41, 0xD800}));
     // Stray continuation, truncated sequence, invalid lead: one U+FFFD per bad byte.
-    decode_utf8_lenient("\x80" "\xE2\x82" "x\xFF", cp);
+    decode_utf8_lenient(
+        "\x80"
+        "\xE2\x82"
+        "x\xFF",
+        cp);
     EXPECT_EQ(cp, (std::vector<uint32_t>{0xFFFD, 0xFFFD, 0xFFFD, 'x', 0xFFFD}));
     // Above U+10FFFF: llama.cpp throws on these; we replace the lead byte.
     decode_utf8_lenient("\xF7\xBF\xBF\xBF", cp);
