@@ -6,8 +6,8 @@
 // Dot products: a weight row of type W is multiplied with an activation row that has been packed
 // to type_traits(W).vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the
 // K-quants, F32 for F32/F16/BF16). Each function has a portable scalar reference and a SIMD
-// version (AVX2+FMA+F16C); the SIMD version is chosen at run time from CPUID unless
-// set_simd_enabled(false) (or env ZINC_SIMD=0) forces the reference path.
+// version (AVX2+FMA+F16C); the SIMD version is chosen at run time from CPUID unless env
+// ZINC_SIMD=0 (read once per process) forces the reference path.
 #pragma once
 
 #include <cstddef>
