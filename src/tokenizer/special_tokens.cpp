@@ -16,6 +16,9 @@ SpecialMatcher::SpecialMatcher(const Vocab& vocab) {
     std::stable_sort(cands.begin(), cands.end(), [&](TokenId a, TokenId b) {
         return vocab.text(a).size() > vocab.text(b).size();
     });
+    // Build with a temporary hash map of edges, then freeze into per-node sorted child lists
+    // (lookups walk long runs like "\n\n\n..." byte by byte, so they must be cheap).
+    std::unordered_map<uint64_t, uint32_t> edges;  // (node << 8 | byte) -> node
     nodes_.emplace_back();
     for (uint32_t rank = 0; rank < cands.size(); ++rank) {
         const TokenId id = cands[rank];
@@ -25,10 +28,10 @@ SpecialMatcher::SpecialMatcher(const Vocab& vocab) {
         uint32_t node = 0;
         for (unsigned char c : text) {
             const uint64_t key = (static_cast<uint64_t>(node) << 8) | c;
-            auto it = edges_.find(key);
-            if (it == edges_.end()) {
+            auto it = edges.find(key);
+            if (it == edges.end()) {
                 nodes_.emplace_back();
-                it = edges_.emplace(key, static_cast<uint32_t>(nodes_.size() - 1)).first;
+                it = edges.emplace(key, static_cast<uint32_t>(nodes_.size() - 1)).first;
             }
             node = it->second;
         }
@@ -37,11 +40,25 @@ SpecialMatcher::SpecialMatcher(const Vocab& vocab) {
             nodes_[node].rank = rank;
         }
     }
+    std::vector<std::pair<uint64_t, uint32_t>> sorted(edges.begin(), edges.end());
+    std::sort(sorted.begin(), sorted.end());
+    edge_bytes_.reserve(sorted.size());
+    edge_nodes_.reserve(sorted.size());
+    for (const auto& [key, to] : sorted) {
+        Node& from = nodes_[key >> 8];
+        if (from.count == 0) from.first = static_cast<uint32_t>(edge_bytes_.size());
+        ++from.count;
+        edge_bytes_.push_back(static_cast<uint8_t>(key & 0xFF));
+        edge_nodes_.push_back(to);
+    }
 }
 
 uint32_t SpecialMatcher::child(uint32_t node, uint8_t byte) const {
-    auto it = edges_.find((static_cast<uint64_t>(node) << 8) | byte);
-    return it == edges_.end() ? 0 : it->second;
+    const Node& n = nodes_[node];
+    const uint8_t* b = edge_bytes_.data() + n.first;
+    const uint8_t* e = b + n.count;
+    const uint8_t* it = std::lower_bound(b, e, byte);
+    return (it != e && *it == byte) ? edge_nodes_[it - edge_bytes_.data()] : 0;
 }
 
 std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool parse_special) const {
@@ -71,9 +88,16 @@ std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool pars
         out.push_back({false, -1, 0, text.size()});
         return out;
     }
-    std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
-        return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
-    });
+    // Order by (rank, position) with a counting sort on rank: hits were found in increasing
+    // position, and a long run of e.g. "\n" yields dozens of hits per byte, so this is linear.
+    {
+        std::vector<uint32_t> start(len_by_rank_.size() + 1, 0);
+        for (const Hit& h : hits) ++start[h.rank + 1];
+        for (size_t r = 1; r < start.size(); ++r) start[r] += start[r - 1];
+        std::vector<Hit> sorted(hits.size());
+        for (const Hit& h : hits) sorted[start[h.rank]++] = h;
+        hits.swap(sorted);
+    }
     std::vector<uint8_t> claimed(text.size(), 0);
     std::vector<Hit> accepted;
     for (const Hit& h : hits) {

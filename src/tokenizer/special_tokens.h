@@ -36,10 +36,13 @@ class SpecialMatcher {
     struct Node {
         TokenId token = -1;  // candidate ending here
         uint32_t rank = 0;   // order in llama.cpp's longest-first list
+        uint32_t first = 0;  // children: edge_bytes_/edge_nodes_[first, first + count)
+        uint32_t count = 0;
     };
     uint32_t child(uint32_t node, uint8_t byte) const;  // 0 = none (root is 0, never a child)
     std::vector<Node> nodes_;
-    std::unordered_map<uint64_t, uint32_t> edges_;  // (node << 8 | byte) -> node
+    std::vector<uint8_t> edge_bytes_;  // per node, sorted by byte
+    std::vector<uint32_t> edge_nodes_;
     std::vector<uint32_t> attrs_by_rank_;
     std::vector<uint32_t> len_by_rank_;
 };
