@@ -292,3 +292,64 @@ TEST(RealModels, MissingTokenizerKeysAreErrors) {
     ASSERT_FALSE(tok.ok());
     EXPECT_NE(tok.error().message.find("tokenizer.ggml.model"), std::string::npos);
 }
+
+namespace {
+
+bool is_valid_utf8(const std::string& s) {
+    bool stuck = false;
+    return utf8_valid_prefix(s, &stuck) == s.size();
+}
+
+}  // namespace
+
+TEST(RealModels, RandomBytesAndIdsNeverCrash) {
+    for (const char* name : {"SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"}) {
+        auto file = open_model(name);
+        if (!file) GTEST_SKIP() << name << " not present";
+        auto tok = std::move(Tokenizer::from_gguf(*file)).value();
+        uint64_t state = 0x9E3779B97F4A7C15ull;
+        auto next = [&] {  // xorshift64*
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            return state * 0x2545F4914F6CDD1Dull;
+        };
+        const char* frags[] = {"<|im_start|>",
+                               "<end_of_turn>",
+                               "\xF7\xBF\xBF\xBF",
+                               "\xF4\x90",
+                               "\n\n",
+                               " ",
+                               "\xC3",
+                               "\xE2\x82",
+                               "a",
+                               "1"};
+        for (int iter = 0; iter < 2000; ++iter) {
+            std::string text;
+            const int n = static_cast<int>(next() % 40);
+            for (int k = 0; k < n; ++k) {
+                if (next() % 3 == 0)
+                    text += frags[next() % (sizeof frags / sizeof frags[0])];
+                else
+                    text.push_back(static_cast<char>(next() & 0xFF));
+            }
+            const Ids ids = tok->encode(text, iter & 1, iter & 2);
+            for (TokenId id : ids) ASSERT_TRUE(id >= 0 && id < tok->n_vocab());
+            IncrementalDetokenizer det(*tok, iter & 4);
+            std::string out;
+            for (TokenId id : ids) out += det.push(id);
+            out += det.finish();
+            EXPECT_TRUE(is_valid_utf8(out));
+        }
+        // Arbitrary ids, including out-of-range ones, decode to something without crashing.
+        IncrementalDetokenizer det(*tok, true);
+        std::string out;
+        for (int k = 0; k < 5000; ++k) {
+            const TokenId id = static_cast<TokenId>(next() % (tok->n_vocab() + 100)) - 50;
+            (void)tok->token_to_piece(id, k & 1);
+            out += det.push(id);
+        }
+        out += det.finish();
+        EXPECT_TRUE(is_valid_utf8(out));
+    }
+}
