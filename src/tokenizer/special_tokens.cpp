@@ -2,7 +2,7 @@
 #include "tokenizer/special_tokens.h"
 
 #include <algorithm>
-#include <numeric>
+#include <unordered_map>
 
 namespace zinc::tokenizer {
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,8 +40,8 @@ struct VocabSpec {
     std::string pre;                       // tokenizer.ggml.pre ("" when absent)
     std::vector<std::string_view> tokens;  // tokenizer.ggml.tokens
     std::vector<float> scores;             // tokenizer.ggml.scores (empty: all 0)
-    std::vector<int32_t> token_types;      // tokenizer.ggml.token_type (empty: all NORMAL... see
-                                           // make_tokenizer: llama.cpp then uses NORMAL)
+    std::vector<int32_t> token_types;      // tokenizer.ggml.token_type (empty: all NORMAL, as
+                                           // llama.cpp does when the key is absent)
     std::vector<std::string_view> merges;  // tokenizer.ggml.merges ("left right"), gpt2 only
     std::optional<int64_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, mask_id;
     std::optional<int64_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
