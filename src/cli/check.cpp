@@ -31,7 +31,8 @@ public:
         line("FAIL", item, msg);
     }
     int finish() const {
-        std::printf("%s: %d warning%s, %d failure%s\n", n_fail_ ? "FAIL" : n_warn_ ? "WARN" : "READY",
+        std::printf("zinc --check: %s (%d warning%s, %d failure%s)\n",
+                    n_fail_ ? "FAIL" : n_warn_ ? "WARN" : "READY",
                     n_warn_, n_warn_ == 1 ? "" : "s", n_fail_, n_fail_ == 1 ? "" : "s");
         return n_fail_ ? kExitFailure : kExitOk;
     }

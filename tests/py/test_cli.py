@@ -1,0 +1,351 @@
+"""The `zinc` command: bad input and CLI behaviour.
+
+Bad input (issue 2): each case must print exactly ONE line to stderr ("zinc: error: ..."), nothing
+to stdout, and exit with status 2 (a signal, e.g. a core dump, shows as a negative status).
+Broken model files are made by copying the real SmolLM2 file and patching bytes at offsets found
+with gguf.GGUFReader (an independent parser), so each file is broken in exactly one way.
+
+Behaviour: the timing line, greedy/seeded determinism, --version, --check, the default model,
+`zinc inspect` against gguf.GGUFReader, and `zinc bench --json`.
+"""
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+BUILD = Path(os.environ.get("ZINC_BUILD_DIR", "build")).resolve()
+SOURCE = Path(os.environ.get("ZINC_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+ZINC = BUILD / "zinc"
+SMOL = SOURCE / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA = SOURCE / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+STATS_RE = re.compile(r"^prefill: (\d+) tok in [0-9.]+ s \([0-9.]+ tok/s\) \| "
+                      r"decode: (\d+) tok in [0-9.]+ s \([0-9.]+ tok/s\)$")
+
+
+def zinc(*args, timeout=600, **kw):
+    if not ZINC.exists():
+        pytest.skip(f"{ZINC} not built")
+    return subprocess.run([str(ZINC), *map(str, args)], capture_output=True, timeout=timeout,
+                          **kw)
+
+
+def need(path):
+    if not path.exists():
+        pytest.skip(f"{path} missing (scripts/fetch-models)")
+    return path
+
+
+def assert_bad_input(r, *needles):
+    """Status 2, stdout empty, exactly one stderr line starting 'zinc: error:' with needles."""
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 2, f"status {r.returncode}, stderr: {err!r}"
+    assert r.stdout == b"", r.stdout[:200]
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert lines[0].startswith("zinc: error: "), lines[0]
+    for n in needles:
+        assert n.lower() in lines[0].lower(), f"{n!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+# ---------- broken model files: copies of SmolLM2 patched in one place ----------
+
+def tensor_info_offsets(path, name):
+    """Byte offsets of (dims, type) in the tensor info of `name`, per gguf.GGUFReader."""
+    r = gguf.GGUFReader(str(path))
+    for t in r.tensors:
+        if t.name == name:
+            base = t.field.offset  # start of the tensor info: u64 name length, name, u32 n_dims
+            dims = base + 8 + len(name.encode()) + 4
+            return dims, dims + 8 * len(t.shape), list(map(int, t.shape)), int(t.tensor_type)
+    raise KeyError(name)
+
+
+def patched_copy(tmp_path, patches, name="broken.gguf"):
+    dst = tmp_path / name
+    shutil.copyfile(need(SMOL), dst)
+    with open(dst, "r+b") as f:
+        for off, data in patches:
+            f.seek(off)
+            f.write(data)
+    return dst
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.gguf"
+    assert_bad_input(zinc("-m", missing, "--prompt", "hi"), str(missing))
+
+
+def test_directory(tmp_path):
+    assert_bad_input(zinc("-m", tmp_path, "--prompt", "hi"), str(tmp_path))
+
+
+@pytest.mark.parametrize("keep", [3, 100, 5000, 50_000_000])
+def test_truncated_file(tmp_path, keep):
+    # 3 bytes: inside the magic; 100: inside the metadata; 5000: inside the metadata arrays;
+    # 50 MB: inside the tensor data.
+    dst = tmp_path / "trunc.gguf"
+    with open(need(SMOL), "rb") as f:
+        dst.write_bytes(f.read(keep))
+    assert_bad_input(zinc("-m", dst, "--prompt", "hi"), str(dst))
+
+
+def test_not_gguf(tmp_path):
+    dst = tmp_path / "text.gguf"
+    dst.write_bytes(b"this is not a model file at all\n" * 10)
+    assert_bad_input(zinc("-m", dst, "--prompt", "hi"), str(dst))
+
+
+def test_tensor_with_wrong_shape(tmp_path):
+    # blk.0.attn_k.weight is (576, 192); swapping its dims keeps the byte size (so the file is
+    # still a valid GGUF) but the shape is not what a llama layer with 3 KV heads needs.
+    dims, _, shape, _ = tensor_info_offsets(SMOL, "blk.0.attn_k.weight")
+    assert shape == [576, 192]
+    dst = patched_copy(tmp_path, [(dims, struct.pack("<QQ", 192, 576))])
+    assert_bad_input(zinc("-m", dst, "--prompt", "hi"), "blk.0.attn_k.weight")
+
+
+def test_tensor_with_wrong_type(tmp_path):
+    # output_norm.weight is F32 (576 * 4 bytes); marking it F16 keeps it inside its slot, but a
+    # norm weight must be F32.
+    _, typ, _, t = tensor_info_offsets(SMOL, "output_norm.weight")
+    assert t == int(gguf.GGMLQuantizationType.F32)
+    dst = patched_copy(tmp_path, [(typ, struct.pack("<I", int(gguf.GGMLQuantizationType.F16)))])
+    assert_bad_input(zinc("-m", dst, "--prompt", "hi"), "output_norm.weight")
+
+
+@pytest.mark.parametrize("type_id", [16, 99])  # 16: IQ2_XXS, a real ggml type we lack; 99: none
+def test_unsupported_quant_type(tmp_path, type_id):
+    _, typ, _, _ = tensor_info_offsets(SMOL, "blk.3.ffn_up.weight")
+    dst = patched_copy(tmp_path, [(typ, struct.pack("<I", type_id))])
+    line = assert_bad_input(zinc("-m", dst, "--prompt", "hi"), str(dst))
+    assert "type" in line.lower(), line
+
+
+def test_unsupported_architecture(tmp_path):
+    r = gguf.GGUFReader(str(need(SMOL)))
+    field = r.fields["general.architecture"]
+    key = b"general.architecture"
+    # key: u64 length + bytes; u32 value type; string: u64 length + bytes
+    value_off = field.offset + 8 + len(key) + 4 + 8
+    with open(SMOL, "rb") as f:
+        f.seek(value_off)
+        assert f.read(5) == b"llama"
+    dst = patched_copy(tmp_path, [(value_off, b"zorba")])
+    assert_bad_input(zinc("-m", dst, "--prompt", "hi"), "zorba")
+
+
+# ---------- bad flags and numbers ----------
+
+@pytest.mark.parametrize("args,needle", [
+    (["--bogus-flag"], "--bogus-flag"),
+    (["-n", "abc"], "abc"),
+    (["-n", "-5"], "-5"),
+    (["--temp", "-1"], "-1"),
+    (["--temp", "nan"], "nan"),
+    (["--temp", "0.5x"], "0.5x"),
+    (["--top-p", "1.5"], "1.5"),
+    (["--min-p", "-0.1"], "-0.1"),
+    (["--top-k", "-3"], "-3"),
+    (["-c", "lots"], "lots"),
+    (["-t", "-2"], "-2"),
+    (["--repeat-penalty", "0"], "0"),
+    (["--presence-penalty", "5"], "5"),
+    (["--seed", "-1"], "-1"),
+    (["-n"], "-n"),
+])
+def test_bad_flags(args, needle):
+    # Flags are checked before any file is opened, so the model path does not matter.
+    assert_bad_input(zinc("-m", "whatever.gguf", "--prompt", "hi", *args), needle)
+
+
+def test_bad_flags_subcommands(tmp_path):
+    assert_bad_input(zinc("bench", "-p", "x"), "x")
+    assert_bad_input(zinc("bench", "-r", "0"), "0")
+    assert_bad_input(zinc("inspect"), "file")
+    assert_bad_input(zinc("inspect", tmp_path / "nope.gguf"), "nope.gguf")
+
+
+def test_no_prompt():
+    assert_bad_input(zinc("-m", need(SMOL)), "prompt")
+
+
+def test_prompt_longer_than_context():
+    prompt = "The quick brown fox jumps over the lazy dog. " * 20  # ~200 tokens
+    assert_bad_input(zinc("-m", need(SMOL), "-c", "64", "--prompt", prompt), "context")
+
+
+# ---------- behaviour ----------
+
+def run_ok(*args, **kw):
+    r = zinc(*args, **kw)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode("utf-8"), r.stderr.decode("utf-8")
+
+
+def test_generation_streams_and_reports_speed():
+    prompt = "The capital of France is"
+    out, err = run_ok("-m", need(SMOL), "--prompt", prompt, "-n", "12", "--temp", "0", "-t", "2")
+    assert out.startswith(prompt)
+    assert len(out) > len(prompt) + 5
+    last = err.strip().splitlines()[-1]
+    m = STATS_RE.match(last)
+    assert m, last
+    # SmolLM2 adds no BOS: the prefill is exactly the prompt's tokens, per llama.cpp's tokenizer
+    # when it is installed (else just positive).
+    n_prefill, n_decode = int(m.group(1)), int(m.group(2))
+    assert 0 < n_decode <= 11  # -n 12: at most 11 tokens are fed back (12 if none is EOG)
+    try:
+        import llama_cpp
+        llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
+        want = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+        assert n_prefill == len(want)
+    except ImportError:
+        assert n_prefill > 0
+
+
+def test_no_echo_prints_only_the_continuation():
+    prompt = "Once upon a time"
+    a, _ = run_ok("-m", need(SMOL), "--prompt", prompt, "-n", "8", "--temp", "0")
+    b, _ = run_ok("-m", need(SMOL), "--prompt", prompt, "-n", "8", "--temp", "0", "--no-echo")
+    assert a == prompt + b
+
+
+def test_greedy_and_seeded_runs_repeat():
+    base = ["-m", need(SMOL), "--prompt", "List three colours:", "-n", "24", "--no-echo"]
+    g1, _ = run_ok(*base, "--temp", "0")
+    g2, _ = run_ok(*base, "--temp", "0", "--seed", "5")  # the seed does not matter when greedy
+    assert g1 == g2
+    s1, _ = run_ok(*base, "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+                   "--seed", "42")
+    s2, _ = run_ok(*base, "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+                   "--seed", "42")
+    assert s1 == s2
+    others = {run_ok(*base, "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+                     "--seed", str(s))[0] for s in (1, 2, 3)}
+    assert len(others | {s1}) > 1, "different seeds gave the same text every time"
+
+
+def test_n_predict_stops_and_context_full_stops():
+    out, err = run_ok("-m", need(SMOL), "--prompt", "1, 2, 3, 4,", "-n", "-1", "-c", "24",
+                      "--temp", "0", "--no-echo")
+    lines = err.strip().splitlines()
+    assert STATS_RE.match(lines[-1]), lines
+    # Either an end-of-generation token or the full context stopped it.
+    m = STATS_RE.match(lines[-1])
+    assert int(m.group(1)) + int(m.group(2)) <= 24
+
+
+def test_version():
+    out, _ = run_ok("--version")
+    assert out.startswith("zinc ")
+    assert "build:" in out and "cpu:" in out
+
+
+def test_check_ready():
+    out, _ = run_ok("--check", "-m", need(SMOL))
+    lines = out.splitlines()
+    assert lines[-1].startswith("zinc --check: READY") or lines[-1].startswith("zinc --check: WARN")
+    levels = [ln.split()[0] for ln in lines[:-1]]
+    assert set(levels) <= {"READY", "WARN"}, out
+    for item in ("host:", "cpu:", "model:", "weights:", "tokenizer:", "memory:"):
+        assert any(item in ln for ln in out.splitlines()), (item, out)
+    r = gguf.GGUFReader(str(SMOL))
+    assert f"{len(r.tensors)} tensors" in out
+
+
+def test_check_fails_on_broken_model(tmp_path):
+    dims, _, _, _ = tensor_info_offsets(SMOL, "blk.0.attn_k.weight")
+    dst = patched_copy(tmp_path, [(dims, struct.pack("<QQ", 192, 576))])
+    r = zinc("--check", "-m", dst)
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert any(ln.startswith("FAIL") and "blk.0.attn_k.weight" in ln for ln in out.splitlines())
+    r = zinc("--check", "-m", tmp_path / "missing.gguf")
+    assert r.returncode == 1
+    assert any(ln.startswith("FAIL") for ln in r.stdout.decode().splitlines())
+
+
+def test_check_memory_fail_when_context_too_big():
+    # A 16M-position KV cache for SmolLM2 (30 layers x 2 x 192 x 2 bytes a position) is ~370 GB.
+    r = zinc("--check", "-m", need(SMOL), "-c", str(1 << 24))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert any(ln.startswith("FAIL") and "memory" in ln for ln in out.splitlines()), out
+
+
+def test_default_model_from_source_models(tmp_path):
+    # No -m, run from an empty directory with an empty cache: the source tree's models/ (known
+    # at build time) holds the default model, so nothing is fetched.
+    need(SMOL)
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    r = zinc("--prompt", "Hi", "-n", "2", "--temp", "0", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "fetching" not in r.stderr.decode()
+    assert STATS_RE.match(r.stderr.decode().strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("model", [SMOL, GEMMA], ids=["smollm2", "gemma3"])
+def test_inspect_matches_gguf_reader(model):
+    out, _ = run_ok("inspect", need(model))
+    r = gguf.GGUFReader(str(model))
+    rows = {}
+    in_table = False
+    for ln in out.splitlines():
+        if ln.startswith("tensors ("):
+            in_table = True
+            continue
+        if in_table and ln.startswith("  ") and not ln.strip().startswith("name "):
+            parts = ln.split()
+            # name type d0 [x d1 ...] bytes offset
+            shape = [int(x) for x in parts[2:-2] if x != "x"]
+            rows[parts[0]] = (parts[1], shape, int(parts[-2]), int(parts[-1]))
+    assert len(rows) == len(r.tensors)
+    for t in r.tensors:
+        typ, shape, nbytes, off = rows[t.name]
+        assert typ.lower() == t.tensor_type.name.lower(), t.name
+        assert shape == [int(x) for x in t.shape], t.name
+        assert nbytes == int(t.n_bytes), t.name
+        assert off == int(t.data_offset) - int(r.data_offset), t.name
+    # Metadata: every key is listed, long arrays are summarised.
+    for key in r.fields:
+        if key.startswith("GGUF."):
+            continue
+        assert re.search(r"^  " + re.escape(key) + r" ", out, re.M), key
+    assert "more]" in out
+    vocab = len(r.fields["tokenizer.ggml.tokens"].data)
+    assert f"string[{vocab}]" in out
+
+
+def test_bench_json():
+    out, _ = run_ok("bench", "-m", need(SMOL), "-p", "16", "-n", "4", "-r", "2", "-t", "2",
+                    "--json")
+    res = json.loads(out)
+    assert [x["test"] for x in res] == ["pp16", "tg4"]
+    for x in res:
+        assert len(x["samples_ts"]) == 2
+        assert x["avg_ts"] > 0
+        assert x["n_threads"] == 2
+        assert x["peak_rss_bytes"] > 0
+        n = x["n_prompt"] or x["n_gen"]
+        # tokens/s samples are consistent with the nanosecond samples
+        for ns, ts in zip(x["samples_ns"], x["samples_ts"]):
+            assert abs(ts - n * 1e9 / ns) <= 1e-3 * ts
+
+
+def test_bench_table():
+    out, _ = run_ok("bench", "-m", need(SMOL), "-p", "8", "-n", "2", "-r", "2")
+    rows = [ln for ln in out.splitlines() if re.search(r"\| +(pp8|tg2) +\|", ln)]
+    assert len(rows) == 2, out
+    for ln in rows:
+        assert re.search(r"\d+\.\d\d ± \d+\.\d\d \|$", ln), ln
+    assert "peak RSS" in out
