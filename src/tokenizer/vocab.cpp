@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <initializer_list>
 #include <set>
+#include <string>
+#include <unordered_map>
 
 namespace zinc::tokenizer {
 
@@ -114,19 +116,33 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
     apply(ids.fim_rep, spec.fim_rep_id);
     apply(ids.fim_sep, spec.fim_sep_id);
 
-    // Detection by text. llama.cpp walks an unordered_map, so when several tokens match it keeps
-    // whichever its hash order yields first; we take the lowest id (agrees on SmolLM2, Gemma 3).
+    // Detection by text. llama.cpp walks its std::unordered_map<std::string, id> (filled by
+    // emplace in id order, no reserve) and keeps the first match. When several tokens match we
+    // rebuild that map the same way and walk it: with the same standard library the hash and
+    // rehash policy, hence the order, are the same (on SmolLM2 this picks <|endoftext|> over
+    // <|im_end|>, as llama.cpp does).
+    std::vector<TokenId> hash_order;  // ids in llama.cpp's iteration order, built on demand
+    auto first_in_hash_order = [&](const std::vector<TokenId>& found) {
+        if (hash_order.empty()) {
+            std::unordered_map<std::string, TokenId> m;
+            for (TokenId t = 0; t < n; ++t) m.emplace(std::string(vocab.text(t)), t);
+            hash_order.reserve(m.size());
+            for (const auto& kv : m) hash_order.push_back(kv.second);
+        }
+        for (TokenId t : hash_order)
+            if (std::find(found.begin(), found.end(), t) != found.end()) return t;
+        return found.front();
+    };
     auto detect = [&](TokenId& id, std::initializer_list<std::string_view> names) {
         if (id != -1) return;
-        TokenId best = -1;
+        std::vector<TokenId> found;
         for (auto name : names) {
             const TokenId t = vocab.find(name);
-            if (t >= 0 && (best < 0 || t < best)) best = t;
+            if (t >= 0) found.push_back(t);
         }
-        if (best >= 0) {
-            id = best;
-            vocab.add_attr(best, attr::kControl);
-        }
+        if (found.empty()) return;
+        id = found.size() == 1 ? found.front() : first_in_hash_order(found);
+        vocab.add_attr(id, attr::kControl);
     };
     detect(ids.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                      "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
