@@ -100,7 +100,9 @@ TEST(BpeTokenizer, SpecialTokens) {
     EXPECT_TRUE(tok->is_eog(261));
     EXPECT_TRUE(tok->is_eog(263));
     EXPECT_FALSE(tok->is_eog(262));
-    EXPECT_EQ(tok->eot(), 261);
+    // Both texts are EOT candidates; which one wins follows llama.cpp's hash-map order (checked
+    // against llama.cpp by the parity test).
+    EXPECT_TRUE(tok->eot() == 261 || tok->eot() == 263);
 }
 
 TEST(BpeTokenizer, AddSpecialFollowsMetadata) {
