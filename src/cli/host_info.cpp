@@ -9,6 +9,10 @@
 #include <string>
 #include <thread>
 
+#if __has_include("zinc_git_commit.h")
+#include "zinc_git_commit.h"  // ZINC_GIT_COMMIT, generated at build time (git_commit.cmake)
+#endif
+
 namespace zinc::cli {
 
 namespace {
