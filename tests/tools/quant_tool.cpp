@@ -96,10 +96,24 @@ int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* gg
     const double t_ref = time_it([&](int64_t r) {
         return zinc::quant::vec_dot_ref(t, n, w.data() + static_cast<size_t>(r) * wrow, a.data());
     });
+    // four activation rows through vec_dot_multi (the prefill shape), per activation row
+    constexpr int n_multi = 4;
+    std::vector<char> a4(a.size() * n_multi);
+    for (int j = 0; j < n_multi; ++j) {
+        for (auto& v : x) v = nd(rng);
+        zinc::quant::quantize_row(vdt, x.data(), a4.data() + j * a.size(), n);
+    }
+    float multi_out[n_multi];
+    const double t_multi = time_it([&](int64_t r) {
+        zinc::quant::vec_dot_multi(t, n, w.data() + static_cast<size_t>(r) * wrow, a4.data(), a.size(),
+                                   n_multi, multi_out);
+        return multi_out[0];
+    }) / n_multi;
     const double gb = static_cast<double>(w.size()) / 1e9;
-    std::printf("%s n=%lld rows=%lld: zinc simd %.1f us (%.2f GB/s), zinc ref %.1f us\n",
+    std::printf("%s n=%lld rows=%lld: zinc simd %.1f us (%.2f GB/s), zinc ref %.1f us, "
+                "vec_dot_multi x4 %.1f us per activation row\n",
                 std::string(tt.name).c_str(), static_cast<long long>(n), static_cast<long long>(rows),
-                t_simd * 1e6, gb / t_simd, t_ref * 1e6);
+                t_simd * 1e6, gb / t_simd, t_ref * 1e6, t_multi * 1e6);
     if (ggml_path != nullptr) {
         void* lib = dlopen(ggml_path, RTLD_NOW | RTLD_LOCAL);
         if (lib == nullptr) return usage(dlerror());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -91,6 +92,47 @@ TEST(Simd, ReferenceEqualsDequantizedDot) {
         }
         EXPECT_NEAR(vec_dot_ref(t, n, r.w.data(), r.a.data()), exact, 2e-5 * abs_sum)
             << type_name(t);
+    }
+}
+
+}  // namespace
+}  // namespace zinc::quant
+
+namespace zinc::quant {
+namespace {
+
+// vec_dot_multi must give exactly vec_dot's result for every activation row, whatever the
+// number of rows (chunking into kernels of 1..4 rows) and the stride between them.
+TEST(VecDotMulti, BitIdenticalToVecDot) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (GgmlType t : weight_types) {
+        const int64_t bs = type_traits(t).block_size;
+        const int64_t n = bs == 1 ? 100 : (bs == 32 ? 32 * 9 : 256 * 3);
+        const GgmlType vdt = type_traits(t).vec_dot_type;
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) v = nd(rng);
+        std::vector<uint8_t> w(row_size(t, n));
+        quantize_row(t, x.data(), w.data(), n);
+        const size_t arow = row_size(vdt, n);
+        const size_t stride = arow + 64;  // rows need not be contiguous
+        for (int n_a : {1, 2, 3, 4, 5, 7, 8, 9}) {
+            std::vector<uint8_t> a(stride * static_cast<size_t>(n_a));
+            for (int j = 0; j < n_a; ++j) {
+                for (auto& v : x) v = nd(rng) * static_cast<float>(j + 1);
+                quantize_row(vdt, x.data(), a.data() + static_cast<size_t>(j) * stride, n);
+            }
+            std::vector<float> got(static_cast<size_t>(n_a), -1.0f);
+            vec_dot_multi(t, n, w.data(), a.data(), stride, n_a, got.data());
+            for (int j = 0; j < n_a; ++j) {
+                const float want = vec_dot(t, n, w.data(), a.data() + static_cast<size_t>(j) * stride);
+                uint32_t gb, wb;
+                std::memcpy(&gb, &got[static_cast<size_t>(j)], 4);
+                std::memcpy(&wb, &want, 4);
+                EXPECT_EQ(gb, wb) << type_name(t) << " n_a=" << n_a << " row " << j << ": " << got[static_cast<size_t>(j)]
+                                  << " vs " << want;
+            }
+        }
     }
 }
 
