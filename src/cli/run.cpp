@@ -144,7 +144,7 @@ int run_main(int argc, char** argv) {
     app.add_option("-p,--prompt", o.prompt, "prompt text (special-token text is recognised)");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens to generate; -1: until end of generation or a full context")
-        ->check(int_in(-1, 1 << 30))->capture_default_str();
+        ->check(int_in(-1, 1000000000))->capture_default_str();
     app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
         ->check(int_in(0, 1 << 24))->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
@@ -152,7 +152,7 @@ int run_main(int argc, char** argv) {
     app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
         ->check(real_in(0, 100))->capture_default_str();
     app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
-        ->check(int_in(0, 1 << 30))->capture_default_str();
+        ->check(int_in(0, 1000000000))->capture_default_str();
     app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
         ->check(real_in(0, 1))->capture_default_str();
     app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
@@ -162,14 +162,14 @@ int run_main(int argc, char** argv) {
         ->check(real_in(0.01, 100))->capture_default_str();
     app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
                    "tokens the penalties look back over; -1: all, 0: off")
-        ->check(int_in(-1, 1 << 30))->capture_default_str();
+        ->check(int_in(-1, 1000000000))->capture_default_str();
     app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty; 0: off")
         ->check(real_in(-2, 2))->capture_default_str();
     app.add_option("--frequency-penalty", o.sampling.frequency_penalty,
                    "frequency penalty; 0: off")
         ->check(real_in(-2, 2))->capture_default_str();
     auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
-        ->check(int_in(0, (1ll << 62)));
+        ->check(int_in(0, (1ll << 62) - 1));
     app.add_flag("--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");

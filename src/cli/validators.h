@@ -32,7 +32,7 @@ inline CLI::Validator real_in(double lo, double hi) {
                        fmt_real(hi);
             return "";
         },
-        "REAL in [" + fmt_real(lo) + ", " + fmt_real(hi) + "]");
+        "[" + fmt_real(lo) + ", " + fmt_real(hi) + "]");
 }
 
 /// An integer in [lo, hi].
@@ -49,7 +49,7 @@ inline CLI::Validator int_in(long long lo, long long hi) {
                        std::to_string(hi);
             return "";
         },
-        "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
 }  // namespace zinc::cli
