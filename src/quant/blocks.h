@@ -159,7 +159,8 @@ using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using DotFn = float (*)(int64_t n, const void* w, const void* a);
 // out[j] = dot(w, a + j * stride) for j < n_a (see vec_dot_multi in quant.h).
-using DotMultiFn = void (*)(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
+using DotMultiFn = void (*)(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                            float* out);
 
 // fp16.cpp
 void dequantize_row_f32(const void* src, float* dst, int64_t n);
@@ -233,16 +234,26 @@ float dot_avx2_q4_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q5_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q6_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_k(int64_t n, const void* w, const void* a);
-void dot_multi_avx2_q4_0(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q4_1(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q5_0(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q5_1(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q8_0(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q2_k(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q3_k(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q4_k(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q5_k(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
-void dot_multi_avx2_q6_k(int64_t n, const void* w, const void* a, size_t stride, int n_a, float* out);
+void dot_multi_avx2_q4_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q4_1(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q5_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q5_1(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q8_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q2_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q3_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q4_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q5_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
+void dot_multi_avx2_q6_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
+                         float* out);
 // quantize_avx2.cpp: activation packings, byte-identical to the scalar reference quantizers.
 void quantize_row_q8_0_avx2(const float* src, void* dst, int64_t n);
 void quantize_row_q8_1_avx2(const float* src, void* dst, int64_t n);

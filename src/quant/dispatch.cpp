@@ -18,8 +18,8 @@ struct Kernels {
     DequantizeFn dequantize;
     QuantizeFn quantize;
     DotFn dot_ref;
-    DotFn dot_simd;           // null when the build has no SIMD kernel for the type
-    QuantizeFn quantize_simd;  // same bytes as `quantize`, faster; null for most types
+    DotFn dot_simd;             // null when the build has no SIMD kernel for the type
+    QuantizeFn quantize_simd;   // same bytes as `quantize`, faster; null for most types
     DotMultiFn dot_multi_simd;  // one weight row x several activations; null: loop dot_simd
 };
 
@@ -30,49 +30,37 @@ struct Kernels {
 #endif
 
 constexpr Kernels kernel_table[] = {
-    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32), nullptr,
-     nullptr},
-    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16), nullptr,
-     nullptr},
+    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32),
+     nullptr, nullptr},
+    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16),
+     nullptr, nullptr},
     {GgmlType::BF16, dequantize_row_bf16, quantize_row_bf16, dot_ref_bf16,
-     ZINC_SIMD_FN(dot_avx2_bf16), nullptr,
-     nullptr},
+     ZINC_SIMD_FN(dot_avx2_bf16), nullptr, nullptr},
     {GgmlType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, dot_ref_q4_0,
-     ZINC_SIMD_FN(dot_avx2_q4_0), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q4_0)},
+     ZINC_SIMD_FN(dot_avx2_q4_0), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_0)},
     {GgmlType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, dot_ref_q4_1,
-     ZINC_SIMD_FN(dot_avx2_q4_1), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q4_1)},
+     ZINC_SIMD_FN(dot_avx2_q4_1), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_1)},
     {GgmlType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, dot_ref_q5_0,
-     ZINC_SIMD_FN(dot_avx2_q5_0), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q5_0)},
+     ZINC_SIMD_FN(dot_avx2_q5_0), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_0)},
     {GgmlType::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, dot_ref_q5_1,
-     ZINC_SIMD_FN(dot_avx2_q5_1), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q5_1)},
+     ZINC_SIMD_FN(dot_avx2_q5_1), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_1)},
     {GgmlType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, dot_ref_q8_0,
      ZINC_SIMD_FN(dot_avx2_q8_0), ZINC_SIMD_FN(quantize_row_q8_0_avx2),
      ZINC_SIMD_FN(dot_multi_avx2_q8_0)},
     {GgmlType::Q8_1, dequantize_row_q8_1, quantize_row_q8_1, dot_ref_q8_1,
-     ZINC_SIMD_FN(dot_avx2_q8_1), ZINC_SIMD_FN(quantize_row_q8_1_avx2),
-     nullptr},
+     ZINC_SIMD_FN(dot_avx2_q8_1), ZINC_SIMD_FN(quantize_row_q8_1_avx2), nullptr},
     {GgmlType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, dot_ref_q2_k,
-     ZINC_SIMD_FN(dot_avx2_q2_k), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q2_k)},
+     ZINC_SIMD_FN(dot_avx2_q2_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q2_k)},
     {GgmlType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, dot_ref_q3_k,
-     ZINC_SIMD_FN(dot_avx2_q3_k), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q3_k)},
+     ZINC_SIMD_FN(dot_avx2_q3_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q3_k)},
     {GgmlType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, dot_ref_q4_k,
-     ZINC_SIMD_FN(dot_avx2_q4_k), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q4_k)},
+     ZINC_SIMD_FN(dot_avx2_q4_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_k)},
     {GgmlType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, dot_ref_q5_k,
-     ZINC_SIMD_FN(dot_avx2_q5_k), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q5_k)},
+     ZINC_SIMD_FN(dot_avx2_q5_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_k)},
     {GgmlType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, dot_ref_q6_k,
-     ZINC_SIMD_FN(dot_avx2_q6_k), nullptr,
-     ZINC_SIMD_FN(dot_multi_avx2_q6_k)},
+     ZINC_SIMD_FN(dot_avx2_q6_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q6_k)},
     {GgmlType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, dot_ref_q8_k,
-     ZINC_SIMD_FN(dot_avx2_q8_k), ZINC_SIMD_FN(quantize_row_q8_k_avx2),
-     nullptr},
+     ZINC_SIMD_FN(dot_avx2_q8_k), ZINC_SIMD_FN(quantize_row_q8_k_avx2), nullptr},
 };
 
 // Raw type id -> index into kernel_table (-1: none), so a lookup per row costs one load.
@@ -155,7 +143,8 @@ void vec_dot_multi(GgmlType t, int64_t n, const void* w, const void* a, size_t a
             k.dot_multi_simd(n, w, a, a_stride, n_a, out);
             return;
         }
-        for (int j = 0; j < n_a; ++j) out[j] = k.dot_simd(n, w, pa + static_cast<size_t>(j) * a_stride);
+        for (int j = 0; j < n_a; ++j)
+            out[j] = k.dot_simd(n, w, pa + static_cast<size_t>(j) * a_stride);
         return;
     }
     for (int j = 0; j < n_a; ++j) out[j] = k.dot_ref(n, w, pa + static_cast<size_t>(j) * a_stride);

@@ -35,7 +35,8 @@ float dot_float_f32(int64_t n, const T* x, const float* y) {
         acc2 = _mm256_fmadd_ps(Load::load8(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
         acc3 = _mm256_fmadd_ps(Load::load8(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load::load8(x + i), _mm256_loadu_ps(y + i), acc0);
+    for (; i + 8 <= n; i += 8)
+        acc0 = _mm256_fmadd_ps(Load::load8(x + i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
     for (; i < n; ++i) sum += Load::one(x[i]) * y[i];
     return sum;
@@ -55,7 +56,8 @@ struct LoadF16 {
 
 struct LoadBf16 {
     static __m256 load8(const uint16_t* p) {
-        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m256i v =
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
     }
     static float one(uint16_t h) { return bf16_to_fp32(h); }
@@ -65,7 +67,9 @@ struct LoadBf16 {
 
 struct WeightQ4_0 {
     using Block = BlockQ4_0;
-    static __m256i load(const Block& b) { return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8)); }
+    static __m256i load(const Block& b) {
+        return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
+    }
 };
 
 struct WeightQ5_0 {
@@ -87,7 +91,8 @@ template <typename W>
 struct SymmetricQ8_0 {
     static constexpr int max_na = 4;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const typename W::Block*>(w);
         const Rows<BlockQ8_0, NA> y(a, stride);
         const float* tab = fp16_table();
@@ -104,8 +109,10 @@ struct SymmetricQ8_0 {
                 const BlockQ8_0* yb = y.p[j] + i;
                 const __m256i p0 = dot_us8(ax0, _mm256_sign_epi8(load256(yb[0].qs), qx0));
                 const __m256i p1 = dot_us8(ax1, _mm256_sign_epi8(load256(yb[1].qs), qx1));
-                acc0[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx0 * tab[yb[0].d]), _mm256_cvtepi32_ps(p0), acc0[j]);
-                acc1[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx1 * tab[yb[1].d]), _mm256_cvtepi32_ps(p1), acc1[j]);
+                acc0[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx0 * tab[yb[0].d]),
+                                          _mm256_cvtepi32_ps(p0), acc0[j]);
+                acc1[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx1 * tab[yb[1].d]),
+                                          _mm256_cvtepi32_ps(p1), acc1[j]);
             }
         }
         for (; i < nb; ++i) {
@@ -116,7 +123,8 @@ struct SymmetricQ8_0 {
             for (int j = 0; j < NA; ++j) {
                 const BlockQ8_0& yb = y.p[j][i];
                 const __m256i p = dot_us8(ax, _mm256_sign_epi8(load256(yb.qs), qx));
-                acc0[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * tab[yb.d]), _mm256_cvtepi32_ps(p), acc0[j]);
+                acc0[j] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(dx * tab[yb.d]), _mm256_cvtepi32_ps(p), acc0[j]);
             }
         }
         for (int j = 0; j < NA; ++j) out[j] = hsum_ps(_mm256_add_ps(acc0[j], acc1[j]));
@@ -133,7 +141,8 @@ struct WeightQ4_1 {
 struct WeightQ5_1 {
     using Block = BlockQ5_1;
     static __m256i load(const Block& b) {
-        return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(expand_bits(b.qh), _mm256_set1_epi8(0x10)));
+        return _mm256_or_si256(unpack_nibbles(b.qs),
+                               _mm256_and_si256(expand_bits(b.qh), _mm256_set1_epi8(0x10)));
     }
 };
 
@@ -141,7 +150,8 @@ template <typename W>
 struct AsymmetricQ8_1 {
     static constexpr int max_na = 3;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const typename W::Block*>(w);
         const Rows<BlockQ8_1, NA> y(a, stride);
         const int64_t nb = n / 32;
@@ -163,10 +173,12 @@ struct AsymmetricQ8_1 {
                 const __m128 p0 = _mm_mul_ps(sx0, two_halves(&yb[0]));
                 const __m128 p1 = _mm_mul_ps(sx1, two_halves(&yb[1]));
                 acc_m[j] = _mm_add_ps(acc_m[j], _mm_add_ps(p0, p1));
-                acc0[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p0), _mm256_cvtepi32_ps(dot_us8(qx0, load256(yb[0].qs))),
-                                          acc0[j]);
-                acc1[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p1), _mm256_cvtepi32_ps(dot_us8(qx1, load256(yb[1].qs))),
-                                          acc1[j]);
+                acc0[j] =
+                    _mm256_fmadd_ps(_mm256_broadcastss_ps(p0),
+                                    _mm256_cvtepi32_ps(dot_us8(qx0, load256(yb[0].qs))), acc0[j]);
+                acc1[j] =
+                    _mm256_fmadd_ps(_mm256_broadcastss_ps(p1),
+                                    _mm256_cvtepi32_ps(dot_us8(qx1, load256(yb[1].qs))), acc1[j]);
             }
         }
         for (; i < nb; ++i) {
@@ -177,11 +189,13 @@ struct AsymmetricQ8_1 {
                 const BlockQ8_1& yb = y.p[j][i];
                 const __m128 p = _mm_mul_ps(sx, two_halves(&yb));
                 acc_m[j] = _mm_add_ps(acc_m[j], p);
-                acc0[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p), _mm256_cvtepi32_ps(dot_us8(qx, load256(yb.qs))), acc0[j]);
+                acc0[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p),
+                                          _mm256_cvtepi32_ps(dot_us8(qx, load256(yb.qs))), acc0[j]);
             }
         }
         for (int j = 0; j < NA; ++j) {
-            out[j] = hsum_ps(_mm256_add_ps(acc0[j], acc1[j])) + _mm_cvtss_f32(_mm_movehdup_ps(acc_m[j]));
+            out[j] =
+                hsum_ps(_mm256_add_ps(acc0[j], acc1[j])) + _mm_cvtss_f32(_mm_movehdup_ps(acc_m[j]));
         }
     }
 };
@@ -189,20 +203,33 @@ struct AsymmetricQ8_1 {
 }  // namespace
 
 float dot_avx2_f32(int64_t n, const void* w, const void* a) {
-    return dot_float_f32<float, LoadF32>(n, static_cast<const float*>(w), static_cast<const float*>(a));
+    return dot_float_f32<float, LoadF32>(n, static_cast<const float*>(w),
+                                         static_cast<const float*>(a));
 }
 float dot_avx2_f16(int64_t n, const void* w, const void* a) {
-    return dot_float_f32<uint16_t, LoadF16>(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
+    return dot_float_f32<uint16_t, LoadF16>(n, static_cast<const uint16_t*>(w),
+                                            static_cast<const float*>(a));
 }
 float dot_avx2_bf16(int64_t n, const void* w, const void* a) {
-    return dot_float_f32<uint16_t, LoadBf16>(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a));
+    return dot_float_f32<uint16_t, LoadBf16>(n, static_cast<const uint16_t*>(w),
+                                             static_cast<const float*>(a));
 }
 
-float dot_avx2_q4_0(int64_t n, const void* w, const void* a) { return run_single<SymmetricQ8_0<WeightQ4_0>>(n, w, a); }
-float dot_avx2_q5_0(int64_t n, const void* w, const void* a) { return run_single<SymmetricQ8_0<WeightQ5_0>>(n, w, a); }
-float dot_avx2_q8_0(int64_t n, const void* w, const void* a) { return run_single<SymmetricQ8_0<WeightQ8_0>>(n, w, a); }
-float dot_avx2_q4_1(int64_t n, const void* w, const void* a) { return run_single<AsymmetricQ8_1<WeightQ4_1>>(n, w, a); }
-float dot_avx2_q5_1(int64_t n, const void* w, const void* a) { return run_single<AsymmetricQ8_1<WeightQ5_1>>(n, w, a); }
+float dot_avx2_q4_0(int64_t n, const void* w, const void* a) {
+    return run_single<SymmetricQ8_0<WeightQ4_0>>(n, w, a);
+}
+float dot_avx2_q5_0(int64_t n, const void* w, const void* a) {
+    return run_single<SymmetricQ8_0<WeightQ5_0>>(n, w, a);
+}
+float dot_avx2_q8_0(int64_t n, const void* w, const void* a) {
+    return run_single<SymmetricQ8_0<WeightQ8_0>>(n, w, a);
+}
+float dot_avx2_q4_1(int64_t n, const void* w, const void* a) {
+    return run_single<AsymmetricQ8_1<WeightQ4_1>>(n, w, a);
+}
+float dot_avx2_q5_1(int64_t n, const void* w, const void* a) {
+    return run_single<AsymmetricQ8_1<WeightQ5_1>>(n, w, a);
+}
 
 void dot_multi_avx2_q4_0(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
     run_multi<SymmetricQ8_0<WeightQ4_0>>(n, w, a, s, n_a, out);
@@ -228,7 +255,8 @@ float dot_avx2_q8_1(int64_t n, const void* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; ++i) {
         const __m256 d = _mm256_set1_ps(tab[x[i].d] * tab[y[i].d]);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(load256(x[i].qs), load256(y[i].qs))), acc);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_ss8(load256(x[i].qs), load256(y[i].qs))),
+                              acc);
     }
     return hsum_ps(acc);
 }

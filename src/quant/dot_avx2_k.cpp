@@ -29,10 +29,11 @@ inline __m128i unpack_scales_q3_k_vec(const uint8_t* q) {
     uint32_t w[3];
     std::memcpy(w, q, 12);
     constexpr uint32_t low4 = 0x0F0F0F0F, low2 = 0x03030303;
-    const __m128i v = _mm_set_epi32(static_cast<int>(((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4)),
-                                    static_cast<int>(((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4)),
-                                    static_cast<int>((w[1] & low4) | (((w[2] >> 2) & low2) << 4)),
-                                    static_cast<int>((w[0] & low4) | ((w[2] & low2) << 4)));
+    const __m128i v =
+        _mm_set_epi32(static_cast<int>(((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4)),
+                      static_cast<int>(((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4)),
+                      static_cast<int>((w[1] & low4) | (((w[2] >> 2) & low2) << 4)),
+                      static_cast<int>((w[0] & low4) | ((w[2] & low2) << 4)));
     return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
@@ -42,10 +43,11 @@ inline __m128i unpack_scale_min_k4_vec(const uint8_t* q) {
     uint32_t w[3];
     std::memcpy(w, q, 12);
     constexpr uint32_t low6 = 0x3F3F3F3F, low4 = 0x0F0F0F0F, low2 = 0x03030303;
-    return _mm_set_epi32(static_cast<int>(((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)),  // mins 4-7
-                         static_cast<int>(w[1] & low6),                                         // mins 0-3
-                         static_cast<int>((w[2] & low4) | (((w[0] >> 6) & low2) << 4)),         // scales 4-7
-                         static_cast<int>(w[0] & low6));                                        // scales 0-3
+    return _mm_set_epi32(
+        static_cast<int>(((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)),  // mins 4-7
+        static_cast<int>(w[1] & low6),                                         // mins 0-3
+        static_cast<int>((w[2] & low4) | (((w[0] >> 6) & low2) << 4)),         // scales 4-7
+        static_cast<int>(w[0] & low6));                                        // scales 0-3
 }
 
 inline int hsum_epi32_128(__m128i v) {
@@ -56,7 +58,8 @@ inline int hsum_epi32_128(__m128i v) {
 struct KQ2 {
     static constexpr int max_na = 4;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const BlockQ2_K*>(w);
         const Rows<BlockQ8_K, NA> y(a, stride);
         const float* tab = fp16_table();
@@ -77,7 +80,8 @@ struct KQ2 {
             for (int j = 0; j < NA; ++j) {
                 // min term: sum_k (scales[k] >> 4) * bsums[k]
                 const __m256i pm = _mm256_madd_epi16(mins, load256(y.p[j][i].bsums));
-                const int summ = hsum_epi32_128(_mm_add_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1)));
+                const int summ = hsum_epi32_128(
+                    _mm_add_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1)));
                 const float dmin = y.p[j][i].d * tab[x[i].dmin];
                 summ_total[j] -= dmin * static_cast<float>(summ);
                 sumi[j] = _mm256_setzero_si256();
@@ -91,7 +95,8 @@ struct KQ2 {
                     const __m256i sc = scales.pair(4 * c + s);
 #pragma GCC unroll 4
                     for (int j = 0; j < NA; ++j) {
-                        const __m256i p = _mm256_maddubs_epi16(q, load256(y.p[j][i].qs + 128 * c + 32 * s));
+                        const __m256i p =
+                            _mm256_maddubs_epi16(q, load256(y.p[j][i].qs + 128 * c + 32 * s));
                         sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
                     }
                 }
@@ -109,7 +114,8 @@ struct KQ2 {
 struct KQ3 {
     static constexpr int max_na = 4;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const BlockQ3_K*>(w);
         const Rows<BlockQ8_K, NA> y(a, stride);
         const float* tab = fp16_table();
@@ -135,7 +141,8 @@ struct KQ3 {
 #pragma GCC unroll 4
                     for (int j = 0; j < NA; ++j) {
                         const __m256i qy = load256(y.p[j][i].qs + 128 * c + 32 * s);
-                        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, qy), _mm256_maddubs_epi16(sub4, qy));
+                        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, qy),
+                                                           _mm256_maddubs_epi16(sub4, qy));
                         sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
                     }
                 }
@@ -155,7 +162,8 @@ template <bool kHigh, typename Block>
 struct KQ4 {
     static constexpr int max_na = 4;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const Block*>(w);
         const Rows<BlockQ8_K, NA> y(a, stride);
         const float* tab = fp16_table();
@@ -175,10 +183,11 @@ struct KQ4 {
             for (int j = 0; j < NA; ++j) {
                 // min term: sum_k m[k] * (bsums[2k] + bsums[2k+1])
                 const __m256i bsums = load256(y.p[j][i].bsums);
-                const __m128i pair_sums =
-                    _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+                const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums),
+                                                         _mm256_extracti128_si256(bsums, 1));
                 const float dmin = -y.p[j][i].d * tab[x[i].dmin];
-                acc_m[j] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair_sums)), acc_m[j]);
+                acc_m[j] = _mm_fmadd_ps(_mm_set1_ps(dmin),
+                                        _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair_sums)), acc_m[j]);
                 sumi[j] = _mm256_setzero_si256();
             }
             const __m256i scales = _mm256_permute2x128_si256(sc_m, sc_m, 0x00);
@@ -195,12 +204,14 @@ struct KQ4 {
                     ql = _mm256_or_si256(ql, _mm256_slli_epi16(h1, 4));
                     qh = _mm256_or_si256(qh, _mm256_slli_epi16(h2, 4));
                 }
-                const __m256i s1 = broadcast_word(scales, 2 * c), s2 = broadcast_word(scales, 2 * c + 1);
+                const __m256i s1 = broadcast_word(scales, 2 * c),
+                              s2 = broadcast_word(scales, 2 * c + 1);
 #pragma GCC unroll 4
                 for (int j = 0; j < NA; ++j) {
                     const int8_t* qy = y.p[j][i].qs + 64 * c;
                     const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ql, load256(qy)), s1);
-                    const __m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(qh, load256(qy + 32)), s2);
+                    const __m256i p2 =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(qh, load256(qy + 32)), s2);
                     sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(p1, p2));
                 }
             }
@@ -217,7 +228,8 @@ struct KQ4 {
 struct KQ6 {
     static constexpr int max_na = 4;
     template <int NA>
-    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a, size_t stride, float* out) {
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
         const auto* x = static_cast<const BlockQ6_K*>(w);
         const Rows<BlockQ8_K, NA> y(a, stride);
         const float* tab = fp16_table();
@@ -226,7 +238,8 @@ struct KQ6 {
         __m256 acc[NA];
         for (int j = 0; j < NA; ++j) acc[j] = _mm256_setzero_ps();
         for (int64_t i = 0; i < n / qk_k; ++i) {
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+            const __m256i sc16 = _mm256_cvtepi8_epi16(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
             const ScalePairs pairs(sc16);
             __m256i sumi[NA];
 #pragma GCC unroll 4
@@ -241,19 +254,24 @@ struct KQ6 {
                 const __m256i l1 = load256(x[i].ql + 64 * h + 32);
                 const __m256i hb = load256(x[i].qh + 32 * h);
                 __m256i q[4];
-                q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
-                q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
-                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
-                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                       _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+                q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+                q[1] = _mm256_or_si256(
+                    _mm256_and_si256(l1, m4),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+                q[2] = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+                q[3] = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {
                     const __m256i sc = pairs.pair(4 * h + k);
 #pragma GCC unroll 4
                     for (int j = 0; j < NA; ++j) {
-                        const __m256i p = _mm256_maddubs_epi16(q[k], load256(y.p[j][i].qs + 128 * h + 32 * k));
+                        const __m256i p =
+                            _mm256_maddubs_epi16(q[k], load256(y.p[j][i].qs + 128 * h + 32 * k));
                         sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
                     }
                 }
@@ -270,11 +288,21 @@ struct KQ6 {
 
 }  // namespace
 
-float dot_avx2_q2_k(int64_t n, const void* w, const void* a) { return run_single<KQ2>(n, w, a); }
-float dot_avx2_q3_k(int64_t n, const void* w, const void* a) { return run_single<KQ3>(n, w, a); }
-float dot_avx2_q4_k(int64_t n, const void* w, const void* a) { return run_single<KQ4<false, BlockQ4_K>>(n, w, a); }
-float dot_avx2_q5_k(int64_t n, const void* w, const void* a) { return run_single<KQ4<true, BlockQ5_K>>(n, w, a); }
-float dot_avx2_q6_k(int64_t n, const void* w, const void* a) { return run_single<KQ6>(n, w, a); }
+float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
+    return run_single<KQ2>(n, w, a);
+}
+float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
+    return run_single<KQ3>(n, w, a);
+}
+float dot_avx2_q4_k(int64_t n, const void* w, const void* a) {
+    return run_single<KQ4<false, BlockQ4_K>>(n, w, a);
+}
+float dot_avx2_q5_k(int64_t n, const void* w, const void* a) {
+    return run_single<KQ4<true, BlockQ5_K>>(n, w, a);
+}
+float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
+    return run_single<KQ6>(n, w, a);
+}
 
 void dot_multi_avx2_q2_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
     run_multi<KQ2>(n, w, a, s, n_a, out);
@@ -299,7 +327,8 @@ float dot_avx2_q8_k(int64_t n, const void* w, const void* a) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / qk_k; ++i) {
         __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < qk_k; j += 32) sumi = _mm256_add_epi32(sumi, dot_ss8(load256(x[i].qs + j), load256(y[i].qs + j)));
+        for (int j = 0; j < qk_k; j += 32)
+            sumi = _mm256_add_epi32(sumi, dot_ss8(load256(x[i].qs + j), load256(y[i].qs + j)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_ps(acc);

@@ -220,7 +220,8 @@ float dot_ref_q5_k(int64_t n, const void* w, const void* a) {
             int s1 = 0, s2 = 0;
             for (int l = 0; l < 32; ++l) {
                 const int q1 = (x[i].qs[32 * c + l] & 0x0F) | (((x[i].qh[l] >> (2 * c)) & 1) << 4);
-                const int q2 = (x[i].qs[32 * c + l] >> 4) | (((x[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+                const int q2 =
+                    (x[i].qs[32 * c + l] >> 4) | (((x[i].qh[l] >> (2 * c + 1)) & 1) << 4);
                 s1 += q1 * y[i].qs[64 * c + l];
                 s2 += q2 * y[i].qs[64 * c + 32 + l];
             }

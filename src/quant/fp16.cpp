@@ -94,7 +94,9 @@ uint16_t fp32_to_fp16(float f) {
 #endif
 }
 
-float bf16_to_fp32(uint16_t h) { return float_of(static_cast<uint32_t>(h) << 16); }
+float bf16_to_fp32(uint16_t h) {
+    return float_of(static_cast<uint32_t>(h) << 16);
+}
 
 uint16_t fp32_to_bf16(float f) {
     uint32_t u = bits_of(f);
@@ -108,8 +110,12 @@ uint16_t fp32_to_bf16(float f) {
 namespace detail {
 
 // Exposed for the unit tests' cross-check of the F16C path against the portable one.
-float fp16_to_fp32_portable(uint16_t h) { return half_to_float_portable(h); }
-uint16_t fp32_to_fp16_portable(float f) { return float_to_half_portable(f); }
+float fp16_to_fp32_portable(uint16_t h) {
+    return half_to_float_portable(h);
+}
+uint16_t fp32_to_fp16_portable(float f) {
+    return float_to_half_portable(f);
+}
 
 Fp16Table::Fp16Table() {
     for (uint32_t h = 0; h < 65536; ++h) v[h] = fp16_to_fp32(static_cast<uint16_t>(h));

@@ -31,7 +31,9 @@ namespace {
 constexpr float group_max_eps = 1e-15f;  // below this a group is treated as all zeros
 
 // Round to nearest, ties to even (the current rounding mode; never changed in zinc).
-inline int nearest_int(float v) { return static_cast<int>(std::nearbyint(v)); }
+inline int nearest_int(float v) {
+    return static_cast<int>(std::nearbyint(v));
+}
 
 // Asymmetric fit of n values to levels [0, nmax]: returns the scale, stores the (positive)
 // offset to subtract in *out_min and the chosen levels in L. See the file comment.
@@ -218,7 +220,8 @@ void pack_2bit(const uint8_t* L, uint8_t* out) {
     for (int c = 0; c < 2; ++c) {
         for (int l = 0; l < 32; ++l) {
             const uint8_t* p = L + 128 * c + l;
-            out[32 * c + l] = static_cast<uint8_t>(p[0] | (p[32] << 2) | (p[64] << 4) | (p[96] << 6));
+            out[32 * c + l] =
+                static_cast<uint8_t>(p[0] | (p[32] << 2) | (p[64] << 4) | (p[96] << 6));
         }
     }
 }
@@ -259,7 +262,8 @@ void quantize_k4_common(const float* x, int nmax, float rmin, float rdelta, int 
     std::memset(scales_out, 0, k_scale_size);
     for (int j = 0; j < 8; ++j) {
         // ggml stores these through uint8_t before clamping; values are in [0, 63] anyway.
-        const auto ls = static_cast<uint8_t>(std::min(63, nearest_int(inv_scale * scales[j]) & 0xFF));
+        const auto ls =
+            static_cast<uint8_t>(std::min(63, nearest_int(inv_scale * scales[j]) & 0xFF));
         const auto lm = static_cast<uint8_t>(std::min(63, nearest_int(inv_min * mins[j]) & 0xFF));
         pack_scale_min_k4(scales_out, j, ls, lm);
     }
@@ -296,7 +300,8 @@ void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
         }
         if (max_scale > 0) {
             const float iscale = q4scale / max_scale;
-            for (int j = 0; j < 16; ++j) y[i].scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+            for (int j = 0; j < 16; ++j)
+                y[i].scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
             y[i].d = fp32_to_fp16(max_scale / q4scale);
         } else {
             std::memset(y[i].scales, 0, sizeof y[i].scales);
@@ -387,7 +392,8 @@ void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
         quantize_k4_common(src, 15, -1.f, 0.1f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
         for (int c = 0; c < 4; ++c) {
             for (int l = 0; l < 32; ++l) {
-                y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+                y[i].qs[32 * c + l] =
+                    static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
             }
         }
     }
@@ -403,7 +409,8 @@ void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
             for (int l = 0; l < 32; ++l) {
                 const int l1 = L[64 * c + l], l2 = L[64 * c + 32 + l];
                 y[i].qs[32 * c + l] = static_cast<uint8_t>((l1 & 0x0F) | ((l2 & 0x0F) << 4));
-                y[i].qh[l] |= static_cast<uint8_t>(((l1 >> 4) << (2 * c)) | ((l2 >> 4) << (2 * c + 1)));
+                y[i].qh[l] |=
+                    static_cast<uint8_t>(((l1 >> 4) << (2 * c)) | ((l2 >> 4) << (2 * c + 1)));
             }
         }
     }

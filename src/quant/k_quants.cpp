@@ -73,8 +73,10 @@ void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
             const float d2 = d * static_cast<float>(sc[2 * c + 1]);
             const float m2 = dmin * static_cast<float>(m[2 * c + 1]);
             const uint8_t* q = b[i].qs + 32 * c;
-            for (int l = 0; l < 32; ++l) dst[64 * c + l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-            for (int l = 0; l < 32; ++l) dst[64 * c + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+            for (int l = 0; l < 32; ++l)
+                dst[64 * c + l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+            for (int l = 0; l < 32; ++l)
+                dst[64 * c + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
         }
         dst += qk_k;
     }
@@ -119,9 +121,12 @@ void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
                 const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
                 const int e = 128 * h + l;
                 y[l] = (d * static_cast<float>(b[i].scales[e / 16])) * static_cast<float>(q1);
-                y[l + 32] = (d * static_cast<float>(b[i].scales[(e + 32) / 16])) * static_cast<float>(q2);
-                y[l + 64] = (d * static_cast<float>(b[i].scales[(e + 64) / 16])) * static_cast<float>(q3);
-                y[l + 96] = (d * static_cast<float>(b[i].scales[(e + 96) / 16])) * static_cast<float>(q4);
+                y[l + 32] =
+                    (d * static_cast<float>(b[i].scales[(e + 32) / 16])) * static_cast<float>(q2);
+                y[l + 64] =
+                    (d * static_cast<float>(b[i].scales[(e + 64) / 16])) * static_cast<float>(q3);
+                y[l + 96] =
+                    (d * static_cast<float>(b[i].scales[(e + 96) / 16])) * static_cast<float>(q4);
             }
         }
         dst += qk_k;

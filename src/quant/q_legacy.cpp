@@ -45,8 +45,12 @@ void min_max(const float* x, int n, float* out_min, float* out_max) {
 }
 
 // Low nibble of byte j = element j, high nibble = element j + 16.
-inline int nib_lo(const uint8_t* qs, int j) { return qs[j] & 0x0F; }
-inline int nib_hi(const uint8_t* qs, int j) { return qs[j] >> 4; }
+inline int nib_lo(const uint8_t* qs, int j) {
+    return qs[j] & 0x0F;
+}
+inline int nib_hi(const uint8_t* qs, int j) {
+    return qs[j] >> 4;
+}
 
 inline uint32_t load_u32(const uint8_t* p) {
     uint32_t v;
@@ -166,8 +170,7 @@ void quantize_row_q5_0(const float* src, void* dst, int64_t n) {
         b[i].d = fp32_to_fp16(d);
         uint32_t qh = 0;
         for (int j = 0; j < qk5_0 / 2; ++j) {
-            const int q0 =
-                std::min(31, static_cast<int>(static_cast<int8_t>(src[j] * id + 16.5f)));
+            const int q0 = std::min(31, static_cast<int>(static_cast<int8_t>(src[j] * id + 16.5f)));
             const int q1 =
                 std::min(31, static_cast<int>(static_cast<int8_t>(src[j + 16] * id + 16.5f)));
             b[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));

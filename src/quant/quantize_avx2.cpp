@@ -20,7 +20,9 @@
 namespace zinc::quant::detail {
 namespace {
 
-inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+inline __m256 abs_ps(__m256 v) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
 
 inline float hmax_ps(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -70,7 +72,8 @@ inline void quantize_block_32(const float* x, float* d_out, int8_t* qs, int* sum
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_i32x4(q[0], q[1], q[2], q[3]));
     *d_out = d;
     if (sum != nullptr) {
-        *sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+        *sum = hsum_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
     }
 }
 
@@ -111,7 +114,8 @@ void quantize_row_q8_k_avx2(const float* src, void* dst, int64_t n) {
         float max = 0.0f;
         const __m256 am = _mm256_set1_ps(amax);
         for (int k = 0; k < qk_k; k += 8) {
-            const int mask = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + k)), am, _CMP_EQ_OQ));
+            const int mask =
+                _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(x + k)), am, _CMP_EQ_OQ));
             if (mask != 0) {
                 max = x[k + __builtin_ctz(static_cast<unsigned>(mask))];
                 break;
@@ -125,21 +129,26 @@ void quantize_row_q8_k_avx2(const float* src, void* dst, int64_t n) {
             __m256i q[4];
             for (int k = 0; k < 4; ++k) {
                 const __m256 p = _mm256_mul_ps(is, _mm256_loadu_ps(x + 32 * g + 8 * k));
-                q[k] = _mm256_min_epi32(
-                    _mm256_cvtps_epi32(_mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), lim);
+                q[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_round_ps(
+                                            p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                                        lim);
             }
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + 32 * g), pack_i32x4(q[0], q[1], q[2], q[3]));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + 32 * g),
+                                pack_i32x4(q[0], q[1], q[2], q[3]));
             // Sums of the two 16-element groups 2g (q0, q1) and 2g+1 (q2, q3): one horizontal
             // add gives [s01 pairs, s23 pairs] per lane, adding the lanes and one more
             // horizontal add gives [S(2g), S(2g+1), S(2g), S(2g+1)].
-            const __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-            const __m128i lanes = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m256i h =
+                _mm256_hadd_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            const __m128i lanes =
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
             const __m128i two = _mm_hadd_epi32(lanes, lanes);
             // sums[k] collects groups 4k..4k+3
             sums[g / 2] = (g & 1) == 0 ? two : _mm_unpacklo_epi64(sums[g / 2], two);
         }
         _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].bsums), _mm_packs_epi32(sums[0], sums[1]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].bsums + 8), _mm_packs_epi32(sums[2], sums[3]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].bsums + 8),
+                         _mm_packs_epi32(sums[2], sums[3]));
         b[i].d = 1.0f / iscale;
     }
 }

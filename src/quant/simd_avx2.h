@@ -38,7 +38,9 @@ inline float hsum_ps128(__m128 s) {
     return _mm_cvtss_f32(s);
 }
 
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i load256(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
 
 // 16 packed bytes -> 32 bytes: low nibbles in lanes 0-15, high nibbles in lanes 16-31.
 inline __m256i unpack_nibbles(const uint8_t* qs) {
@@ -102,16 +104,19 @@ inline constexpr ShuffleMasks shuffle_masks = make_masks();
 struct ScalePairs {
     __m256i lo, hi;  // words 0-7 / 8-15 copied to both lanes
     explicit ScalePairs(__m256i s16)
-        : lo(_mm256_permute2x128_si256(s16, s16, 0x00)), hi(_mm256_permute2x128_si256(s16, s16, 0x11)) {}
+        : lo(_mm256_permute2x128_si256(s16, s16, 0x00)),
+          hi(_mm256_permute2x128_si256(s16, s16, 0x11)) {}
     __m256i pair(int g) const {
-        const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.pair[g & 3]));
+        const __m256i m =
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.pair[g & 3]));
         return _mm256_shuffle_epi8(g < 4 ? lo : hi, m);
     }
 };
 
 // Broadcast word w of a vector holding the same 8 x s16 in both lanes.
 inline __m256i broadcast_word(__m256i v, int w) {
-    return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.word[w])));
+    return _mm256_shuffle_epi8(
+        v, _mm256_load_si256(reinterpret_cast<const __m256i*>(shuffle_masks.word[w])));
 }
 
 // The two halves at p (4 bytes) as f32 lanes 0 and 1; lanes 2 and 3 are zero.
@@ -127,7 +132,8 @@ struct Rows {
     const Block* p[NA];
     Rows(const void* a, size_t stride) {
         for (int j = 0; j < NA; ++j) {
-            p[j] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(j) * stride);
+            p[j] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) +
+                                                  static_cast<size_t>(j) * stride);
         }
     }
 };
@@ -141,7 +147,8 @@ void run_multi(int64_t n, const void* w, const void* a, size_t stride, int n_a, 
     constexpr int cap = K::max_na;
     static_assert(cap >= 1 && cap <= max_na);
     const auto* pa = static_cast<const uint8_t*>(a);
-    for (; n_a >= cap; n_a -= cap, pa += cap * stride, out += cap) K::template run<cap>(n, w, pa, stride, out);
+    for (; n_a >= cap; n_a -= cap, pa += cap * stride, out += cap)
+        K::template run<cap>(n, w, pa, stride, out);
     if constexpr (cap > 3) {
         if (n_a == 3) K::template run<3>(n, w, pa, stride, out);
     }

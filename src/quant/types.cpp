@@ -17,12 +17,12 @@ constexpr int64_t qk_k = 256;  // super-block size of the K-quants
 constexpr std::array<TypeTraits, 15> type_table = {{
     {GgmlType::F32, "f32", 1, 4, false, GgmlType::F32},
     {GgmlType::F16, "f16", 1, 2, false, GgmlType::F32},
-    {GgmlType::Q4_0, "q4_0", 32, 2 + 16, true, GgmlType::Q8_0},           // d, qs[16]
-    {GgmlType::Q4_1, "q4_1", 32, 2 + 2 + 16, true, GgmlType::Q8_1},       // d, m, qs[16]
-    {GgmlType::Q5_0, "q5_0", 32, 2 + 4 + 16, true, GgmlType::Q8_0},       // d, qh[4], qs[16]
-    {GgmlType::Q5_1, "q5_1", 32, 2 + 2 + 4 + 16, true, GgmlType::Q8_1},   // d, m, qh[4], qs[16]
-    {GgmlType::Q8_0, "q8_0", 32, 2 + 32, true, GgmlType::Q8_0},           // d, qs[32]
-    {GgmlType::Q8_1, "q8_1", 32, 2 + 2 + 32, true, GgmlType::Q8_1},       // d, s, qs[32]
+    {GgmlType::Q4_0, "q4_0", 32, 2 + 16, true, GgmlType::Q8_0},          // d, qs[16]
+    {GgmlType::Q4_1, "q4_1", 32, 2 + 2 + 16, true, GgmlType::Q8_1},      // d, m, qs[16]
+    {GgmlType::Q5_0, "q5_0", 32, 2 + 4 + 16, true, GgmlType::Q8_0},      // d, qh[4], qs[16]
+    {GgmlType::Q5_1, "q5_1", 32, 2 + 2 + 4 + 16, true, GgmlType::Q8_1},  // d, m, qh[4], qs[16]
+    {GgmlType::Q8_0, "q8_0", 32, 2 + 32, true, GgmlType::Q8_0},          // d, qs[32]
+    {GgmlType::Q8_1, "q8_1", 32, 2 + 2 + 32, true, GgmlType::Q8_1},      // d, s, qs[32]
     // scales[16], qs[64], d, dmin
     {GgmlType::Q2_K, "q2_K", qk_k, 16 + 64 + 2 + 2, true, GgmlType::Q8_K},
     // hmask[32], qs[64], scales[12], d
@@ -72,7 +72,9 @@ const TypeTraits& type_traits(GgmlType t) {
     return type_table[static_cast<size_t>(type_index[raw])];
 }
 
-std::string_view type_name(GgmlType t) { return type_traits(t).name; }
+std::string_view type_name(GgmlType t) {
+    return type_traits(t).name;
+}
 
 size_t row_size(GgmlType t, int64_t n) {
     const TypeTraits& tt = type_traits(t);

@@ -32,11 +32,11 @@ enum class GgmlType : uint32_t {
 
 struct TypeTraits {
     GgmlType type;
-    std::string_view name;   // "q4_k" style, as llama.cpp prints it
-    int64_t block_size;      // elements per block (1 for F32/F16/BF16)
-    size_t type_size;        // bytes per block
+    std::string_view name;  // "q4_k" style, as llama.cpp prints it
+    int64_t block_size;     // elements per block (1 for F32/F16/BF16)
+    size_t type_size;       // bytes per block
     bool is_quantized;
-    GgmlType vec_dot_type;   // the activation packing vec_dot() expects for this weight type
+    GgmlType vec_dot_type;  // the activation packing vec_dot() expects for this weight type
 };
 
 /// Traits for a supported type; nullopt for a value that is not one of the enum's types

@@ -21,10 +21,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <iostream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -51,7 +51,9 @@ std::vector<char> read_stdin() {
     return buf;
 }
 
-void write_out(const void* p, size_t n) { std::fwrite(p, 1, n, stdout); }
+void write_out(const void* p, size_t n) {
+    std::fwrite(p, 1, n, stdout);
+}
 
 int usage(const char* msg) {
     std::fprintf(stderr, "quant_tool: %s\n", msg);
@@ -64,7 +66,8 @@ using GgmlDot = void (*)(int, float*, size_t, const void*, size_t, const void*, 
 int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* ggml_path) {
     const auto& tt = zinc::quant::type_traits(t);
     const GgmlType vdt = tt.vec_dot_type;
-    if (n <= 0 || rows <= 0 || iters <= 0 || n % tt.block_size != 0) return usage("bad N/ROWS/ITERS");
+    if (n <= 0 || rows <= 0 || iters <= 0 || n % tt.block_size != 0)
+        return usage("bad N/ROWS/ITERS");
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> x(static_cast<size_t>(n));
@@ -84,7 +87,8 @@ int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* gg
         for (int64_t it = 0; it < iters; ++it) {
             const auto t0 = std::chrono::steady_clock::now();
             for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r)] = dot_row(r);
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             best = std::min(best, s);
         }
         return best;
@@ -104,16 +108,19 @@ int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* gg
         zinc::quant::quantize_row(vdt, x.data(), a4.data() + j * a.size(), n);
     }
     float multi_out[n_multi];
-    const double t_multi = time_it([&](int64_t r) {
-        zinc::quant::vec_dot_multi(t, n, w.data() + static_cast<size_t>(r) * wrow, a4.data(), a.size(),
-                                   n_multi, multi_out);
-        return multi_out[0];
-    }) / n_multi;
+    const double t_multi =
+        time_it([&](int64_t r) {
+            zinc::quant::vec_dot_multi(t, n, w.data() + static_cast<size_t>(r) * wrow, a4.data(),
+                                       a.size(), n_multi, multi_out);
+            return multi_out[0];
+        }) /
+        n_multi;
     const double gb = static_cast<double>(w.size()) / 1e9;
-    std::printf("%s n=%lld rows=%lld: zinc simd %.1f us (%.2f GB/s), zinc ref %.1f us, "
-                "vec_dot_multi x4 %.1f us per activation row\n",
-                std::string(tt.name).c_str(), static_cast<long long>(n), static_cast<long long>(rows),
-                t_simd * 1e6, gb / t_simd, t_ref * 1e6, t_multi * 1e6);
+    std::printf(
+        "%s n=%lld rows=%lld: zinc simd %.1f us (%.2f GB/s), zinc ref %.1f us, "
+        "vec_dot_multi x4 %.1f us per activation row\n",
+        std::string(tt.name).c_str(), static_cast<long long>(n), static_cast<long long>(rows),
+        t_simd * 1e6, gb / t_simd, t_ref * 1e6, t_multi * 1e6);
     if (ggml_path != nullptr) {
         void* lib = dlopen(ggml_path, RTLD_NOW | RTLD_LOCAL);
         if (lib == nullptr) return usage(dlerror());
@@ -124,11 +131,13 @@ int run_bench(GgmlType t, int64_t n, int64_t rows, int64_t iters, const char* gg
         if (fn == nullptr) return usage(("no symbol " + sym).c_str());
         const double t_ggml = time_it([&](int64_t r) {
             float s = 0;
-            fn(static_cast<int>(n), &s, 0, w.data() + static_cast<size_t>(r) * wrow, 0, a.data(), 0, 1);
+            fn(static_cast<int>(n), &s, 0, w.data() + static_cast<size_t>(r) * wrow, 0, a.data(), 0,
+               1);
             return s;
         });
-        std::printf("  ggml %s %.1f us (%.2f GB/s); zinc/ggml time ratio %.3f; row0 zinc %.6g ggml %.6g\n",
-                    sym.c_str(), t_ggml * 1e6, gb / t_ggml, t_simd / t_ggml, r0, out[0]);
+        std::printf(
+            "  ggml %s %.1f us (%.2f GB/s); zinc/ggml time ratio %.3f; row0 zinc %.6g ggml %.6g\n",
+            sym.c_str(), t_ggml * 1e6, gb / t_ggml, t_simd / t_ggml, r0, out[0]);
     }
     return 0;
 }
@@ -185,18 +194,21 @@ int main(int argc, char** argv) {
         const int64_t r = std::stoll(argv[4]);
         if (n <= 0 || r <= 0 || n % tt.block_size != 0) return usage("bad N or R");
         const GgmlType vdt = tt.vec_dot_type;
-        if (n % zinc::quant::type_traits(vdt).block_size != 0) return usage("N not a multiple of the activation block");
+        if (n % zinc::quant::type_traits(vdt).block_size != 0)
+            return usage("N not a multiple of the activation block");
         const size_t wrow = zinc::quant::row_size(*type, n);
         const size_t arow = zinc::quant::row_size(vdt, n);
         const std::vector<char> in = read_stdin();
-        const size_t need = static_cast<size_t>(r) * (wrow + static_cast<size_t>(n) * sizeof(float));
+        const size_t need =
+            static_cast<size_t>(r) * (wrow + static_cast<size_t>(n) * sizeof(float));
         if (in.size() != need) return usage("dot: input size does not match TYPE N R");
         std::vector<float> act(static_cast<size_t>(n));
         std::vector<char> packed(static_cast<size_t>(r) * arow);
         std::vector<float> simd(static_cast<size_t>(r)), ref(static_cast<size_t>(r));
         for (int64_t i = 0; i < r; ++i) {
-            std::memcpy(act.data(), in.data() + static_cast<size_t>(r) * wrow +
-                                        static_cast<size_t>(i * n) * sizeof(float),
+            std::memcpy(act.data(),
+                        in.data() + static_cast<size_t>(r) * wrow +
+                            static_cast<size_t>(i * n) * sizeof(float),
                         static_cast<size_t>(n) * sizeof(float));
             char* a = packed.data() + static_cast<size_t>(i) * arow;
             zinc::quant::quantize_row(vdt, act.data(), a, n);

@@ -54,13 +54,13 @@ TEST(Fp16, EveryHalfConvertsExactly) {
 
 TEST(Fp16, RoundingCases) {
     const float one = 1.0f;
-    const float ulp = std::ldexp(1.0f, -10);  // half ulp at 1.0 is 2^-10
-    EXPECT_EQ(fp32_to_fp16(one + ulp / 2), 0x3C00);          // tie -> even (1.0)
-    EXPECT_EQ(fp32_to_fp16(one + 3 * ulp / 2), 0x3C02);      // tie -> even (1 + 2ulp)
+    const float ulp = std::ldexp(1.0f, -10);             // half ulp at 1.0 is 2^-10
+    EXPECT_EQ(fp32_to_fp16(one + ulp / 2), 0x3C00);      // tie -> even (1.0)
+    EXPECT_EQ(fp32_to_fp16(one + 3 * ulp / 2), 0x3C02);  // tie -> even (1 + 2ulp)
     EXPECT_EQ(fp32_to_fp16(std::nextafter(one + ulp / 2, 2.0f)), 0x3C01);
-    EXPECT_EQ(fp32_to_fp16(65504.0f), 0x7BFF);               // max finite
-    EXPECT_EQ(fp32_to_fp16(65519.99f), 0x7BFF);              // below the rounding boundary
-    EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7C00);               // rounds to inf
+    EXPECT_EQ(fp32_to_fp16(65504.0f), 0x7BFF);   // max finite
+    EXPECT_EQ(fp32_to_fp16(65519.99f), 0x7BFF);  // below the rounding boundary
+    EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7C00);   // rounds to inf
     EXPECT_EQ(fp32_to_fp16(1e10f), 0x7C00);
     EXPECT_EQ(fp32_to_fp16(-1e10f), 0xFC00);
     EXPECT_EQ(fp32_to_fp16(INFINITY), 0x7C00);
@@ -68,7 +68,7 @@ TEST(Fp16, RoundingCases) {
     EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
     EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie -> even (0)
     EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
-    EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 subnormal ulps: tie -> 2
+    EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);     // 1.5 subnormal ulps: tie -> 2
     EXPECT_EQ(fp32_to_fp16(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into the normals
     EXPECT_EQ(fp32_to_fp16(1e-10f), 0x0000);
     const uint16_t nan = fp32_to_fp16(std::numeric_limits<float>::quiet_NaN());

@@ -16,9 +16,8 @@ namespace zinc::quant {
 namespace {
 
 const GgmlType quantized_types[] = {
-    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-    GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-    GgmlType::Q6_K, GgmlType::Q8_K,
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1,
+    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K,
 };
 
 std::vector<float> roundtrip(GgmlType t, const std::vector<float>& x) {
@@ -40,12 +39,14 @@ TEST(Quantize, ZerosStayZeros) {
 TEST(Quantize, Q4_0RepresentsItsGridExactly) {
     // levels -8..7 times 0.25, with the signed max -2 in the block: d = -2 / -8 = 0.25 exactly
     std::vector<float> x(32);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(static_cast<int>(i % 16) - 8);
+    for (size_t i = 0; i < x.size(); ++i)
+        x[i] = 0.25f * static_cast<float>(static_cast<int>(i % 16) - 8);
     const std::vector<float> y = roundtrip(GgmlType::Q4_0, x);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i]) << i;
     // Q5_0 with levels -16..15 times 0.5 and signed max -8
     std::vector<float> x5(32);
-    for (size_t i = 0; i < x5.size(); ++i) x5[i] = 0.5f * static_cast<float>(static_cast<int>(i) - 16);
+    for (size_t i = 0; i < x5.size(); ++i)
+        x5[i] = 0.5f * static_cast<float>(static_cast<int>(i) - 16);
     const std::vector<float> y5 = roundtrip(GgmlType::Q5_0, x5);
     for (size_t i = 0; i < x5.size(); ++i) EXPECT_EQ(y5[i], x5[i]) << i;
 }
@@ -61,7 +62,8 @@ TEST(Quantize, LegacyElementErrorBounds) {
         GgmlType t;
         float levels;
     };
-    for (Case c : {Case{GgmlType::Q4_1, 15.0f}, Case{GgmlType::Q5_1, 31.0f}, Case{GgmlType::Q8_0, 0.0f}}) {
+    for (Case c :
+         {Case{GgmlType::Q4_1, 15.0f}, Case{GgmlType::Q5_1, 31.0f}, Case{GgmlType::Q8_0, 0.0f}}) {
         const std::vector<float> y = roundtrip(c.t, x);
         for (size_t b = 0; b < x.size() / 32; ++b) {
             float mn = x[32 * b], mx = x[32 * b], amax = 0;
@@ -140,8 +142,9 @@ TEST(Quantize, KQuantErrorIsSmallOnGaussianData) {
         GgmlType t;
         double max_rel_rms;  // measured with ggml's reference quantizer, times ~1.3
     };
-    for (Case c : {Case{GgmlType::Q2_K, 0.45}, Case{GgmlType::Q3_K, 0.24}, Case{GgmlType::Q4_K, 0.11},
-                   Case{GgmlType::Q5_K, 0.056}, Case{GgmlType::Q6_K, 0.029}, Case{GgmlType::Q8_K, 0.014}}) {
+    for (Case c :
+         {Case{GgmlType::Q2_K, 0.45}, Case{GgmlType::Q3_K, 0.24}, Case{GgmlType::Q4_K, 0.11},
+          Case{GgmlType::Q5_K, 0.056}, Case{GgmlType::Q6_K, 0.029}, Case{GgmlType::Q8_K, 0.014}}) {
         const std::vector<float> y = roundtrip(c.t, x);
         double se = 0, ss = 0;
         for (size_t i = 0; i < x.size(); ++i) {
@@ -198,7 +201,8 @@ TEST(QuantizeSimd, ActivationPackingsMatchReferenceBytes) {
         GgmlType t;
         detail::QuantizeFn reference;
     };
-    for (Case c : {Case{GgmlType::Q8_0, detail::quantize_row_q8_0}, Case{GgmlType::Q8_1, detail::quantize_row_q8_1},
+    for (Case c : {Case{GgmlType::Q8_0, detail::quantize_row_q8_0},
+                   Case{GgmlType::Q8_1, detail::quantize_row_q8_1},
                    Case{GgmlType::Q8_K, detail::quantize_row_q8_k}}) {
         std::vector<uint8_t> want(row_size(c.t, n)), got(row_size(c.t, n));
         c.reference(x.data(), want.data(), n);

@@ -86,7 +86,8 @@ TEST(Simd, ReferenceEqualsDequantizedDot) {
         const Row r = make_row(t, n, rng, 0);
         double exact = 0, abs_sum = 0;
         for (int64_t i = 0; i < n; ++i) {
-            const double p = static_cast<double>(r.wd[static_cast<size_t>(i)]) * r.ad[static_cast<size_t>(i)];
+            const double p =
+                static_cast<double>(r.wd[static_cast<size_t>(i)]) * r.ad[static_cast<size_t>(i)];
             exact += p;
             abs_sum += std::fabs(p);
         }
@@ -125,12 +126,13 @@ TEST(VecDotMulti, BitIdenticalToVecDot) {
             std::vector<float> got(static_cast<size_t>(n_a), -1.0f);
             vec_dot_multi(t, n, w.data(), a.data(), stride, n_a, got.data());
             for (int j = 0; j < n_a; ++j) {
-                const float want = vec_dot(t, n, w.data(), a.data() + static_cast<size_t>(j) * stride);
+                const float want =
+                    vec_dot(t, n, w.data(), a.data() + static_cast<size_t>(j) * stride);
                 uint32_t gb, wb;
                 std::memcpy(&gb, &got[static_cast<size_t>(j)], 4);
                 std::memcpy(&wb, &want, 4);
-                EXPECT_EQ(gb, wb) << type_name(t) << " n_a=" << n_a << " row " << j << ": " << got[static_cast<size_t>(j)]
-                                  << " vs " << want;
+                EXPECT_EQ(gb, wb) << type_name(t) << " n_a=" << n_a << " row " << j << ": "
+                                  << got[static_cast<size_t>(j)] << " vs " << want;
             }
         }
     }

@@ -1,9 +1,9 @@
 // tests/unit/quant/types_test.cpp — the type table: ids, names, block geometry, row sizes and
 // the activation packing each weight type's dot product expects. Byte sizes are spelled out
 // from the field lists in docs/quant.md (and checked against libggml by the Python tests).
-#include <gtest/gtest.h>
-
 #include "quant/types.h"
+
+#include <gtest/gtest.h>
 
 namespace zinc::quant {
 namespace {
@@ -17,20 +17,13 @@ struct Expect {
 };
 
 constexpr Expect expected[] = {
-    {0, "f32", 1, 4, GgmlType::F32},
-    {1, "f16", 1, 2, GgmlType::F32},
-    {2, "q4_0", 32, 18, GgmlType::Q8_0},
-    {3, "q4_1", 32, 20, GgmlType::Q8_1},
-    {6, "q5_0", 32, 22, GgmlType::Q8_0},
-    {7, "q5_1", 32, 24, GgmlType::Q8_1},
-    {8, "q8_0", 32, 34, GgmlType::Q8_0},
-    {9, "q8_1", 32, 36, GgmlType::Q8_1},
-    {10, "q2_K", 256, 84, GgmlType::Q8_K},
-    {11, "q3_K", 256, 110, GgmlType::Q8_K},
-    {12, "q4_K", 256, 144, GgmlType::Q8_K},
-    {13, "q5_K", 256, 176, GgmlType::Q8_K},
-    {14, "q6_K", 256, 210, GgmlType::Q8_K},
-    {15, "q8_K", 256, 292, GgmlType::Q8_K},
+    {0, "f32", 1, 4, GgmlType::F32},        {1, "f16", 1, 2, GgmlType::F32},
+    {2, "q4_0", 32, 18, GgmlType::Q8_0},    {3, "q4_1", 32, 20, GgmlType::Q8_1},
+    {6, "q5_0", 32, 22, GgmlType::Q8_0},    {7, "q5_1", 32, 24, GgmlType::Q8_1},
+    {8, "q8_0", 32, 34, GgmlType::Q8_0},    {9, "q8_1", 32, 36, GgmlType::Q8_1},
+    {10, "q2_K", 256, 84, GgmlType::Q8_K},  {11, "q3_K", 256, 110, GgmlType::Q8_K},
+    {12, "q4_K", 256, 144, GgmlType::Q8_K}, {13, "q5_K", 256, 176, GgmlType::Q8_K},
+    {14, "q6_K", 256, 210, GgmlType::Q8_K}, {15, "q8_K", 256, 292, GgmlType::Q8_K},
     {30, "bf16", 1, 2, GgmlType::F32},
 };
 
