@@ -205,6 +205,23 @@ def load_libggml():
 LIBGGML = load_libggml()
 
 
+def load_libggml_cpu():
+    """llama.cpp's CPU kernels (ggml_vec_dot_*), for a cross-implementation check of vec_dot."""
+    if LIBGGML is None:
+        return None
+    import llama_cpp
+    p = pathlib.Path(llama_cpp.__file__).parent / "lib" / "libggml-cpu.so"
+    if not p.exists():
+        return None
+    lib = ctypes.CDLL(str(p))
+    if hasattr(lib, "ggml_cpu_init"):
+        lib.ggml_cpu_init()
+    return lib
+
+
+LIBGGML_CPU = load_libggml_cpu()
+
+
 def ggml_quant(name, x):
     fn = getattr(LIBGGML, f"quantize_row_{name}_ref")
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
@@ -377,6 +394,26 @@ def test_vec_dot_matches_float64(name, n, source):
         amax = np.abs(a_f32).max(axis=1, keepdims=True)
         # half a step, plus the fp16 rounding of the block scale times the largest level
         assert np.all(np.abs(act - a_f32) <= amax / 127 * (0.5 + 127 * 2.0 ** -11) * 1.001)
+
+
+@pytest.mark.skipif(LIBGGML_CPU is None, reason="llama-cpp-python's libggml-cpu not available")
+@pytest.mark.parametrize("name", [t for t in WEIGHT_TYPES if t not in ("f32", "f16", "bf16")])
+def test_vec_dot_matches_libggml_kernel(name):
+    """Same weight bytes and the same packed activation bytes through llama.cpp's own kernel:
+    both are float32 sums of exact integer block dots, so they agree to rounding."""
+    n, rows = 1024, 12
+    w, act, a_f32, simd, ref, w_raw, packed = dot_case(name, n, rows, seed=99, source="quantized")
+    fn = getattr(LIBGGML_CPU, f"ggml_vec_dot_{name}_{VEC_DOT_TYPE[name]}")
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t, ctypes.c_void_p,
+                   ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = None
+    w_rows = np.ascontiguousarray(w_raw).reshape(rows, -1)
+    a_rows = np.ascontiguousarray(packed).reshape(rows, -1)
+    scale = np.abs(w * act).sum(axis=1)
+    for r in range(rows):
+        out = ctypes.c_float()
+        fn(n, ctypes.byref(out), 0, w_rows[r].ctypes.data, 0, a_rows[r].ctypes.data, 0, 1)
+        assert abs(float(simd[r]) - out.value) <= 2e-5 * scale[r], (name, r, simd[r], out.value)
 
 
 def test_simd_switch_env():
