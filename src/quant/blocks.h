@@ -217,47 +217,57 @@ float dot_ref_q8_k(int64_t n, const void* w, const void* a);
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define ZINC_QUANT_HAVE_AVX2 1
-// dot_avx2.cpp, dot_avx2_k.cpp: the same contracts with AVX2/FMA/F16C (compiled only when the
-// target has them), and multi-activation versions for the weight formats.
+// dot_avx2.cpp: the same contracts with AVX2/FMA/F16C (compiled only when the target has
+// them), and multi-activation versions for the quantized weight formats.
 float dot_avx2_f32(int64_t n, const void* w, const void* a);
 float dot_avx2_f16(int64_t n, const void* w, const void* a);
 float dot_avx2_bf16(int64_t n, const void* w, const void* a);
-float dot_avx2_q4_0(int64_t n, const void* w, const void* a);
-float dot_avx2_q4_1(int64_t n, const void* w, const void* a);
-float dot_avx2_q5_0(int64_t n, const void* w, const void* a);
-float dot_avx2_q5_1(int64_t n, const void* w, const void* a);
-float dot_avx2_q8_0(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_1(int64_t n, const void* w, const void* a);
-float dot_avx2_q2_k(int64_t n, const void* w, const void* a);
-float dot_avx2_q3_k(int64_t n, const void* w, const void* a);
-float dot_avx2_q4_k(int64_t n, const void* w, const void* a);
-float dot_avx2_q5_k(int64_t n, const void* w, const void* a);
-float dot_avx2_q6_k(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_k(int64_t n, const void* w, const void* a);
-void dot_multi_avx2_q4_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q4_1(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q5_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q5_1(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q8_0(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q2_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q3_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q4_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q5_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
-void dot_multi_avx2_q6_k(int64_t n, const void* w, const void* a, size_t stride, int n_a,
-                         float* out);
+#define ZINC_QUANT_DECLARE_DOTS(prefix)                                                    \
+    float dot_##prefix##_q4_0(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q4_1(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q5_0(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q5_1(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q8_0(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q2_k(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q3_k(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q4_k(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q5_k(int64_t n, const void* w, const void* a);                    \
+    float dot_##prefix##_q6_k(int64_t n, const void* w, const void* a);                    \
+    void dot_multi_##prefix##_q4_0(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q4_1(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q5_0(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q5_1(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q8_0(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q2_k(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q3_k(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q4_k(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q5_k(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);                                   \
+    void dot_multi_##prefix##_q6_k(int64_t n, const void* w, const void* a, size_t stride, \
+                                   int n_a, float* out);
+// dot_avx2.cpp (via dot_avx2_kernels.h): the quantized weight formats.
+ZINC_QUANT_DECLARE_DOTS(avx2)
 // quantize_avx2.cpp: activation packings, byte-identical to the scalar reference quantizers.
 void quantize_row_q8_0_avx2(const float* src, void* dst, int64_t n);
 void quantize_row_q8_1_avx2(const float* src, void* dst, int64_t n);
 void quantize_row_q8_k_avx2(const float* src, void* dst, int64_t n);
+
+// dot_avx512vnni.cpp: the same quantized kernels compiled for AVX-512 VNNI (bit-identical
+// results; used when the CPU has avx512f/bw/vl/vnni).
+#if defined(__GNUC__)
+#define ZINC_QUANT_HAVE_VNNI 1
+ZINC_QUANT_DECLARE_DOTS(vnni)
+#endif
 #endif
 
 }  // namespace zinc::quant::detail

@@ -18,49 +18,55 @@ struct Kernels {
     DequantizeFn dequantize;
     QuantizeFn quantize;
     DotFn dot_ref;
-    DotFn dot_simd;             // null when the build has no SIMD kernel for the type
     QuantizeFn quantize_simd;   // same bytes as `quantize`, faster; null for most types
-    DotMultiFn dot_multi_simd;  // one weight row x several activations; null: loop dot_simd
+    DotFn dot_avx2;             // null when the build or the type has no AVX2 kernel
+    DotMultiFn dot_multi_avx2;  // one weight row x several activations; null: loop dot_avx2
+    DotFn dot_vnni;             // AVX-512 VNNI build of the quantized kernels (bit-identical)
+    DotMultiFn dot_multi_vnni;
 };
 
 #if defined(ZINC_QUANT_HAVE_AVX2)
-#define ZINC_SIMD_FN(f) f
+#define ZINC_AVX2(f) f
 #else
-#define ZINC_SIMD_FN(f) nullptr
+#define ZINC_AVX2(f) nullptr
+#endif
+#if defined(ZINC_QUANT_HAVE_VNNI)
+#define ZINC_VNNI(f) f
+#else
+#define ZINC_VNNI(f) nullptr
 #endif
 
+// Rows for the float and activation-only types, and for the quantized weight types.
+#define ZINC_PLAIN(T, t, q8)                                                \
+    {                                                                       \
+        GgmlType::T, dequantize_row_##t, quantize_row_##t, dot_ref_##t, q8, \
+            ZINC_AVX2(dot_avx2_##t), nullptr, nullptr, nullptr              \
+    }
+#define ZINC_QUANTIZED(T, t)                                                                 \
+    {                                                                                        \
+        GgmlType::T, dequantize_row_##t, quantize_row_##t, dot_ref_##t, nullptr,             \
+            ZINC_AVX2(dot_avx2_##t), ZINC_AVX2(dot_multi_avx2_##t), ZINC_VNNI(dot_vnni_##t), \
+            ZINC_VNNI(dot_multi_vnni_##t)                                                    \
+    }
+
 constexpr Kernels kernel_table[] = {
-    {GgmlType::F32, dequantize_row_f32, quantize_row_f32, dot_ref_f32, ZINC_SIMD_FN(dot_avx2_f32),
-     nullptr, nullptr},
-    {GgmlType::F16, dequantize_row_f16, quantize_row_f16, dot_ref_f16, ZINC_SIMD_FN(dot_avx2_f16),
-     nullptr, nullptr},
-    {GgmlType::BF16, dequantize_row_bf16, quantize_row_bf16, dot_ref_bf16,
-     ZINC_SIMD_FN(dot_avx2_bf16), nullptr, nullptr},
-    {GgmlType::Q4_0, dequantize_row_q4_0, quantize_row_q4_0, dot_ref_q4_0,
-     ZINC_SIMD_FN(dot_avx2_q4_0), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_0)},
-    {GgmlType::Q4_1, dequantize_row_q4_1, quantize_row_q4_1, dot_ref_q4_1,
-     ZINC_SIMD_FN(dot_avx2_q4_1), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_1)},
-    {GgmlType::Q5_0, dequantize_row_q5_0, quantize_row_q5_0, dot_ref_q5_0,
-     ZINC_SIMD_FN(dot_avx2_q5_0), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_0)},
-    {GgmlType::Q5_1, dequantize_row_q5_1, quantize_row_q5_1, dot_ref_q5_1,
-     ZINC_SIMD_FN(dot_avx2_q5_1), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_1)},
+    ZINC_PLAIN(F32, f32, nullptr),
+    ZINC_PLAIN(F16, f16, nullptr),
+    ZINC_PLAIN(BF16, bf16, nullptr),
+    ZINC_QUANTIZED(Q4_0, q4_0),
+    ZINC_QUANTIZED(Q4_1, q4_1),
+    ZINC_QUANTIZED(Q5_0, q5_0),
+    ZINC_QUANTIZED(Q5_1, q5_1),
     {GgmlType::Q8_0, dequantize_row_q8_0, quantize_row_q8_0, dot_ref_q8_0,
-     ZINC_SIMD_FN(dot_avx2_q8_0), ZINC_SIMD_FN(quantize_row_q8_0_avx2),
-     ZINC_SIMD_FN(dot_multi_avx2_q8_0)},
-    {GgmlType::Q8_1, dequantize_row_q8_1, quantize_row_q8_1, dot_ref_q8_1,
-     ZINC_SIMD_FN(dot_avx2_q8_1), ZINC_SIMD_FN(quantize_row_q8_1_avx2), nullptr},
-    {GgmlType::Q2_K, dequantize_row_q2_k, quantize_row_q2_k, dot_ref_q2_k,
-     ZINC_SIMD_FN(dot_avx2_q2_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q2_k)},
-    {GgmlType::Q3_K, dequantize_row_q3_k, quantize_row_q3_k, dot_ref_q3_k,
-     ZINC_SIMD_FN(dot_avx2_q3_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q3_k)},
-    {GgmlType::Q4_K, dequantize_row_q4_k, quantize_row_q4_k, dot_ref_q4_k,
-     ZINC_SIMD_FN(dot_avx2_q4_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q4_k)},
-    {GgmlType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k, dot_ref_q5_k,
-     ZINC_SIMD_FN(dot_avx2_q5_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q5_k)},
-    {GgmlType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k, dot_ref_q6_k,
-     ZINC_SIMD_FN(dot_avx2_q6_k), nullptr, ZINC_SIMD_FN(dot_multi_avx2_q6_k)},
-    {GgmlType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k, dot_ref_q8_k,
-     ZINC_SIMD_FN(dot_avx2_q8_k), ZINC_SIMD_FN(quantize_row_q8_k_avx2), nullptr},
+     ZINC_AVX2(quantize_row_q8_0_avx2), ZINC_AVX2(dot_avx2_q8_0), ZINC_AVX2(dot_multi_avx2_q8_0),
+     ZINC_VNNI(dot_vnni_q8_0), ZINC_VNNI(dot_multi_vnni_q8_0)},
+    ZINC_PLAIN(Q8_1, q8_1, ZINC_AVX2(quantize_row_q8_1_avx2)),
+    ZINC_QUANTIZED(Q2_K, q2_k),
+    ZINC_QUANTIZED(Q3_K, q3_k),
+    ZINC_QUANTIZED(Q4_K, q4_k),
+    ZINC_QUANTIZED(Q5_K, q5_k),
+    ZINC_QUANTIZED(Q6_K, q6_k),
+    ZINC_PLAIN(Q8_K, q8_k, ZINC_AVX2(quantize_row_q8_k_avx2)),
 };
 
 // Raw type id -> index into kernel_table (-1: none), so a lookup per row costs one load.
@@ -87,10 +93,32 @@ void check_row(GgmlType t, int64_t n) {
     ZINC_CHECK(n >= 0 && (n & (bs - 1)) == 0);
 }
 
-bool read_simd_setting() {
-    if (!cpu_has_avx2()) return false;
-    const char* env = std::getenv("ZINC_SIMD");
-    return !(env != nullptr && std::strcmp(env, "0") == 0);
+bool env_is_zero(const char* name) {
+    const char* env = std::getenv(name);
+    return env != nullptr && std::strcmp(env, "0") == 0;
+}
+
+bool cpu_has_avx512_vnni() {
+#if defined(ZINC_QUANT_HAVE_VNNI) && (defined(__x86_64__) || defined(__i386__))
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+enum class Level { Ref, Avx2, Vnni };
+
+// Read once per process: ZINC_SIMD=0 forces the scalar reference, ZINC_AVX512=0 keeps AVX2.
+Level read_level() {
+    if (!cpu_has_avx2() || env_is_zero("ZINC_SIMD")) return Level::Ref;
+    if (!cpu_has_avx512_vnni() || env_is_zero("ZINC_AVX512")) return Level::Avx2;
+    return Level::Vnni;
+}
+
+Level level() {
+    static const Level l = read_level();
+    return l;
 }
 
 }  // namespace
@@ -106,8 +134,19 @@ bool cpu_has_avx2() {
 }
 
 bool simd_enabled() {
-    static const bool enabled = read_simd_setting();
-    return enabled;
+    return level() != Level::Ref;
+}
+
+const char* simd_level() {
+    switch (level()) {
+        case Level::Vnni:
+            return "avx512vnni";
+        case Level::Avx2:
+            return "avx2";
+        case Level::Ref:
+            break;
+    }
+    return "ref";
 }
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
@@ -118,7 +157,7 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     check_row(t, n);
     const Kernels& k = kernels(t);
-    if (k.quantize_simd != nullptr && simd_enabled()) {
+    if (k.quantize_simd != nullptr && level() != Level::Ref) {
         k.quantize_simd(src, dst, n);
         return;
     }
@@ -128,7 +167,9 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
 float vec_dot(GgmlType t, int64_t n, const void* w, const void* a) {
     check_row(t, n);
     const Kernels& k = kernels(t);
-    if (k.dot_simd != nullptr && simd_enabled()) return k.dot_simd(n, w, a);
+    const Level l = level();
+    if (l == Level::Vnni && k.dot_vnni != nullptr) return k.dot_vnni(n, w, a);
+    if (l != Level::Ref && k.dot_avx2 != nullptr) return k.dot_avx2(n, w, a);
     return k.dot_ref(n, w, a);
 }
 
@@ -137,17 +178,19 @@ void vec_dot_multi(GgmlType t, int64_t n, const void* w, const void* a, size_t a
     check_row(t, n);
     ZINC_CHECK(n_a >= 0);
     const Kernels& k = kernels(t);
-    const auto* pa = static_cast<const uint8_t*>(a);
-    if (k.dot_simd != nullptr && simd_enabled()) {
-        if (k.dot_multi_simd != nullptr) {
-            k.dot_multi_simd(n, w, a, a_stride, n_a, out);
-            return;
-        }
-        for (int j = 0; j < n_a; ++j)
-            out[j] = k.dot_simd(n, w, pa + static_cast<size_t>(j) * a_stride);
+    const Level l = level();
+    if (l == Level::Vnni && k.dot_multi_vnni != nullptr) {
+        k.dot_multi_vnni(n, w, a, a_stride, n_a, out);
         return;
     }
-    for (int j = 0; j < n_a; ++j) out[j] = k.dot_ref(n, w, pa + static_cast<size_t>(j) * a_stride);
+    if (l != Level::Ref && k.dot_multi_avx2 != nullptr) {
+        k.dot_multi_avx2(n, w, a, a_stride, n_a, out);
+        return;
+    }
+    const auto* pa = static_cast<const uint8_t*>(a);
+    for (int j = 0; j < n_a; ++j) {
+        out[j] = vec_dot(t, n, w, pa + static_cast<size_t>(j) * a_stride);
+    }
 }
 
 float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a) {

@@ -6,8 +6,9 @@
 // Dot products: a weight row of type W is multiplied with an activation row that has been packed
 // to type_traits(W).vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the
 // K-quants, F32 for F32/F16/BF16). Each function has a portable scalar reference and a SIMD
-// version (AVX2+FMA+F16C); the SIMD version is chosen at run time from CPUID unless env
-// ZINC_SIMD=0 (read once per process) forces the reference path.
+// version (AVX2+FMA+F16C, and for the quantized weight formats an AVX-512 VNNI build of the same
+// kernels with bit-identical results); the fastest available is chosen at run time from CPUID
+// unless env ZINC_SIMD=0 (reference path) or ZINC_AVX512=0 (AVX2) says otherwise.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,10 @@ float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a);
 bool cpu_has_avx2();
 /// Global SIMD choice is read once from env ZINC_SIMD; this returns the effective setting.
 bool simd_enabled();
+/// The kernel set in use: "ref" (scalar; ZINC_SIMD=0 or no AVX2), "avx2", or "avx512vnni"
+/// (the quantized dots built with AVX-512 VNNI, bit-identical to "avx2"; ZINC_AVX512=0 opts
+/// out). Read once per process; for run reports.
+const char* simd_level();
 
 /// IEEE half / bfloat16 conversions (round-to-nearest-even), exposed for ops and tests.
 float fp16_to_fp32(uint16_t h);

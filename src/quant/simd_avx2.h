@@ -1,5 +1,7 @@
 // zinc/quant/simd_avx2.h — internal: AVX2 building blocks shared by the SIMD dot products
-// (dot_avx2.cpp, dot_avx2_k.cpp). Only included when ZINC_QUANT_HAVE_AVX2 is defined.
+// (dot_avx2.cpp, dot_avx512vnni.cpp). Only included when ZINC_QUANT_HAVE_AVX2 is defined.
+// Everything here has internal linkage: the header is compiled once for AVX2 and once with
+// AVX-512 VNNI enabled (ZINC_QUANT_VNNI), and the two must not be merged by the linker.
 //
 // Integer products use vpmaddubsw (u8 x s8 -> adjacent pairs summed to s16) followed by
 // vpmaddwd (s16 x s16 -> pairs summed to s32). Signed x signed products move the sign of the
@@ -21,7 +23,9 @@
 
 #include "quant/blocks.h"
 
-namespace zinc::quant::detail::avx2 {
+namespace zinc::quant::detail {
+namespace {  // internal linkage, see above
+namespace avx2 {
 
 constexpr int max_na = 4;  // activation rows per kernel call
 
@@ -62,9 +66,23 @@ inline __m256i expand_bits(const uint8_t* qh) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
-// Sum of adjacent products u8 x s8, widened to 8 x s32.
+// Sum of groups of adjacent products u8 x s8, widened to 8 x s32 (which products land in which
+// lane differs between the two variants; the lane sums do not).
 inline __m256i dot_us8(__m256i u, __m256i s) {
+#if defined(ZINC_QUANT_VNNI)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+// acc + (pairs of s16 x s16 products summed to s32).
+inline __m256i add_madd(__m256i acc, __m256i a, __m256i b) {
+#if defined(ZINC_QUANT_VNNI)
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
 }
 
 // Sum of adjacent products s8 x s8, widened to 8 x s32.
@@ -165,4 +183,6 @@ float run_single(int64_t n, const void* w, const void* a) {
     return r;
 }
 
-}  // namespace zinc::quant::detail::avx2
+}  // namespace avx2
+}  // namespace
+}  // namespace zinc::quant::detail

@@ -419,6 +419,23 @@ def test_vec_dot_matches_libggml_kernel(name):
 def test_simd_switch_env():
     env = dict(os.environ, ZINC_SIMD="0")
     assert run_tool("info", env=env).decode().startswith("simd=0")
+    env = dict(os.environ, ZINC_AVX512="0")
+    info = run_tool("info", env=env).decode()
+    assert "level=avx2" in info or "level=ref" in info, info
+
+
+@pytest.mark.parametrize("name", [t for t in WEIGHT_TYPES if t not in ("f32", "f16", "bf16")])
+def test_avx512_switch_is_bit_identical(name):
+    """ZINC_AVX512=0 (AVX2 kernels) and the default (AVX-512 VNNI where the CPU has it) give the
+    same bytes: same packed activations, same dot results, bit for bit."""
+    n, rows = 768 if sizes(name)[0] == 256 else 800, 6
+    rng = np.random.default_rng(5)
+    w = tool_quant(name, rng.normal(size=rows * n).astype(np.float32))
+    a = rng.normal(size=(rows, n)).astype(np.float32)
+    data = bytes(w) + a.tobytes()
+    default = run_tool("dot", name, str(n), str(rows), data=data)
+    avx2 = run_tool("dot", name, str(n), str(rows), data=data, env=dict(os.environ, ZINC_AVX512="0"))
+    assert default == avx2
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,8 +148,8 @@ int main(int argc, char** argv) {
     if (argc < 2) return usage("usage: quant_tool dequant|quant|dot|info ...");
     const std::string cmd = argv[1];
     if (cmd == "info") {
-        std::printf("simd=%d avx2=%d\n", zinc::quant::simd_enabled() ? 1 : 0,
-                    zinc::quant::cpu_has_avx2() ? 1 : 0);
+        std::printf("simd=%d avx2=%d level=%s\n", zinc::quant::simd_enabled() ? 1 : 0,
+                    zinc::quant::cpu_has_avx2() ? 1 : 0, zinc::quant::simd_level());
         return 0;
     }
     if (cmd == "traits") {

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "quant/blocks.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -137,6 +138,72 @@ TEST(VecDotMulti, BitIdenticalToVecDot) {
         }
     }
 }
+
+}  // namespace
+}  // namespace zinc::quant
+
+namespace zinc::quant {
+namespace {
+
+#if defined(ZINC_QUANT_HAVE_VNNI)
+// The AVX-512 VNNI build of the quantized kernels must equal the AVX2 build bit for bit (the
+// integer block sums are exact in both), single-row and multi-row, so that ZINC_AVX512=0 is a
+// pure speed switch.
+TEST(Vnni, BitIdenticalToAvx2) {
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))) {
+        GTEST_SKIP() << "CPU has no AVX-512 VNNI";
+    }
+    struct Pair {
+        GgmlType t;
+        detail::DotFn avx2, vnni;
+        detail::DotMultiFn avx2_multi, vnni_multi;
+    };
+    const Pair pairs[] = {
+        {GgmlType::Q4_0, detail::dot_avx2_q4_0, detail::dot_vnni_q4_0, detail::dot_multi_avx2_q4_0,
+         detail::dot_multi_vnni_q4_0},
+        {GgmlType::Q4_1, detail::dot_avx2_q4_1, detail::dot_vnni_q4_1, detail::dot_multi_avx2_q4_1,
+         detail::dot_multi_vnni_q4_1},
+        {GgmlType::Q5_0, detail::dot_avx2_q5_0, detail::dot_vnni_q5_0, detail::dot_multi_avx2_q5_0,
+         detail::dot_multi_vnni_q5_0},
+        {GgmlType::Q5_1, detail::dot_avx2_q5_1, detail::dot_vnni_q5_1, detail::dot_multi_avx2_q5_1,
+         detail::dot_multi_vnni_q5_1},
+        {GgmlType::Q8_0, detail::dot_avx2_q8_0, detail::dot_vnni_q8_0, detail::dot_multi_avx2_q8_0,
+         detail::dot_multi_vnni_q8_0},
+        {GgmlType::Q2_K, detail::dot_avx2_q2_k, detail::dot_vnni_q2_k, detail::dot_multi_avx2_q2_k,
+         detail::dot_multi_vnni_q2_k},
+        {GgmlType::Q3_K, detail::dot_avx2_q3_k, detail::dot_vnni_q3_k, detail::dot_multi_avx2_q3_k,
+         detail::dot_multi_vnni_q3_k},
+        {GgmlType::Q4_K, detail::dot_avx2_q4_k, detail::dot_vnni_q4_k, detail::dot_multi_avx2_q4_k,
+         detail::dot_multi_vnni_q4_k},
+        {GgmlType::Q5_K, detail::dot_avx2_q5_k, detail::dot_vnni_q5_k, detail::dot_multi_avx2_q5_k,
+         detail::dot_multi_vnni_q5_k},
+        {GgmlType::Q6_K, detail::dot_avx2_q6_k, detail::dot_vnni_q6_k, detail::dot_multi_avx2_q6_k,
+         detail::dot_multi_vnni_q6_k},
+    };
+    std::mt19937 rng(17);
+    for (const Pair& p : pairs) {
+        for (int mode = 0; mode < 2; ++mode) {
+            const int64_t n = type_traits(p.t).block_size == 32 ? 32 * 13 : 256 * 5;
+            const Row r = make_row(p.t, n, rng, mode);
+            const float a2 = p.avx2(n, r.w.data(), r.a.data());
+            const float vn = p.vnni(n, r.w.data(), r.a.data());
+            EXPECT_EQ(std::memcmp(&a2, &vn, 4), 0) << type_name(p.t) << ": " << a2 << " vs " << vn;
+            // three activation rows: the same row repeated at a stride
+            const size_t stride = r.a.size();
+            std::vector<uint8_t> a3(stride * 3);
+            for (int j = 0; j < 3; ++j) std::memcpy(a3.data() + j * stride, r.a.data(), stride);
+            float o2[3], ov[3];
+            p.avx2_multi(n, r.w.data(), a3.data(), stride, 3, o2);
+            p.vnni_multi(n, r.w.data(), a3.data(), stride, 3, ov);
+            for (int j = 0; j < 3; ++j) {
+                EXPECT_EQ(std::memcmp(&o2[j], &a2, 4), 0) << type_name(p.t);
+                EXPECT_EQ(std::memcmp(&ov[j], &a2, 4), 0) << type_name(p.t);
+            }
+        }
+    }
+}
+#endif
 
 }  // namespace
 }  // namespace zinc::quant

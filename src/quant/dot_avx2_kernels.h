@@ -1,24 +1,160 @@
-// zinc/quant/dot_avx2_k.cpp — AVX2 dot products of the K-quants (Q2_K..Q6_K) with Q8_K
-// activations, plus Q8_K x Q8_K. Same contracts as dot_ref.cpp; the building blocks and the
-// multi-activation scheme (template over NA activation rows) are in simd_avx2.h.
+// zinc/quant/dot_avx2_kernels.h — internal: the integer dot-product kernels of the quantized
+// weight formats (32-element blocks x Q8_0/Q8_1, K-quants x Q8_K), written once as templates and
+// compiled twice: for AVX2 (dot_avx2.cpp) and for AVX-512 VNNI on 256-bit vectors
+// (dot_avx512vnni.cpp, where simd_avx2.h's integer steps become vpdpbusd / vpdpwssd). The
+// integer sums are exact in both, so both variants give bit-identical results.
 //
-// Per super-block and activation: an integer sum over sub-blocks of scale * sum(q_w * q_a)
-// (vpmaddubsw, then vpmaddwd against the sub-block scales broadcast by lane-local shuffles),
-// scaled once by d_a * d_w; min and offset terms use the activation's per-16 sums (bsums).
+// Each kernel K has `template <int NA> static void run(n, w, a, stride, out)`: one weight row
+// times NA activation rows (see simd_avx2.h). Everything here has internal linkage, so the two
+// compilations do not collide. Include after simd_avx2.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
 #include "quant/blocks.h"
-
-#if defined(ZINC_QUANT_HAVE_AVX2)
-
-// Keep scalar float expressions exactly as written (same result for every NA).
-#pragma GCC optimize("fp-contract=off")
-
-#include "quant/quant.h"
-#include "quant/simd_avx2.h"
 
 namespace zinc::quant::detail {
 namespace {
 
 using namespace avx2;
+
+// ---- symmetric 32-element formats x Q8_0: sum_b d_w d_a * sum(q_w * q_a) ----------------------
+
+struct WeightQ4_0 {
+    using Block = BlockQ4_0;
+    static __m256i load(const Block& b) {
+        return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
+    }
+};
+
+struct WeightQ5_0 {
+    using Block = BlockQ5_0;
+    // q - 16 as a signed byte: nibble | 0xF0 when the fifth bit is clear (nibble - 16), the bare
+    // nibble when it is set (nibble + 16 - 16).
+    static __m256i load(const Block& b) {
+        const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
+        return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_andnot_si256(expand_bits(b.qh), f0));
+    }
+};
+
+struct WeightQ8_0 {
+    using Block = BlockQ8_0;
+    static __m256i load(const Block& b) { return load256(b.qs); }
+};
+
+template <typename W>
+struct SymmetricQ8_0 {
+    static constexpr int max_na = 4;
+    template <int NA>
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
+        const auto* x = static_cast<const typename W::Block*>(w);
+        const Rows<BlockQ8_0, NA> y(a, stride);
+        const float* tab = fp16_table();
+        const int64_t nb = n / 32;
+        __m256 acc0[NA], acc1[NA];
+        for (int j = 0; j < NA; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i + 2 <= nb; i += 2) {
+            const __m256i qx0 = W::load(x[i]), qx1 = W::load(x[i + 1]);
+            const __m256i ax0 = _mm256_sign_epi8(qx0, qx0), ax1 = _mm256_sign_epi8(qx1, qx1);
+            const float dx0 = tab[x[i].d], dx1 = tab[x[i + 1].d];
+#pragma GCC unroll 4
+            for (int j = 0; j < NA; ++j) {
+                const BlockQ8_0* yb = y.p[j] + i;
+                const __m256i p0 = dot_us8(ax0, _mm256_sign_epi8(load256(yb[0].qs), qx0));
+                const __m256i p1 = dot_us8(ax1, _mm256_sign_epi8(load256(yb[1].qs), qx1));
+                acc0[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx0 * tab[yb[0].d]),
+                                          _mm256_cvtepi32_ps(p0), acc0[j]);
+                acc1[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx1 * tab[yb[1].d]),
+                                          _mm256_cvtepi32_ps(p1), acc1[j]);
+            }
+        }
+        for (; i < nb; ++i) {
+            const __m256i qx = W::load(x[i]);
+            const __m256i ax = _mm256_sign_epi8(qx, qx);
+            const float dx = tab[x[i].d];
+#pragma GCC unroll 4
+            for (int j = 0; j < NA; ++j) {
+                const BlockQ8_0& yb = y.p[j][i];
+                const __m256i p = dot_us8(ax, _mm256_sign_epi8(load256(yb.qs), qx));
+                acc0[j] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(dx * tab[yb.d]), _mm256_cvtepi32_ps(p), acc0[j]);
+            }
+        }
+        for (int j = 0; j < NA; ++j) out[j] = hsum_ps(_mm256_add_ps(acc0[j], acc1[j]));
+    }
+};
+
+// ---- asymmetric 32-element formats x Q8_1: sum_b d_w d_a * sum(q_w * q_a) + m_w * s_a ---------
+
+struct WeightQ4_1 {
+    using Block = BlockQ4_1;
+    static __m256i load(const Block& b) { return unpack_nibbles(b.qs); }
+};
+
+struct WeightQ5_1 {
+    using Block = BlockQ5_1;
+    static __m256i load(const Block& b) {
+        return _mm256_or_si256(unpack_nibbles(b.qs),
+                               _mm256_and_si256(expand_bits(b.qh), _mm256_set1_epi8(0x10)));
+    }
+};
+
+template <typename W>
+struct AsymmetricQ8_1 {
+    static constexpr int max_na = 3;
+    template <int NA>
+    [[gnu::always_inline]] static inline void run(int64_t n, const void* w, const void* a,
+                                                  size_t stride, float* out) {
+        const auto* x = static_cast<const typename W::Block*>(w);
+        const Rows<BlockQ8_1, NA> y(a, stride);
+        const int64_t nb = n / 32;
+        // Block scale products: [d_w, m_w] x [d_a, s_a] -> lane 0 d_w d_a, lane 1 m_w s_a; lane 1
+        // of acc_m sums the min terms.
+        __m256 acc0[NA], acc1[NA];
+        __m128 acc_m[NA];
+        for (int j = 0; j < NA; ++j) {
+            acc0[j] = acc1[j] = _mm256_setzero_ps();
+            acc_m[j] = _mm_setzero_ps();
+        }
+        int64_t i = 0;
+        for (; i + 2 <= nb; i += 2) {
+            const __m256i qx0 = W::load(x[i]), qx1 = W::load(x[i + 1]);
+            const __m128 sx0 = two_halves(&x[i]), sx1 = two_halves(&x[i + 1]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NA; ++j) {
+                const BlockQ8_1* yb = y.p[j] + i;
+                const __m128 p0 = _mm_mul_ps(sx0, two_halves(&yb[0]));
+                const __m128 p1 = _mm_mul_ps(sx1, two_halves(&yb[1]));
+                acc_m[j] = _mm_add_ps(acc_m[j], _mm_add_ps(p0, p1));
+                acc0[j] =
+                    _mm256_fmadd_ps(_mm256_broadcastss_ps(p0),
+                                    _mm256_cvtepi32_ps(dot_us8(qx0, load256(yb[0].qs))), acc0[j]);
+                acc1[j] =
+                    _mm256_fmadd_ps(_mm256_broadcastss_ps(p1),
+                                    _mm256_cvtepi32_ps(dot_us8(qx1, load256(yb[1].qs))), acc1[j]);
+            }
+        }
+        for (; i < nb; ++i) {
+            const __m256i qx = W::load(x[i]);
+            const __m128 sx = two_halves(&x[i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NA; ++j) {
+                const BlockQ8_1& yb = y.p[j][i];
+                const __m128 p = _mm_mul_ps(sx, two_halves(&yb));
+                acc_m[j] = _mm_add_ps(acc_m[j], p);
+                acc0[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(p),
+                                          _mm256_cvtepi32_ps(dot_us8(qx, load256(yb.qs))), acc0[j]);
+            }
+        }
+        for (int j = 0; j < NA; ++j) {
+            out[j] =
+                hsum_ps(_mm256_add_ps(acc0[j], acc1[j])) + _mm_cvtss_f32(_mm_movehdup_ps(acc_m[j]));
+        }
+    }
+};
 
 // Q3_K's 12-byte scale field -> 16 signed scales (minus 32), on 32-bit words (same rule as
 // unpack_scales_q3_k in blocks.h): low nibbles of bytes 0-7 are scales 0-7, high nibbles
@@ -97,7 +233,7 @@ struct KQ2 {
                     for (int j = 0; j < NA; ++j) {
                         const __m256i p =
                             _mm256_maddubs_epi16(q, load256(y.p[j][i].qs + 128 * c + 32 * s));
-                        sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
+                        sumi[j] = add_madd(sumi[j], p, sc);
                     }
                 }
             }
@@ -143,7 +279,7 @@ struct KQ3 {
                         const __m256i qy = load256(y.p[j][i].qs + 128 * c + 32 * s);
                         const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, qy),
                                                            _mm256_maddubs_epi16(sub4, qy));
-                        sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
+                        sumi[j] = add_madd(sumi[j], p, sc);
                     }
                 }
             }
@@ -209,10 +345,8 @@ struct KQ4 {
 #pragma GCC unroll 4
                 for (int j = 0; j < NA; ++j) {
                     const int8_t* qy = y.p[j][i].qs + 64 * c;
-                    const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(ql, load256(qy)), s1);
-                    const __m256i p2 =
-                        _mm256_madd_epi16(_mm256_maddubs_epi16(qh, load256(qy + 32)), s2);
-                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(p1, p2));
+                    sumi[j] = add_madd(sumi[j], _mm256_maddubs_epi16(ql, load256(qy)), s1);
+                    sumi[j] = add_madd(sumi[j], _mm256_maddubs_epi16(qh, load256(qy + 32)), s2);
                 }
             }
 #pragma GCC unroll 4
@@ -272,7 +406,7 @@ struct KQ6 {
                     for (int j = 0; j < NA; ++j) {
                         const __m256i p =
                             _mm256_maddubs_epi16(q[k], load256(y.p[j][i].qs + 128 * h + 32 * k));
-                        sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, sc));
+                        sumi[j] = add_madd(sumi[j], p, sc);
                     }
                 }
             }
@@ -287,53 +421,27 @@ struct KQ6 {
 };
 
 }  // namespace
-
-float dot_avx2_q2_k(int64_t n, const void* w, const void* a) {
-    return run_single<KQ2>(n, w, a);
-}
-float dot_avx2_q3_k(int64_t n, const void* w, const void* a) {
-    return run_single<KQ3>(n, w, a);
-}
-float dot_avx2_q4_k(int64_t n, const void* w, const void* a) {
-    return run_single<KQ4<false, BlockQ4_K>>(n, w, a);
-}
-float dot_avx2_q5_k(int64_t n, const void* w, const void* a) {
-    return run_single<KQ4<true, BlockQ5_K>>(n, w, a);
-}
-float dot_avx2_q6_k(int64_t n, const void* w, const void* a) {
-    return run_single<KQ6>(n, w, a);
-}
-
-void dot_multi_avx2_q2_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
-    run_multi<KQ2>(n, w, a, s, n_a, out);
-}
-void dot_multi_avx2_q3_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
-    run_multi<KQ3>(n, w, a, s, n_a, out);
-}
-void dot_multi_avx2_q4_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
-    run_multi<KQ4<false, BlockQ4_K>>(n, w, a, s, n_a, out);
-}
-void dot_multi_avx2_q5_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
-    run_multi<KQ4<true, BlockQ5_K>>(n, w, a, s, n_a, out);
-}
-void dot_multi_avx2_q6_k(int64_t n, const void* w, const void* a, size_t s, int n_a, float* out) {
-    run_multi<KQ6>(n, w, a, s, n_a, out);
-}
-
-// Q8_K x Q8_K: only an activation format; a plain loop is enough.
-float dot_avx2_q8_k(int64_t n, const void* w, const void* a) {
-    const auto* x = static_cast<const BlockQ8_K*>(w);
-    const auto* y = static_cast<const BlockQ8_K*>(a);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / qk_k; ++i) {
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < qk_k; j += 32)
-            sumi = _mm256_add_epi32(sumi, dot_ss8(load256(x[i].qs + j), load256(y[i].qs + j)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc);
-}
-
 }  // namespace zinc::quant::detail
 
-#endif  // ZINC_QUANT_HAVE_AVX2
+// Defines the exported single-row and multi-row entry points of every kernel above, named
+// dot_<prefix>_<type> and dot_multi_<prefix>_<type> (declared in blocks.h).
+#define ZINC_QUANT_DEFINE_DOT_EXPORTS(prefix)                       \
+    ZINC_QUANT_DOT_EXPORT(prefix, q4_0, SymmetricQ8_0<WeightQ4_0>)  \
+    ZINC_QUANT_DOT_EXPORT(prefix, q5_0, SymmetricQ8_0<WeightQ5_0>)  \
+    ZINC_QUANT_DOT_EXPORT(prefix, q8_0, SymmetricQ8_0<WeightQ8_0>)  \
+    ZINC_QUANT_DOT_EXPORT(prefix, q4_1, AsymmetricQ8_1<WeightQ4_1>) \
+    ZINC_QUANT_DOT_EXPORT(prefix, q5_1, AsymmetricQ8_1<WeightQ5_1>) \
+    ZINC_QUANT_DOT_EXPORT(prefix, q2_k, KQ2)                        \
+    ZINC_QUANT_DOT_EXPORT(prefix, q3_k, KQ3)                        \
+    ZINC_QUANT_DOT_EXPORT(prefix, q4_k, KQ4<false, BlockQ4_K>)      \
+    ZINC_QUANT_DOT_EXPORT(prefix, q5_k, KQ4<true, BlockQ5_K>)       \
+    ZINC_QUANT_DOT_EXPORT(prefix, q6_k, KQ6)
+
+#define ZINC_QUANT_DOT_EXPORT(prefix, type, ...)                                                 \
+    float dot_##prefix##_##type(int64_t n, const void* w, const void* a) {                       \
+        return run_single<__VA_ARGS__>(n, w, a);                                                 \
+    }                                                                                            \
+    void dot_multi_##prefix##_##type(int64_t n, const void* w, const void* a, size_t s, int n_a, \
+                                     float* out) {                                               \
+        run_multi<__VA_ARGS__>(n, w, a, s, n_a, out);                                            \
+    }
