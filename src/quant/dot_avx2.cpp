@@ -10,9 +10,8 @@
 // result is the same for every NA instantiation and in both compilations of the kernels.
 #pragma GCC optimize("fp-contract=off")
 
-#include "quant/dot_avx2_kernels.h"
+#include "quant/dot_avx2_kernels.h"  // includes simd_avx2.h
 #include "quant/quant.h"
-#include "quant/simd_avx2.h"
 
 namespace zinc::quant::detail {
 namespace {

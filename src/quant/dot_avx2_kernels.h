@@ -6,13 +6,15 @@
 //
 // Each kernel K has `template <int NA> static void run(n, w, a, stride, out)`: one weight row
 // times NA activation rows (see simd_avx2.h). Everything here has internal linkage, so the two
-// compilations do not collide. Include after simd_avx2.h.
+// compilations do not collide. The including file selects the variant (ZINC_QUANT_VNNI and the
+// target options in effect) before including this header.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "quant/blocks.h"
+#include "quant/simd_avx2.h"
 
 namespace zinc::quant::detail {
 namespace {

@@ -22,10 +22,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
 
 #define ZINC_QUANT_VNNI 1
-#include "quant/simd_avx2.h"
-// clang-format off
-#include "quant/dot_avx2_kernels.h"
-// clang-format on
+#include "quant/dot_avx2_kernels.h"  // and simd_avx2.h, both compiled for VNNI here
 
 namespace zinc::quant::detail {
 
