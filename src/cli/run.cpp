@@ -96,7 +96,7 @@ int generate(const RunOptions& o) {
     int n_gen = 0, n_decode = 0;
     bool context_full = false;
     Clock::time_point t_decode{};
-    for (;;) {
+    while (o.n_predict < 0 || n_gen < o.n_predict) {
         const float* logits = ctx.logits(-1);
         const int32_t tok = sampler.sample({logits, n_vocab}, history);
         if (m.tok->is_eog(tok)) break;

@@ -349,3 +349,10 @@ def test_bench_table():
     for ln in rows:
         assert re.search(r"\d+\.\d\d ± \d+\.\d\d \|$", ln), ln
     assert "peak RSS" in out
+
+
+def test_n_zero_generates_nothing():
+    out, err = run_ok("-m", need(SMOL), "--prompt", "Hello there", "-n", "0")
+    assert out == "Hello there\n"
+    m = STATS_RE.match(err.strip().splitlines()[-1])
+    assert m and int(m.group(2)) == 0
