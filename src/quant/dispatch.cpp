@@ -111,6 +111,9 @@ enum class Level { Ref, Avx2, Vnni };
 
 // Read once per process: ZINC_SIMD=0 forces the scalar reference, ZINC_AVX512=0 keeps AVX2.
 Level read_level() {
+#if !defined(ZINC_QUANT_HAVE_AVX2)
+    return Level::Ref;  // portable build: no SIMD kernels compiled in
+#endif
     if (!cpu_has_avx2() || env_is_zero("ZINC_SIMD")) return Level::Ref;
     if (!cpu_has_avx512_vnni() || env_is_zero("ZINC_AVX512")) return Level::Avx2;
     return Level::Vnni;
