@@ -7,7 +7,11 @@
 // Output (one JSON object on stdout):
 //   "prompt_top":  for each of the first P prompt positions, the top-K [id, logit] pairs
 //   "greedy":      N greedily generated ids (argmax, lowest id on ties)
-//   "greedy_top2": per generated step, [id1, logit1, id2, logit2] of the two best logits
+//   "greedy_top":  per generated step, the five best [id, logit] pairs
+//   "forced_top":  with --forced a,b,c: after the prompt, the five best [id, logit] pairs before
+//                  each forced token is fed (teacher forcing along another engine's output)
+//   "logits_at_ids": with --logit-ids a,b,c: for each of the first P positions, the logits of
+//                    those ids (to compare against another engine's top-K list)
 // The first P prompt tokens are evaluated with all logits kept, the rest of the prompt in a
 // second eval call, then one token per call. Errors go to stderr with exit status 2.
 #include <algorithm>
@@ -43,6 +47,8 @@ std::vector<int> top_k(const float* logits, int n_vocab, int k) {
 int main(int argc, char** argv) {
     std::string model_path;
     std::vector<int32_t> tokens;
+    std::vector<int32_t> logit_ids;
+    std::vector<int32_t> forced;
     int top_positions = 0, k = 20, n_predict = 0, threads = 0, n_batch = 512, n_ctx = 2048;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -53,17 +59,23 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--model") {
-            model_path = next();
-        } else if (a == "--tokens") {
-            const std::string s = next();
+        auto parse_ids = [](const std::string& s, std::vector<int32_t>& out) {
             size_t p = 0;
             while (p < s.size()) {
                 size_t q = s.find(',', p);
                 if (q == std::string::npos) q = s.size();
-                tokens.push_back(static_cast<int32_t>(std::stol(s.substr(p, q - p))));
+                out.push_back(static_cast<int32_t>(std::stol(s.substr(p, q - p))));
                 p = q + 1;
             }
+        };
+        if (a == "--model") {
+            model_path = next();
+        } else if (a == "--tokens") {
+            parse_ids(next(), tokens);
+        } else if (a == "--forced") {
+            parse_ids(next(), forced);
+        } else if (a == "--logit-ids") {
+            parse_ids(next(), logit_ids);
         } else if (a == "--top-positions") {
             top_positions = std::stoi(next());
         } else if (a == "--top-k") {
@@ -114,27 +126,60 @@ int main(int argc, char** argv) {
             out += "]";
         }
     }
+    out += "], \"logits_at_ids\": [";
+    for (int i = 0; i < p && !logit_ids.empty(); ++i) {
+        const float* l = c.logits(i);
+        out += i ? ", [" : "[";
+        for (size_t j = 0; j < logit_ids.size(); ++j) {
+            if (logit_ids[j] < 0 || logit_ids[j] >= n_vocab) return fail("--logit-ids out of range");
+            std::snprintf(buf, sizeof buf, "%s%.6f", j ? ", " : "", l[logit_ids[j]]);
+            out += buf;
+        }
+        out += "]";
+    }
     out += "], \"greedy\": [";
     if (p < n_prompt) {
         auto r = c.eval(std::span<const int32_t>(tokens.data() + p, n_prompt - p), false);
         if (!r.ok()) return fail(r.error().message);
     }
-    std::string top2 = "], \"greedy_top2\": [";
+    auto top_json = [&](const float* l, int kk) {
+        std::string j = "[";
+        const std::vector<int> top = top_k(l, n_vocab, kk);
+        for (size_t i = 0; i < top.size(); ++i) {
+            std::snprintf(buf, sizeof buf, "%s[%d, %.6f]", i ? ", " : "", top[i], l[top[i]]);
+            j += buf;
+        }
+        return j + "]";
+    };
+    const int n_past_prompt = c.n_past();
+    std::string steps = "], \"greedy_top\": [";
     for (int s = 0; s < n_predict; ++s) {
         const float* l = c.logits(-1);
-        const std::vector<int> top = top_k(l, n_vocab, 2);
+        const std::vector<int> top = top_k(l, n_vocab, 1);
         std::snprintf(buf, sizeof buf, "%s%d", s ? ", " : "", top[0]);
         out += buf;
-        std::snprintf(buf, sizeof buf, "%s[%d, %.6f, %d, %.6f]", s ? ", " : "", top[0],
-                      l[top[0]], top[1], l[top[1]]);
-        top2 += buf;
+        steps += (s ? ", " : "") + top_json(l, 5);
         if (s + 1 < n_predict) {
             const int32_t t = top[0];
             auto r = c.eval(std::span<const int32_t>(&t, 1), false);
             if (!r.ok()) return fail(r.error().message);
         }
     }
-    out += top2 + "]}\n";
+    out += steps + "], \"forced_top\": [";
+    if (!forced.empty()) {
+        // Rewind to the end of the prompt and re-evaluate its last token to get its logits back.
+        c.truncate(n_past_prompt - 1);
+        auto r = c.eval(std::span<const int32_t>(tokens.data() + n_prompt - 1, 1), false);
+        if (!r.ok()) return fail(r.error().message);
+        for (size_t s = 0; s < forced.size(); ++s) {
+            out += (s ? ", " : "") + top_json(c.logits(-1), 5);
+            if (s + 1 < forced.size()) {
+                auto e = c.eval(std::span<const int32_t>(&forced[s], 1), false);
+                if (!e.ok()) return fail(e.error().message);
+            }
+        }
+    }
+    out += "]}\n";
     std::fputs(out.c_str(), stdout);
     return 0;
 }
