@@ -119,13 +119,26 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
             const int64_t r1 = std::min(r0 + rb[j], w.n_rows);
             const uint8_t* a = scratch.buffer(job_type[j]);
             const size_t a_row = packed_row[job_type[j]];
-            for (int t = 0; t < n_tokens; ++t) {
-                const uint8_t* at = a + t * a_row;
-                float* yt = job.y + t * job.ldy;
+            if (n_tokens == 1) {
                 for (int64_t r = r0; r < r1; ++r) {
-                    float v = quant::vec_dot(w.type, k, w.data + r * w.row_bytes, at);
+                    float v = quant::vec_dot(w.type, k, w.data + r * w.row_bytes, a);
                     if (job.bias) v += job.bias[r];
-                    yt[r] = v;
+                    job.y[r] = v;
+                }
+                continue;
+            }
+            // Token tiles of kTile rows: the tile's packed activations stay in L1 while every
+            // weight row of the block is multiplied with them (each weight block is unpacked
+            // once per tile by vec_dot_multi).
+            constexpr int kTile = 8;
+            float tmp[kTile];
+            for (int t0 = 0; t0 < n_tokens; t0 += kTile) {
+                const int nt = std::min(kTile, n_tokens - t0);
+                const uint8_t* at = a + static_cast<size_t>(t0) * a_row;
+                for (int64_t r = r0; r < r1; ++r) {
+                    quant::vec_dot_multi(w.type, k, w.data + r * w.row_bytes, at, a_row, nt, tmp);
+                    const float bias_r = job.bias ? job.bias[r] : 0.0f;
+                    for (int i = 0; i < nt; ++i) job.y[(t0 + i) * job.ldy + r] = tmp[i] + bias_r;
                 }
             }
         }
