@@ -87,6 +87,12 @@ bool body_uses_name(const Node& n, std::string_view name) {
     return false;
 }
 
+constexpr uint32_t kMaxValueDepth = 256;  // nesting of lists/dicts a template may build
+
+void check_value_depth(const Value& v) {
+    if (value_depth(v) > kMaxValueDepth) fail("value nested too deeply");
+}
+
 struct DepthGuard {
     DepthGuard(int& d, int max, SourcePos pos) : d_(d) {
         if (++d_ > max) {
@@ -249,15 +255,8 @@ void Interpreter::exec_for(const Node& n, const std::shared_ptr<Scope>& sc, std:
         all = std::move(kept);
     }
     auto items = std::make_shared<const std::vector<Value>>(std::move(all));
-    // Depth of nested loops for loop.depth.
-    int depth = 1;
-    for (const Scope* s = sc.get(); s; s = s->parent.get()) {
-        auto it = s->vars.find("loop");
-        if (it != s->vars.end() && it->second.kind() == ValueKind::Object) {
-            depth = static_cast<int>(it->second.object_data().get_attr("depth").as_int()) + 1;
-            break;
-        }
-    }
+    // loop.depth counts recursive-loop levels only; recursive loops are unsupported, so 1.
+    const int depth = 1;
     for (size_t i = 0; i < items->size(); i++) {
         tick();
         auto iter_scope = std::make_shared<Scope>();
@@ -300,6 +299,7 @@ void Interpreter::assign(const Node& target, const Value& v, Scope& sc,
             const Value ns = lookup(target.str, *lookup_scope);
             if (!ns.is_namespace()) fail("cannot assign attribute on non-namespace object", target.pos);
             ns.dict_data().set(Value::string(target.str2), v);
+            check_value_depth(ns);
             return;
         }
         default: fail("cannot assign to this expression", target.pos);
@@ -495,7 +495,9 @@ Value Interpreter::eval_inner(const Node& n, const std::shared_ptr<Scope>& sc) {
             std::vector<Value> items;
             items.reserve(n.items.size());
             for (const auto& x : n.items) items.push_back(eval(*x, sc));
-            return Value::list(std::move(items), n.kind == NodeKind::Tuple ? SeqKind::Tuple : SeqKind::List);
+            Value v = Value::list(std::move(items), n.kind == NodeKind::Tuple ? SeqKind::Tuple : SeqKind::List);
+            check_value_depth(v);
+            return v;
         }
         case NodeKind::Dict: {
             Value d = Value::dict();
@@ -504,6 +506,7 @@ Value Interpreter::eval_inner(const Node& n, const std::shared_ptr<Scope>& sc) {
                 if (!py_hashable(key)) fail("unhashable type: '" + std::string(key.type_name()) + "'");
                 d.dict_data().set(std::move(key), eval(*n.kw_values[k], sc));
             }
+            check_value_depth(d);
             return d;
         }
         default: fail("unexpected expression", n.pos);

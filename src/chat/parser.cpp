@@ -681,7 +681,8 @@ private:
 
     NodePtr parse_call(NodePtr node) {
         DepthGuard guard(*this);
-        auto n = make(NodeKind::Call, cur().pos);
+        // Report call errors (raise_exception, bad arguments) at the start of the callee.
+        auto n = make(NodeKind::Call, node->pos);
         n->a = std::move(node);
         parse_call_args(*n);
         return n;

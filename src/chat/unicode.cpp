@@ -136,6 +136,24 @@ char32_t map_case(char32_t c, bool to_upper) {
         if (to_upper) return is_up ? 0 : c - 1;
         return is_up ? c + 1 : 0;
     }
+    // Latin Extended-B: the digraph triplets (upper, title, lower) and the regular pair runs.
+    for (char32_t base : {char32_t{0x1C4}, char32_t{0x1C7}, char32_t{0x1CA}, char32_t{0x1F1}}) {
+        if (c >= base && c <= base + 2) {
+            if (to_upper) return c == base ? 0 : base;
+            return c == base + 2 ? 0 : base + 2;
+        }
+    }
+    if (c >= 0x1CD && c <= 0x1DC) {
+        const bool is_up = (c % 2) == 1;
+        if (to_upper) return is_up ? 0 : c - 1;
+        return is_up ? c + 1 : 0;
+    }
+    if ((c >= 0x1DE && c <= 0x1EF) || (c >= 0x1F8 && c <= 0x21F) || (c >= 0x222 && c <= 0x233) ||
+        (c >= 0x246 && c <= 0x24F)) {
+        const bool is_up = (c % 2) == 0;
+        if (to_upper) return is_up ? 0 : c - 1;
+        return is_up ? c + 1 : 0;
+    }
     // Greek
     if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return to_upper ? 0 : c + 32;
     if (c >= 0x3B1 && c <= 0x3C9) {
@@ -232,38 +250,6 @@ std::string upper(std::string_view s) {
     return encode(out);
 }
 
-std::string lower(std::string_view s) {
-    std::u32string in = decode(s), out;
-    out.reserve(in.size());
-    for (size_t i = 0; i < in.size(); i++) {
-        const char32_t c = in[i];
-        if (c == 0x130) { out += U"i\u0307"; continue; }
-        if (c == 0x3A3) {
-            // Final sigma: preceded by a cased letter and not followed by one (skipping
-            // case-ignorable characters on both sides).
-            size_t j = i;
-            bool before = false;
-            while (j > 0) {
-                j--;
-                if (is_case_ignorable(in[j])) continue;
-                before = is_cased_letter(in[j]);
-                break;
-            }
-            bool after = false;
-            for (size_t k = i + 1; k < in.size(); k++) {
-                if (is_case_ignorable(in[k])) continue;
-                after = is_cased_letter(in[k]);
-                break;
-            }
-            out.push_back(before && !after ? 0x3C2 : 0x3C3);
-            continue;
-        }
-        const char32_t m = map_case(c, false);
-        out.push_back(m ? m : c);
-    }
-    return encode(out);
-}
-
 namespace {
 
 // Title case of one code point (the first letter of a word).
@@ -280,23 +266,67 @@ void append_title(std::u32string& out, char32_t c) {
         case 0xFB05: case 0xFB06: out += U"St"; return;
         default: break;
     }
+    for (char32_t base : {char32_t{0x1C4}, char32_t{0x1C7}, char32_t{0x1CA}, char32_t{0x1F1}}) {
+        if (c >= base && c <= base + 2) {
+            out.push_back(base + 1);  // the title-case digraph (Dž, Lj, Nj, Dz)
+            return;
+        }
+    }
     const char32_t m = map_case(c, true);
     out.push_back(m ? m : c);
 }
 
+// Lower-case of in[i] with CPython's final-sigma rule: capital sigma becomes "ς" when a cased
+// letter precedes it and none follows (skipping case-ignorable characters on both sides).
+char32_t lower_at(const std::u32string& in, size_t i) {
+    const char32_t c = in[i];
+    if (c == 0x3A3) {
+        size_t j = i;
+        bool before = false;
+        while (j > 0) {
+            j--;
+            if (is_case_ignorable(in[j])) continue;
+            before = is_cased_letter(in[j]);
+            break;
+        }
+        bool after = false;
+        for (size_t k = i + 1; k < in.size(); k++) {
+            if (is_case_ignorable(in[k])) continue;
+            after = is_cased_letter(in[k]);
+            break;
+        }
+        return before && !after ? 0x3C2 : 0x3C3;
+    }
+    const char32_t m = map_case(c, false);
+    return m ? m : c;
+}
+
 }  // namespace
+
+std::string lower(std::string_view s) {
+    std::u32string in = decode(s), out;
+    out.reserve(in.size());
+    for (size_t i = 0; i < in.size(); i++) {
+        if (in[i] == 0x130) {
+            out += U"i\u0307";
+            continue;
+        }
+        out.push_back(lower_at(in, i));
+    }
+    return encode(out);
+}
 
 std::string title(std::string_view s) {
     // CPython: a cased character following an uncased one is title-cased, others lower-cased.
     std::u32string in = decode(s), out;
     out.reserve(in.size());
     bool prev_cased = false;
-    for (char32_t c : in) {
+    for (size_t i = 0; i < in.size(); i++) {
+        const char32_t c = in[i];
         if (!prev_cased) {
             append_title(out, c);
         } else {
-            const char32_t m = map_case(c, false);
-            out.push_back(m ? m : c);
+            out.push_back(lower_at(in, i));
         }
         prev_cased = is_cased_letter(c);
     }

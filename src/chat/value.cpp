@@ -2,6 +2,7 @@
 // interpreter values.
 #include "chat/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -54,6 +55,7 @@ Value Value::list(std::vector<Value> items, SeqKind kind) {
     v.list_ = std::make_shared<ListData>();
     v.list_->items = std::move(items);
     v.list_->kind = kind;
+    for (const auto& x : v.list_->items) v.list_->depth = std::max(v.list_->depth, value_depth(x) + 1);
     return v;
 }
 Value Value::dict() {
@@ -221,62 +223,86 @@ std::string py_str_repr(std::string_view s) {
 
 namespace {
 
-void repr_items(std::string& out, const std::vector<Value>& items) {
+// Namespaces are mutable and can contain themselves; like CPython's reprlib guard, a container
+// met again while it is being printed shows as "{...}" / "[...]".
+struct ReprGuard {
+    std::vector<const void*> active;
+};
+
+std::string repr_impl(const Value& v, ReprGuard& g);
+
+void repr_items(std::string& out, const std::vector<Value>& items, ReprGuard& g) {
     for (size_t k = 0; k < items.size(); k++) {
         if (k) out += ", ";
-        out += items[k].repr();
+        out += repr_impl(items[k], g);
     }
 }
 
-std::string repr_dict_body(const DictData& d) {
+std::string repr_dict_body(const DictData& d, ReprGuard& g) {
+    if (std::find(g.active.begin(), g.active.end(), &d) != g.active.end() || g.active.size() > 400)
+        return "{...}";
+    g.active.push_back(&d);
     std::string out = "{";
     for (size_t k = 0; k < d.items.size(); k++) {
         if (k) out += ", ";
-        out += d.items[k].first.repr();
+        out += repr_impl(d.items[k].first, g);
         out += ": ";
-        out += d.items[k].second.repr();
+        out += repr_impl(d.items[k].second, g);
     }
     out += "}";
+    g.active.pop_back();
     return out;
+}
+
+std::string repr_impl(const Value& v, ReprGuard& g) {
+    switch (v.kind()) {
+        case ValueKind::String: return py_str_repr(v.str());
+        case ValueKind::Dict: return repr_dict_body(v.dict_data(), g);
+        case ValueKind::Namespace: return "<Namespace " + repr_dict_body(v.dict_data(), g) + ">";
+        case ValueKind::List: {
+            const ListData& d = v.list_data();
+            if (g.active.size() > 400) return "[...]";
+            g.active.push_back(&d);
+            std::string out;
+            switch (d.kind) {
+                case SeqKind::List:
+                    out = "[";
+                    repr_items(out, d.items, g);
+                    out += "]";
+                    break;
+                case SeqKind::Tuple:
+                    out = "(";
+                    repr_items(out, d.items, g);
+                    if (d.items.size() == 1) out += ",";
+                    out += ")";
+                    break;
+                case SeqKind::Generator: out = "<generator object>"; break;
+                case SeqKind::DictKeys:
+                case SeqKind::DictValues:
+                case SeqKind::DictItems:
+                    out = std::string(v.type_name()) + "([";
+                    repr_items(out, d.items, g);
+                    out += "])";
+                    break;
+                case SeqKind::Range:
+                    out = "range(" + std::to_string(d.range_start) + ", " + std::to_string(d.range_stop);
+                    if (d.range_step != 1) out += ", " + std::to_string(d.range_step);
+                    out += ")";
+                    break;
+            }
+            g.active.pop_back();
+            return out;
+        }
+        case ValueKind::Undefined: return "Undefined";
+        default: return v.to_str();
+    }
 }
 
 }  // namespace
 
 std::string Value::repr() const {
-    switch (kind_) {
-        case ValueKind::Undefined: return "Undefined";
-        case ValueKind::String: return py_str_repr(s_);
-        case ValueKind::List: {
-            std::string out;
-            const auto& items = list_->items;
-            switch (list_->kind) {
-                case SeqKind::List:
-                    out = "[";
-                    repr_items(out, items);
-                    return out + "]";
-                case SeqKind::Tuple:
-                    out = "(";
-                    repr_items(out, items);
-                    if (items.size() == 1) out += ",";
-                    return out + ")";
-                case SeqKind::Generator: return "<generator object>";
-                case SeqKind::DictKeys:
-                case SeqKind::DictValues:
-                case SeqKind::DictItems:
-                    out = std::string(type_name()) + "([";
-                    repr_items(out, items);
-                    return out + "])";
-                case SeqKind::Range: {
-                    out = "range(" + std::to_string(list_->range_start) + ", " +
-                          std::to_string(list_->range_stop);
-                    if (list_->range_step != 1) out += ", " + std::to_string(list_->range_step);
-                    return out + ")";
-                }
-            }
-            return out;
-        }
-        default: return to_str();
-    }
+    ReprGuard g;
+    return repr_impl(*this, g);
 }
 
 std::string Value::to_str() const {
@@ -287,9 +313,9 @@ std::string Value::to_str() const {
         case ValueKind::Int: return std::to_string(i_);
         case ValueKind::Float: return py_float_repr(f_);
         case ValueKind::String: return s_;
-        case ValueKind::List: return repr();
-        case ValueKind::Dict: return repr_dict_body(*dict_);
-        case ValueKind::Namespace: return "<Namespace " + repr_dict_body(*dict_) + ">";
+        case ValueKind::List:
+        case ValueKind::Dict:
+        case ValueKind::Namespace: return repr();
         case ValueKind::Object: return obj_->repr();
         case ValueKind::Callable: return callable_repr(*fn_);
     }
@@ -365,7 +391,14 @@ const Value* DictData::find(std::string_view key) const {
     return nullptr;
 }
 
+uint32_t value_depth(const Value& v) {
+    if (v.is_list()) return v.list_data().depth;
+    if (v.is_dict() || v.is_namespace()) return v.dict_data().depth;
+    return 0;
+}
+
 void DictData::set(Value key, Value value) {
+    depth = std::max({depth, value_depth(key) + 1, value_depth(value) + 1});
     for (auto& kv : items) {
         if (py_equal(kv.first, key)) {
             kv.second = std::move(value);

@@ -115,6 +115,7 @@ private:
 
 struct ListData {
     std::vector<Value> items;
+    uint32_t depth = 1;     // nesting depth (1 + deepest element), kept to bound recursion
     SeqKind kind = SeqKind::List;
     bool consumed = false;  // Generator: iterated once already (later iterations see nothing)
     int64_t range_start = 0, range_stop = 0, range_step = 1;  // Range: for repr
@@ -123,6 +124,7 @@ struct ListData {
 /// Insertion-ordered mapping with Python key equality (1, 1.0 and True are the same key).
 struct DictData {
     std::vector<std::pair<Value, Value>> items;
+    uint32_t depth = 1;  // 1 + deepest key or value ever stored
     const Value* find(const Value& key) const;
     const Value* find(std::string_view key) const;
     void set(Value key, Value value);  // replaces in place or appends
@@ -135,6 +137,9 @@ struct ObjectData {
     virtual Value get_attr(std::string_view name) = 0;
     virtual std::string repr() const = 0;
 };
+
+/// Nesting depth of containers (0 for scalars).
+uint32_t value_depth(const Value& v);
 
 /// Python `a == b` (deep for lists and dicts; Undefined equals only Undefined).
 bool py_equal(const Value& a, const Value& b);
