@@ -85,27 +85,24 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
     std::atomic<int64_t>& next = scratch.counter();
     next.store(0, std::memory_order_relaxed);
 
+    // 1. Pack activations: (type, token) pairs. A decode step packs one or two rows: do it here,
+    // before the job starts, instead of paying a barrier inside it.
+    const int64_t n_pack = static_cast<int64_t>(n_types) * n_tokens;
+    const bool pack_in_job = n_pack > 2 && pool.n_threads() > 1;
+    auto pack = [&](int64_t p) {
+        const int ti = static_cast<int>(p / n_tokens);
+        const int64_t t = p % n_tokens;
+        quant::quantize_row(types[ti], x + t * ldx, scratch.buffer(ti) + t * packed_row[ti], k);
+    };
+    if (!pack_in_job) {
+        for (int64_t p = 0; p < n_pack; ++p) pack(p);
+    }
+
     pool.run([&](int ith, int nth) {
-        // 1. Pack activations: (type, token) pairs split across threads.
-        const int64_t n_pack = static_cast<int64_t>(n_types) * n_tokens;
-        if (nth == 1 || n_pack == 1) {
-            if (ith == 0) {
-                for (int64_t p = 0; p < n_pack; ++p) {
-                    const int ti = static_cast<int>(p / n_tokens);
-                    const int64_t t = p % n_tokens;
-                    quant::quantize_row(types[ti], x + t * ldx,
-                                        scratch.buffer(ti) + t * packed_row[ti], k);
-                }
-            }
-        } else {
-            for (int64_t p = ith; p < n_pack; p += nth) {
-                const int ti = static_cast<int>(p / n_tokens);
-                const int64_t t = p % n_tokens;
-                quant::quantize_row(types[ti], x + t * ldx,
-                                    scratch.buffer(ti) + t * packed_row[ti], k);
-            }
+        if (pack_in_job) {
+            for (int64_t p = ith; p < n_pack; p += nth) pack(p);
+            pool.barrier();
         }
-        pool.barrier();
 
         // 2. Row blocks, handed out dynamically.
         size_t j = 0;
