@@ -318,6 +318,19 @@ std::string apply_format_spec(const Value& v, const std::string& spec) {
             if (prec > 1000) fail("format precision too large");
         }
     }
+    bool grouping = false;
+    if (i < rest.size() && rest[i] == ',') {
+        grouping = true;
+        i++;
+    }
+    if (i < rest.size() && rest[i] == '.' && prec < 0) {
+        i++;
+        prec = 0;
+        while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) {
+            prec = prec * 10 + (rest[i++] - '0');
+            if (prec > 1000) fail("format precision too large");
+        }
+    }
     char type = 0;
     if (i < rest.size()) type = rest[i++];
     if (i != rest.size()) fail("unsupported construct: format spec '" + spec + "'");
@@ -370,6 +383,18 @@ std::string apply_format_spec(const Value& v, const std::string& spec) {
             default: fail(std::string("unsupported construct: format type '") + type + "'");
         }
         body = buf;
+    }
+    if (grouping && numeric) {
+        // Insert thousands separators into the integer digits.
+        size_t start = (body[0] == '-' || body[0] == '+') ? 1 : 0;
+        size_t end = start;
+        while (end < body.size() && std::isdigit(static_cast<unsigned char>(body[end]))) end++;
+        std::string digits = body.substr(start, end - start), grouped;
+        for (size_t k = 0; k < digits.size(); k++) {
+            if (k && (digits.size() - k) % 3 == 0) grouped += ',';
+            grouped += digits[k];
+        }
+        body = body.substr(0, start) + grouped + body.substr(end);
     }
     if (numeric && sign && body[0] != '-') {
         if (sign == '+') body = "+" + body;

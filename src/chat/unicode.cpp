@@ -375,9 +375,7 @@ std::vector<std::string> split(std::string_view s, const std::string* sep, long 
         while (i < n && is_space(in[i])) i++;
         if (i >= n) break;
         if (maxsplit >= 0 && static_cast<long>(out.size()) >= maxsplit) {
-            size_t e = n;
-            while (e > i && is_space(in[e - 1])) e--;
-            out.push_back(encode(std::u32string_view(in).substr(i, e - i)));
+            out.push_back(encode(std::u32string_view(in).substr(i)));  // remainder kept as is
             break;
         }
         size_t j = i;
@@ -411,9 +409,7 @@ std::vector<std::string> rsplit(std::string_view s, const std::string* sep, long
         while (e > 0 && is_space(in[e - 1])) e--;
         if (e == 0) break;
         if (static_cast<long>(out.size()) >= maxsplit) {
-            size_t b = 0;
-            while (b < e && is_space(in[b])) b++;
-            out.push_back(encode(std::u32string_view(in).substr(b, e - b)));
+            out.push_back(encode(std::u32string_view(in).substr(0, e)));  // remainder kept as is
             break;
         }
         size_t b = e;

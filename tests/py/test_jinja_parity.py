@@ -211,6 +211,22 @@ def test_template_features_render_successfully():
             assert ok, f"{name}/{conv['name']}: {out}"
 
 
+def test_snippets():
+    """Small expressions and statements (tests/data/jinja/snippets.txt, separated by lines
+    "===="): each must render identically, or fail on both sides."""
+    snippets = [s for s in (DATA / "snippets.txt").read_text(encoding="utf-8").split("\n====\n") if s.strip()]
+    ctx = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
+           "x": None, "d": {"a": 1, "items": 2}, "ms": [{"r": 0}, {"r": 1}]}
+    got = zinc_batch([(s, ctx) for s in snippets])
+    failures = []
+    for source, (ok, out) in zip(snippets, got):
+        want_ok, want = oracle(source, ctx)
+        if ok != want_ok or (ok and out != want):
+            failures.append(f"{source!r}\n  jinja2: {want_ok} {want!r}\n  zinc:   {ok} {out!r}")
+    assert not failures, f"{len(failures)} of {len(snippets)} differ:\n" + "\n".join(failures[:10])
+    assert len(snippets) > 80
+
+
 # Error cases: (template, substring of zinc's error, "line:col" or None). jinja2 must fail too.
 ERROR_CASES = [
     ("{{ raise_exception('Roles must alternate') }}", "template raised an exception: Roles must alternate", "1:4"),
