@@ -5,7 +5,6 @@
 // One untimed warm-up of each, then -r repetitions; tokens/s is reported as mean ± sample
 // standard deviation over repetitions. Also reports peak resident memory (getrusage).
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -20,6 +19,7 @@
 #include "cli/model_loader.h"
 #include "cli/validators.h"
 #include "gguf/gguf.h"
+#include "quant/quant.h"
 
 namespace zinc::cli {
 
@@ -89,7 +89,7 @@ std::string json_array(const std::vector<double>& v, const char* fmt) {
 }
 
 class Runner {
-public:
+  public:
     Runner(model::Context& ctx, int32_t n_vocab, int32_t bos)
         : ctx_(ctx), n_vocab_(n_vocab), bos_(bos), rng_(1234) {}
 
@@ -115,7 +115,7 @@ public:
         return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
     }
 
-private:
+  private:
     int32_t random_token() {
         return static_cast<int32_t>(rng_() % static_cast<uint64_t>(n_vocab_));
     }
@@ -133,15 +133,20 @@ int bench_main(int argc, char** argv) {
                  "zinc bench"};
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test; 0: skip")
-        ->check(int_in(0, 1 << 20))->capture_default_str();
+        ->check(int_in(0, 1 << 20))
+        ->capture_default_str();
     app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test; 0: skip")
-        ->check(int_in(0, 1 << 20))->capture_default_str();
+        ->check(int_in(0, 1 << 20))
+        ->capture_default_str();
     app.add_option("-r,--repetitions", o.reps, "timed repetitions of each test")
-        ->check(int_in(1, 1000))->capture_default_str();
+        ->check(int_in(1, 1000))
+        ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
-        ->check(int_in(0, 1024))->capture_default_str();
+        ->check(int_in(0, 1024))
+        ->capture_default_str();
     app.add_option("-b,--batch-size", o.n_batch, "max tokens per forward chunk")
-        ->check(int_in(1, 1 << 20))->capture_default_str();
+        ->check(int_in(1, 1 << 20))
+        ->capture_default_str();
     app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
 
@@ -169,7 +174,8 @@ int bench_main(int argc, char** argv) {
     Runner run(ctx, m.model->n_vocab(), m.tok->bos());
 
     std::vector<TestResult> results;
-    if (o.n_prompt > 0) results.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, 0, {}, {}});
+    if (o.n_prompt > 0)
+        results.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, 0, {}, {}});
     if (o.n_gen > 0) results.push_back({"tg" + std::to_string(o.n_gen), 0, o.n_gen, {}, {}});
 
     uint64_t weight_bytes = 0, n_params = 0;
@@ -177,14 +183,15 @@ int bench_main(int argc, char** argv) {
         weight_bytes += t.n_bytes;
         n_params += static_cast<uint64_t>(t.n_elements());
     }
-    const std::string model_desc = m.model->arch_name() + " " +
-                                   path.substr(path.find_last_of('/') + 1);
+    const std::string model_desc =
+        m.model->arch_name() + " " + path.substr(path.find_last_of('/') + 1);
     if (!o.json) {
-        std::printf("| %-40s | %10s | %9s | %-7s | %7s | %8s | %18s |\n", "model", "size",
-                    "params", "backend", "threads", "test", "t/s");
+        std::printf("| %-40s | %10s | %9s | %-7s | %7s | %8s | %18s |\n", "model", "size", "params",
+                    "backend", "threads", "test", "t/s");
         std::printf("| %.40s | %.10s | %.9s | %.7s | %.7s | %.8s | %.18s |\n",
-                    "----------------------------------------", "----------:", "---------:",
-                    "-------", "------:", "-------:", "-----------------:");
+                    "----------------------------------------",
+                    "----------:", "---------:", "-------",
+                    "------:", "-------:", "-----------------:");
         std::fflush(stdout);
     }
     for (auto& t : results) {
@@ -217,27 +224,29 @@ int bench_main(int argc, char** argv) {
         for (size_t i = 0; i < results.size(); ++i) {
             const auto& t = results[i];
             std::printf(
-                "  {\"engine\": \"zinc\", \"build\": \"%s\", \"model_filename\": \"%s\", "
+                "  {\"engine\": \"zinc\", \"build\": \"%s\", \"kernels\": \"%s\", "
+                "\"model_filename\": \"%s\", "
                 "\"model_type\": \"%s\", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64
                 ", \"model_file_bytes\": %zu, \"n_threads\": %d, \"n_batch\": %d, "
                 "\"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"test\": \"%s\", "
                 "\"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": %s, "
                 "\"samples_ts\": %s, \"peak_rss_bytes\": %" PRIu64 ", \"kv_cache_bytes\": %" PRIu64
                 "}%s\n",
-                json_escape(version_line()).c_str(), json_escape(path).c_str(),
+                json_escape(version_line()).c_str(), quant::simd_level(), json_escape(path).c_str(),
                 json_escape(model_desc).c_str(), weight_bytes, n_params, m.file->file_size(),
-                n_threads, o.n_batch, t.n_prompt, t.n_gen, ctx.n_ctx(), t.name.c_str(),
-                t.avg_ns(), t.avg_ts(), t.sd_ts(), json_array(t.samples_ns, "%.0f").c_str(),
+                n_threads, o.n_batch, t.n_prompt, t.n_gen, ctx.n_ctx(), t.name.c_str(), t.avg_ns(),
+                t.avg_ts(), t.sd_ts(), json_array(t.samples_ns, "%.0f").c_str(),
                 json_array(t.samples_ts, "%.6f").c_str(), rss, kv,
                 i + 1 < results.size() ? "," : "");
         }
         std::printf("]\n");
     } else {
-        std::printf("\npeak RSS %s; budget: model file %s + KV cache %s (n_ctx %d) + 64 MiB = %s "
-                    "(%s)\n",
-                    format_bytes(rss).c_str(), format_bytes(m.file->file_size()).c_str(),
-                    format_bytes(kv).c_str(), ctx.n_ctx(), format_bytes(budget).c_str(),
-                    rss <= budget ? "within" : "OVER");
+        std::printf(
+            "\npeak RSS %s; budget: model file %s + KV cache %s (n_ctx %d) + 64 MiB = %s "
+            "(%s)\n",
+            format_bytes(rss).c_str(), format_bytes(m.file->file_size()).c_str(),
+            format_bytes(kv).c_str(), ctx.n_ctx(), format_bytes(budget).c_str(),
+            rss <= budget ? "within" : "OVER");
     }
     return kExitOk;
 }

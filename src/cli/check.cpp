@@ -20,7 +20,7 @@ namespace {
 constexpr uint64_t kOverheadBytes = 64ull << 20;
 
 class Report {
-public:
+  public:
     void ready(const std::string& item, const std::string& msg) { line("READY", item, msg); }
     void warn(const std::string& item, const std::string& msg) {
         ++n_warn_;
@@ -32,12 +32,14 @@ public:
     }
     int finish() const {
         std::printf("zinc --check: %s (%d warning%s, %d failure%s)\n",
-                    n_fail_ ? "FAIL" : n_warn_ ? "WARN" : "READY",
+                    n_fail_   ? "FAIL"
+                    : n_warn_ ? "WARN"
+                              : "READY",
                     n_warn_, n_warn_ == 1 ? "" : "s", n_fail_, n_fail_ == 1 ? "" : "s");
         return n_fail_ ? kExitFailure : kExitOk;
     }
 
-private:
+  private:
     static void line(const char* level, const std::string& item, const std::string& msg) {
         std::printf("%-5s %s: %s\n", level, item.c_str(), msg.c_str());
         std::fflush(stdout);
@@ -62,8 +64,10 @@ int run_check(const CheckOptions& o) {
     if (h.mem_total)
         host += ", " + format_bytes(h.mem_total) + " RAM (" + format_bytes(h.mem_available) +
                 " available)";
-    if (h.mem_available == 0) r.warn("host", host + "; available memory unknown (/proc/meminfo)");
-    else r.ready("host", host);
+    if (h.mem_available == 0)
+        r.warn("host", host + "; available memory unknown (/proc/meminfo)");
+    else
+        r.ready("host", host);
     if (o.n_threads > h.n_threads)
         r.warn("threads", "-t " + std::to_string(o.n_threads) + " exceeds the " +
                               std::to_string(h.n_threads) + " hardware threads");
@@ -105,9 +109,11 @@ int run_check(const CheckOptions& o) {
         return r.finish();
     }
     const model::Model& model = *md.value();
-    r.ready("weights", "architecture " + model.arch_name() + ", every tensor has the expected "
-                       "name, shape and type; " + std::to_string(model.n_vocab()) +
-                       " vocab, trained context " + std::to_string(model.n_ctx_train()));
+    r.ready("weights", "architecture " + model.arch_name() +
+                           ", every tensor has the expected "
+                           "name, shape and type; " +
+                           std::to_string(model.n_vocab()) + " vocab, trained context " +
+                           std::to_string(model.n_ctx_train()));
 
     auto tok = tokenizer::Tokenizer::from_gguf(file);
     if (!tok) {
@@ -117,30 +123,35 @@ int run_check(const CheckOptions& o) {
         std::string msg = std::to_string(t.n_vocab()) + " tokens, bos " + std::to_string(t.bos()) +
                           ", eos " + std::to_string(t.eos());
         const auto probe = t.encode("Hello, world!", false, false);
-        if (probe.empty()) r.fail("tokenizer", msg + "; encoding \"Hello, world!\" gave no tokens");
+        if (probe.empty())
+            r.fail("tokenizer", msg + "; encoding \"Hello, world!\" gave no tokens");
         else if (t.n_vocab() != model.n_vocab())
-            r.warn("tokenizer", msg + "; the model's output has " + std::to_string(model.n_vocab()) +
-                                    " logits");
-        else r.ready("tokenizer", msg + "; \"Hello, world!\" -> " + std::to_string(probe.size()) +
-                                  " tokens");
+            r.warn("tokenizer",
+                   msg + "; the model's output has " + std::to_string(model.n_vocab()) + " logits");
+        else
+            r.ready("tokenizer",
+                    msg + "; \"Hello, world!\" -> " + std::to_string(probe.size()) + " tokens");
     }
 
     // Context and memory fit.
     const int n_ctx = o.n_ctx > 0 ? o.n_ctx : model.n_ctx_train();
     if (n_ctx > model.n_ctx_train())
         r.warn("context", "-c " + std::to_string(n_ctx) + " exceeds the trained context " +
-                              std::to_string(model.n_ctx_train()) + "; quality will degrade past it");
+                              std::to_string(model.n_ctx_train()) +
+                              "; quality will degrade past it");
     const uint64_t kv = model.kv_cache_bytes(n_ctx);
     const uint64_t need = file.file_size() + kv + kOverheadBytes;
     const std::string msg = "model file " + format_bytes(file.file_size()) + " + KV cache " +
                             format_bytes(kv) + " (-c " + std::to_string(n_ctx) + ") + " +
                             format_bytes(kOverheadBytes) + " overhead = " + format_bytes(need);
-    if (h.mem_available == 0) r.warn("memory", msg + "; available memory unknown");
+    if (h.mem_available == 0)
+        r.warn("memory", msg + "; available memory unknown");
     else if (need > h.mem_available)
         r.fail("memory", msg + " > " + format_bytes(h.mem_available) + " available; lower -c");
     else if (need > h.mem_available / 10 * 8)
         r.warn("memory", msg + ", over 80% of the " + format_bytes(h.mem_available) + " available");
-    else r.ready("memory", msg + " of " + format_bytes(h.mem_available) + " available");
+    else
+        r.ready("memory", msg + " of " + format_bytes(h.mem_available) + " available");
     return r.finish();
 }
 

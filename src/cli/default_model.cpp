@@ -22,7 +22,8 @@ bool is_regular_file(const std::string& p) {
 }
 
 std::string cache_dir() {
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/zinc/models";
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+        return std::string(x) + "/zinc/models";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/zinc/models";
     return "";
 }
@@ -57,7 +58,8 @@ Result<std::string> find_or_fetch_default_model() {
 #endif
     if (script.empty() || !is_regular_file(script))
         return make_error("no -m given, the default model " + std::string(kDefaultModelFile) +
-                          " is not in ./models or " + dir + ", and scripts/fetch-models is not "
+                          " is not in ./models or " + dir +
+                          ", and scripts/fetch-models is not "
                           "available to fetch it; pass -m FILE");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -76,13 +78,15 @@ Result<std::string> find_or_fetch_default_model() {
     }
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return make_error("lost track of scripts/fetch-models (waitpid failed)");
+        if (errno != EINTR)
+            return make_error("lost track of scripts/fetch-models (waitpid failed)");
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return make_error("fetching the default model failed (" + script + " --dir " + dir +
                           " smollm2); run it by hand or pass -m FILE");
     std::string p = dir + "/" + kDefaultModelFile;
-    if (!is_regular_file(p)) return make_error("scripts/fetch-models succeeded but " + p + " is missing");
+    if (!is_regular_file(p))
+        return make_error("scripts/fetch-models succeeded but " + p + " is missing");
     return p;
 }
 

@@ -1,7 +1,6 @@
 // zinc/cli/errors.cpp — how every subcommand reports bad input: one line on stderr, a status
 // (cli.h), and CLI11 parse errors folded into that same one-line form.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <string>
 

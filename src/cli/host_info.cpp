@@ -23,68 +23,71 @@ struct Feature {
     bool build;
 };
 
+// What the compiler was told it may use (-march): the predefined feature macros.
+#ifdef __SSE4_2__
+constexpr bool kBuildSse42 = true;
+#else
+constexpr bool kBuildSse42 = false;
+#endif
+#ifdef __AVX__
+constexpr bool kBuildAvx = true;
+#else
+constexpr bool kBuildAvx = false;
+#endif
+#ifdef __AVX2__
+constexpr bool kBuildAvx2 = true;
+#else
+constexpr bool kBuildAvx2 = false;
+#endif
+#ifdef __FMA__
+constexpr bool kBuildFma = true;
+#else
+constexpr bool kBuildFma = false;
+#endif
+#ifdef __F16C__
+constexpr bool kBuildF16c = true;
+#else
+constexpr bool kBuildF16c = false;
+#endif
+#ifdef __BMI2__
+constexpr bool kBuildBmi2 = true;
+#else
+constexpr bool kBuildBmi2 = false;
+#endif
+#ifdef __AVX512F__
+constexpr bool kBuildAvx512f = true;
+#else
+constexpr bool kBuildAvx512f = false;
+#endif
+#ifdef __AVX512BW__
+constexpr bool kBuildAvx512bw = true;
+#else
+constexpr bool kBuildAvx512bw = false;
+#endif
+#ifdef __AVX512VNNI__
+constexpr bool kBuildAvx512vnni = true;
+#else
+constexpr bool kBuildAvx512vnni = false;
+#endif
+
 std::vector<Feature> features() {
-    std::vector<Feature> f;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    auto add = [&](const char* name, bool cpu, bool build) { f.push_back({name, cpu, build}); };
-    // The __builtin_cpu_supports argument must be a literal, hence one line a feature.
-    add("sse4.2", __builtin_cpu_supports("sse4.2"),
-#ifdef __SSE4_2__
-        true);
+    // __builtin_cpu_supports needs a string literal, so the table is spelled out.
+    return {
+        {"sse4.2", __builtin_cpu_supports("sse4.2") != 0, kBuildSse42},
+        {"avx", __builtin_cpu_supports("avx") != 0, kBuildAvx},
+        {"avx2", __builtin_cpu_supports("avx2") != 0, kBuildAvx2},
+        {"fma", __builtin_cpu_supports("fma") != 0, kBuildFma},
+        {"f16c", __builtin_cpu_supports("f16c") != 0, kBuildF16c},
+        {"bmi2", __builtin_cpu_supports("bmi2") != 0, kBuildBmi2},
+        {"avx512f", __builtin_cpu_supports("avx512f") != 0, kBuildAvx512f},
+        {"avx512bw", __builtin_cpu_supports("avx512bw") != 0, kBuildAvx512bw},
+        {"avx512vnni", __builtin_cpu_supports("avx512vnni") != 0, kBuildAvx512vnni},
+    };
 #else
-        false);
+    return {};
 #endif
-    add("avx", __builtin_cpu_supports("avx"),
-#ifdef __AVX__
-        true);
-#else
-        false);
-#endif
-    add("avx2", __builtin_cpu_supports("avx2"),
-#ifdef __AVX2__
-        true);
-#else
-        false);
-#endif
-    add("fma", __builtin_cpu_supports("fma"),
-#ifdef __FMA__
-        true);
-#else
-        false);
-#endif
-    add("f16c", __builtin_cpu_supports("f16c"),
-#ifdef __F16C__
-        true);
-#else
-        false);
-#endif
-    add("bmi2", __builtin_cpu_supports("bmi2"),
-#ifdef __BMI2__
-        true);
-#else
-        false);
-#endif
-    add("avx512f", __builtin_cpu_supports("avx512f"),
-#ifdef __AVX512F__
-        true);
-#else
-        false);
-#endif
-    add("avx512bw", __builtin_cpu_supports("avx512bw"),
-#ifdef __AVX512BW__
-        true);
-#else
-        false);
-#endif
-    add("avx512vnni", __builtin_cpu_supports("avx512vnni"),
-#ifdef __AVX512VNNI__
-        true);
-#else
-        false);
-#endif
-#endif
-    return f;
 }
 
 uint64_t meminfo_kib(const std::string& text, const std::string& key) {
@@ -103,7 +106,8 @@ HostInfo probe_host() {
     for (std::string line; std::getline(cpuinfo, line);) {
         if (line.rfind("model name", 0) == 0) {
             auto c = line.find(':');
-            if (c != std::string::npos) h.cpu_model = line.substr(line.find_first_not_of(" \t", c + 1));
+            const auto v = c == std::string::npos ? c : line.find_first_not_of(" \t", c + 1);
+            if (v != std::string::npos) h.cpu_model = line.substr(v);
             break;
         }
     }
@@ -168,10 +172,14 @@ uint64_t peak_rss_bytes() {
 std::string format_bytes(uint64_t n) {
     char buf[64];
     const double d = static_cast<double>(n);
-    if (n >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1ull << 30));
-    else if (n >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1ull << 20));
-    else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", d / 1024);
-    else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+    if (n >= (1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1ull << 30));
+    else if (n >= (1ull << 20))
+        std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1ull << 20));
+    else if (n >= 1024)
+        std::snprintf(buf, sizeof buf, "%.1f KiB", d / 1024);
+    else
+        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
     return buf;
 }
 

@@ -2,7 +2,6 @@
 // strings summarised unless --full) and tensor table (name, type, shape, bytes, offset).
 // Reads only the file (no model load), so it works on any valid GGUF, even unsupported ones.
 #include <CLI/CLI.hpp>
-
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -35,11 +34,21 @@ std::string quote(std::string_view s, bool full) {
             return out;
         }
         switch (c) {
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
             default:
                 if (c < 0x20 || c == 0x7f) {
                     char buf[8];
@@ -57,8 +66,10 @@ std::string quote(std::string_view s, bool full) {
 std::string scalar(const gguf::Value& v, bool full) {
     using gguf::ValueType;
     switch (v.type) {
-        case ValueType::STRING: return quote(v.str, full);
-        case ValueType::BOOL: return v.u ? "true" : "false";
+        case ValueType::STRING:
+            return quote(v.str, full);
+        case ValueType::BOOL:
+            return v.u ? "true" : "false";
         case ValueType::FLOAT32:
         case ValueType::FLOAT64: {
             char buf[64];

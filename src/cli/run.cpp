@@ -2,7 +2,6 @@
 // text to stdout until an end-of-generation token or -n tokens, then print one timing line to
 // stderr. Also routes --version and --check (check.cpp).
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -17,6 +16,7 @@
 #include "cli/model_loader.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
+#include "quant/quant.h"
 
 namespace zinc::cli {
 
@@ -26,10 +26,10 @@ struct RunOptions {
     std::string model_path;  // empty: the default model
     std::string prompt;
     bool prompt_given = false;
-    int n_predict = 128;   // -1: until an end-of-generation token or the context is full
-    int n_ctx = 4096;      // 0: the model's training context
-    int n_threads = 0;     // 0: all hardware threads
-    bool echo = true;      // print the prompt before the continuation (as llama.cpp does)
+    int n_predict = 128;  // -1: until an end-of-generation token or the context is full
+    int n_ctx = 4096;     // 0: the model's training context
+    int n_threads = 0;    // 0: all hardware threads
+    bool echo = true;     // print the prompt before the continuation (as llama.cpp does)
     bool check = false;
     bool version = false;
     bool seed_given = false;
@@ -42,7 +42,9 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double rate(int n, double s) { return s > 0 ? n / s : 0.0; }
+double rate(int n, double s) {
+    return s > 0 ? n / s : 0.0;
+}
 
 void write_out(const std::string& s) {
     if (s.empty()) return;
@@ -75,7 +77,8 @@ int generate(const RunOptions& o) {
     // llama.cpp's completion tool does, so a chat turn can be written by hand.
     std::vector<int32_t> tokens = m.tok->encode(o.prompt, /*add_special=*/true,
                                                 /*parse_special=*/true);
-    if (tokens.empty()) return report_error("the prompt is empty (and the model adds no BOS token)");
+    if (tokens.empty())
+        return report_error("the prompt is empty (and the model adds no BOS token)");
     const int n_prompt = static_cast<int>(tokens.size());
     if (n_prompt >= ctx.n_ctx())
         return report_error("the prompt is " + std::to_string(n_prompt) +
@@ -137,40 +140,52 @@ int generate(const RunOptions& o) {
 int run_main(int argc, char** argv) {
     RunOptions o;
     CLI::App app{"zinc: run a GGUF language model on the CPU", "zinc"};
-    app.footer("Subcommands: zinc inspect FILE | zinc bench [-m FILE] (each has --help).\n"
-               "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
-               "first use.");
+    app.footer(
+        "Subcommands: zinc inspect FILE | zinc bench [-m FILE] (each has --help).\n"
+        "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
+        "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("-p,--prompt", o.prompt, "prompt text (special-token text is recognised)");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens to generate; -1: until end of generation or a full context")
-        ->check(int_in(-1, 1000000000))->capture_default_str();
+        ->check(int_in(-1, 1000000000))
+        ->capture_default_str();
     app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
-        ->check(int_in(0, 1 << 24))->capture_default_str();
+        ->check(int_in(0, 1 << 24))
+        ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
-        ->check(int_in(0, 1024))->capture_default_str();
+        ->check(int_in(0, 1024))
+        ->capture_default_str();
     app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
-        ->check(real_in(0, 100))->capture_default_str();
+        ->check(real_in(0, 100))
+        ->capture_default_str();
     app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
-        ->check(int_in(0, 1000000000))->capture_default_str();
+        ->check(int_in(0, 1000000000))
+        ->capture_default_str();
     app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
-        ->check(real_in(0, 1))->capture_default_str();
+        ->check(real_in(0, 1))
+        ->capture_default_str();
     app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
-        ->check(real_in(0, 1))->capture_default_str();
+        ->check(real_in(0, 1))
+        ->capture_default_str();
     app.add_option("--repeat-penalty", o.sampling.repeat_penalty,
                    "repetition penalty over the last --repeat-last-n tokens; 1: off")
-        ->check(real_in(0.01, 100))->capture_default_str();
+        ->check(real_in(0.01, 100))
+        ->capture_default_str();
     app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
                    "tokens the penalties look back over; -1: all, 0: off")
-        ->check(int_in(-1, 1000000000))->capture_default_str();
+        ->check(int_in(-1, 1000000000))
+        ->capture_default_str();
     app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty; 0: off")
-        ->check(real_in(-2, 2))->capture_default_str();
-    app.add_option("--frequency-penalty", o.sampling.frequency_penalty,
-                   "frequency penalty; 0: off")
-        ->check(real_in(-2, 2))->capture_default_str();
+        ->check(real_in(-2, 2))
+        ->capture_default_str();
+    app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty; 0: off")
+        ->check(real_in(-2, 2))
+        ->capture_default_str();
     auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
-        ->check(int_in(0, (1ll << 62) - 1));
-    app.add_flag("--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
+                         ->check(int_in(0, (1ll << 62) - 1));
+    app.add_flag(
+        "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
@@ -178,6 +193,8 @@ int run_main(int argc, char** argv) {
     if (o.version) {
         std::printf("%s\n", version_line().c_str());
         std::printf("build: %s\n", build_description().c_str());
+        std::printf("kernels: %s (chosen at run time; ZINC_SIMD=0 forces the scalar ones)\n",
+                    quant::simd_level());
         HostInfo h = probe_host();
         std::string feats;
         for (const auto& f : h.cpu_features) feats += " " + f;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -28,8 +27,7 @@ inline CLI::Validator real_in(double lo, double hi) {
             if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
                 return "'" + s + "' is not a number";
             if (v < lo || v > hi)
-                return s + " is out of range: expected " + fmt_real(lo) + " to " +
-                       fmt_real(hi);
+                return s + " is out of range: expected " + fmt_real(lo) + " to " + fmt_real(hi);
             return "";
         },
         "[" + fmt_real(lo) + ", " + fmt_real(hi) + "]");

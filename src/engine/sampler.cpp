@@ -33,8 +33,8 @@ bool cand_before(const Cand& a, const Cand& b) {
 // (OpenAI's presence/frequency penalty definitions).
 void apply_penalties(std::vector<Cand>& cand, std::span<const int32_t> history,
                      const SamplerOptions& o) {
-    const bool any = o.repeat_penalty != 1.0f || o.presence_penalty != 0.0f ||
-                     o.frequency_penalty != 0.0f;
+    const bool any =
+        o.repeat_penalty != 1.0f || o.presence_penalty != 0.0f || o.frequency_penalty != 0.0f;
     if (!any || o.penalty_last_n == 0 || history.empty()) return;
     size_t n = history.size();
     if (o.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(o.penalty_last_n));
@@ -49,7 +49,7 @@ void apply_penalties(std::vector<Cand>& cand, std::span<const int32_t> history,
         i = j;
         if (id < 0 || id >= n_vocab) continue;  // ids from another vocabulary: ignore
         float& l = cand[static_cast<size_t>(id)].first;
-        if (std::isinf(l)) continue;           // -inf stays -inf
+        if (std::isinf(l)) continue;  // -inf stays -inf
         l = l <= 0.0f ? l * o.repeat_penalty : l / o.repeat_penalty;
         l -= count * o.frequency_penalty + o.presence_penalty;
     }

@@ -1,6 +1,8 @@
 // Tests for engine/sampler: each stage checked against probabilities worked out by hand from
 // crafted logits (the oracle is arithmetic, not our own recorded output), plus determinism and
 // edge cases (all -inf, NaN, huge logits, top_k > n_vocab, top_p = 0, tiny temperature).
+#include "engine/sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +11,6 @@
 #include <random>
 #include <set>
 #include <vector>
-
-#include "engine/sampler.h"
 
 using zinc::engine::Sampler;
 using zinc::engine::SamplerOptions;
@@ -55,8 +55,7 @@ std::vector<double> frequencies(const SamplerOptions& o, const std::vector<float
 void expect_dist(const std::vector<double>& got, const std::vector<double>& want,
                  double tol = 0.006) {
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_NEAR(got[i], want[i], tol) << "token " << i;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "token " << i;
 }
 
 }  // namespace
@@ -210,11 +209,9 @@ TEST(Sampler, PenaltyWindowIsLastN) {
     o.presence_penalty = 1.0f;
     o.penalty_last_n = 2;
     // Token 0 appears only outside the last 2 entries: not penalised, wins 2.0 vs 1.5.
-    EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{0, 1, 1}),
-              0);
+    EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{0, 1, 1}), 0);
     // Token 0 inside the last 2 entries: 2 - 1 = 1.0 < 1.5.
-    EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{1, 0, 0}),
-              1);
+    EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{1, 0, 0}), 1);
     o.penalty_last_n = 0;  // disabled
     EXPECT_EQ(Sampler(o).sample(std::vector<float>{2.0f, 1.5f}, std::vector<int32_t>{0, 0}), 0);
     o.penalty_last_n = -1;  // the whole history
