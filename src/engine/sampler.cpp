@@ -31,7 +31,7 @@ bool cand_before(const Cand& a, const Cand& b) {
 // llama_sampler_penalties: a token seen c > 0 times has its logit divided by `repeat` when
 // positive and multiplied by it otherwise, then reduced by c * frequency + presence
 // (OpenAI's presence/frequency penalty definitions).
-void apply_penalties(std::vector<Cand>& cand, std::span<const int32_t> history,
+void apply_penalties(std::vector<float>& logit, std::span<const int32_t> history,
                      const SamplerOptions& o) {
     const bool any =
         o.repeat_penalty != 1.0f || o.presence_penalty != 0.0f || o.frequency_penalty != 0.0f;
@@ -40,7 +40,7 @@ void apply_penalties(std::vector<Cand>& cand, std::span<const int32_t> history,
     if (o.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(o.penalty_last_n));
     std::vector<int32_t> window(history.end() - static_cast<std::ptrdiff_t>(n), history.end());
     std::sort(window.begin(), window.end());
-    const auto n_vocab = static_cast<int32_t>(cand.size());
+    const auto n_vocab = static_cast<int32_t>(logit.size());
     for (size_t i = 0; i < window.size();) {
         size_t j = i;
         while (j < window.size() && window[j] == window[i]) ++j;
@@ -48,20 +48,43 @@ void apply_penalties(std::vector<Cand>& cand, std::span<const int32_t> history,
         const auto count = static_cast<float>(j - i);
         i = j;
         if (id < 0 || id >= n_vocab) continue;  // ids from another vocabulary: ignore
-        float& l = cand[static_cast<size_t>(id)].first;
+        float& l = logit[static_cast<size_t>(id)];
         if (std::isinf(l)) continue;  // -inf stays -inf
         l = l <= 0.0f ? l * o.repeat_penalty : l / o.repeat_penalty;
         l -= count * o.frequency_penalty + o.presence_penalty;
     }
 }
 
-// Sort so that the first min(k, size) candidates are the best, in order.
-void sort_prefix(std::vector<Cand>& cand, size_t k) {
-    k = std::min(k, cand.size());
+// The k best finite entries of `logit` into `out`, sorted best-first. A bounded heap whose top
+// is the worst kept candidate: one comparison for most tokens, so O(n) for a 262k vocabulary.
+void select_top_k(const std::vector<float>& logit, size_t k, std::vector<Cand>& out) {
+    out.clear();
+    out.reserve(k);
+    for (size_t i = 0; i < logit.size(); ++i) {
+        const float l = logit[i];
+        if (l == kNegInf) continue;
+        const Cand c{l, static_cast<int32_t>(i)};
+        if (out.size() < k) {
+            out.push_back(c);
+            if (out.size() == k) std::make_heap(out.begin(), out.end(), cand_before);
+        } else if (cand_before(c, out.front())) {
+            std::pop_heap(out.begin(), out.end(), cand_before);
+            out.back() = c;
+            std::push_heap(out.begin(), out.end(), cand_before);
+        }
+    }
+    std::sort(out.begin(), out.end(), cand_before);
+}
+
+// Sort so that cand[0 .. k) holds the best k of cand[0 .. n), in order (k <= n <= size).
+void sort_prefix(std::vector<Cand>& cand, size_t k, size_t n) {
+    n = std::min(n, cand.size());
+    k = std::min(k, n);
     if (k == 0) return;
     // nth_element is linear on average; then only the k best are sorted.
+    const auto end = cand.begin() + static_cast<std::ptrdiff_t>(n);
     const auto mid = cand.begin() + static_cast<std::ptrdiff_t>(k);
-    if (mid != cand.end()) std::nth_element(cand.begin(), mid - 1, cand.end(), cand_before);
+    if (mid != end) std::nth_element(cand.begin(), mid - 1, end, cand_before);
     std::sort(cand.begin(), mid, cand_before);
 }
 
@@ -72,48 +95,76 @@ Sampler::Sampler(const SamplerOptions& opts) : opts_(opts), rng_(opts.seed) {}
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
     ZINC_CHECK(!logits.empty());
     const size_t n_vocab = logits.size();
-    cand_.resize(n_vocab);
-    for (size_t i = 0; i < n_vocab; ++i) {
-        const float l = logits[i];
-        cand_[i] = {std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i)};
-    }
-    apply_penalties(cand_, history, opts_);
+    work_.assign(logits.begin(), logits.end());
+    for (float& l : work_)
+        if (std::isnan(l)) l = kNegInf;
+    apply_penalties(work_, history, opts_);
 
     // Greedy: argmax, lowest id on ties (strict > while scanning ids upwards).
     if (opts_.temperature <= 0.0f) {
         size_t best = 0;
         for (size_t i = 1; i < n_vocab; ++i)
-            if (cand_[i].first > cand_[best].first) best = i;
-        return cand_[best].second;
+            if (work_[i] > work_[best]) best = i;
+        return static_cast<int32_t>(best);
     }
 
-    // Drop impossible tokens. If none is possible (all -inf / NaN), fall back to id 0 rather
-    // than dividing by zero: the logits are broken, but the caller still gets a valid id.
-    cand_.erase(std::remove_if(cand_.begin(), cand_.end(),
-                               [](const Cand& c) { return c.first == kNegInf; }),
-                cand_.end());
-    if (cand_.empty()) return 0;
+    // Candidates: the top-k, or every possible (finite) token. If none is possible (all -inf or
+    // NaN), fall back to id 0 rather than dividing by zero: the logits are broken, but the
+    // caller still gets a valid id.
     size_t n_sorted = 0;  // cand_[0 .. n_sorted) is sorted best-first
-
-    // top-k
-    if (opts_.top_k > 0 && static_cast<size_t>(opts_.top_k) < cand_.size()) {
-        sort_prefix(cand_, static_cast<size_t>(opts_.top_k));
-        cand_.resize(static_cast<size_t>(opts_.top_k));
+    if (opts_.top_k > 0 && static_cast<size_t>(opts_.top_k) < n_vocab) {
+        select_top_k(work_, static_cast<size_t>(opts_.top_k), cand_);
         n_sorted = cand_.size();
+    } else {
+        cand_.clear();
+        for (size_t i = 0; i < n_vocab; ++i)
+            if (work_[i] != kNegInf) cand_.emplace_back(work_[i], static_cast<int32_t>(i));
     }
+    if (cand_.empty()) return 0;
 
     // top-p: keep the smallest best-first prefix whose probability mass reaches p (at least one
-    // token). Sorting is done on a growing prefix so a 262k vocabulary is rarely sorted whole.
+    // token). For a large unsorted set, a histogram of probability mass over logit buckets first
+    // finds the logit above which the prefix must end, so only those candidates are sorted; the
+    // sort then runs on a growing prefix of them.
     if (opts_.top_p < 1.0f) {
+        constexpr int kBuckets = 512;
+        constexpr float kRange = 32.0f;  // logits below max - 32 carry < 1.3e-14 each
+        constexpr float kWidth = kRange / kBuckets;
         float max_l = kNegInf;
         for (const auto& c : cand_) max_l = std::max(max_l, c.first);
+        const bool bucketed = n_sorted == 0 && cand_.size() > 4096;
+        std::vector<double> mass(bucketed ? kBuckets : 0, 0.0);
         double z = 0.0;
-        for (const auto& c : cand_) z += std::exp(static_cast<double>(c.first - max_l));
+        for (const auto& c : cand_) {
+            const double e = std::exp(static_cast<double>(c.first - max_l));
+            z += e;
+            if (bucketed) {
+                const float d = (max_l - c.first) / kWidth;  // >= 0
+                mass[d >= kBuckets - 1 ? kBuckets - 1 : static_cast<size_t>(d)] += e;
+            }
+        }
         const double target = static_cast<double>(opts_.top_p) * z;
-        size_t m = std::min<size_t>(cand_.size(), 64);
+        size_t active = cand_.size();  // the prefix is searched within cand_[0 .. active)
+        if (bucketed) {
+            double cum = 0.0;
+            int b = 0;
+            for (; b < kBuckets; ++b) {
+                cum += mass[static_cast<size_t>(b)];
+                if (cum >= target) break;
+            }
+            const int last = b + 1;  // one bucket of margin for rounding at the edges
+            if (last < kBuckets - 1) {
+                const float thr = max_l - static_cast<float>(last + 1) * kWidth;
+                active = static_cast<size_t>(
+                    std::partition(cand_.begin(), cand_.end(),
+                                   [thr](const Cand& c) { return c.first >= thr; }) -
+                    cand_.begin());
+            }
+        }
+        size_t m = std::min<size_t>(active, 64);
         for (;;) {
             if (n_sorted < m) {
-                sort_prefix(cand_, m);
+                sort_prefix(cand_, m, active);
                 n_sorted = m;
             }
             double cum = 0.0;
@@ -130,8 +181,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
                 n_sorted = keep;
                 break;
             }
-            if (m == cand_.size()) break;  // rounding: the whole set is needed
-            m = std::min(cand_.size(), m * 4);
+            if (m == active) {
+                if (active == cand_.size()) break;  // rounding: the whole set is needed
+                active = cand_.size();              // the margin was not enough: widen
+                n_sorted = 0;
+            }
+            m = std::min(active, m * 4);
         }
     }
 

@@ -14,28 +14,29 @@
 namespace zinc::engine {
 
 struct SamplerOptions {
-    float temperature = 0.8f;  // <= 0: greedy
-    int top_k = 40;            // <= 0: disabled
-    float top_p = 0.95f;       // >= 1: disabled
-    float min_p = 0.05f;       // <= 0: disabled
-    float repeat_penalty = 1.0f;     // 1: disabled
+    float temperature = 0.8f;     // <= 0: greedy
+    int top_k = 40;               // <= 0: disabled
+    float top_p = 0.95f;          // >= 1: disabled
+    float min_p = 0.05f;          // <= 0: disabled
+    float repeat_penalty = 1.0f;  // 1: disabled
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
     int penalty_last_n = 64;
-    uint64_t seed = 0xFFFFFFFFu;     // the CLI replaces the default with a random seed
+    uint64_t seed = 0xFFFFFFFFu;  // the CLI replaces the default with a random seed
 };
 
 class Sampler {
-public:
+  public:
     explicit Sampler(const SamplerOptions& opts);
     /// Pick a token from (n_vocab) logits given the tokens generated/seen so far (for penalties).
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
     const SamplerOptions& options() const { return opts_; }
 
-private:
+  private:
     SamplerOptions opts_;
     std::mt19937_64 rng_;
-    std::vector<std::pair<float, int32_t>> cand_;  // scratch
+    std::vector<float> work_;                      // scratch: (n_vocab) penalised logits
+    std::vector<std::pair<float, int32_t>> cand_;  // scratch: (logit, id) candidates
 };
 
 }  // namespace zinc::engine

@@ -301,3 +301,55 @@ TEST(Sampler, SingleTokenVocabulary) {
     Sampler s(o);
     EXPECT_EQ(s.sample(std::vector<float>{0.25f}, std::vector<int32_t>{0, 0}), 0);
 }
+
+TEST(Sampler, TopPMatchesBruteForceNucleus) {
+    // The nucleus computed by brute force here (full sort by logit desc / id asc, cumulative
+    // softmax mass in double) against what the sampler draws from. A near-infinite temperature
+    // makes the draw near-uniform over the kept set, so every kept token shows up and any token
+    // outside it would too. Vocabularies above 4096 take the sampler's bucketed path.
+    std::mt19937 gen(7);
+    struct Case {
+        int n;
+        float p;
+        int kind;  // 0: normal sd 1, 1: normal sd 3, 2: four distinct values (many ties)
+    };
+    for (const Case& cs : {Case{10000, 0.1f, 0}, Case{10000, 0.9f, 1}, Case{6000, 0.1f, 2},
+                           Case{3000, 0.2f, 0}, Case{50000, 0.05f, 0}}) {
+        std::vector<float> l(static_cast<size_t>(cs.n));
+        std::normal_distribution<float> nd(0.0f, cs.kind == 1 ? 3.0f : 1.0f);
+        std::uniform_int_distribution<int> ud(0, 3);
+        for (float& x : l) x = cs.kind == 2 ? static_cast<float>(ud(gen)) * 2.0f : nd(gen);
+        std::vector<int32_t> order(l.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+        std::sort(order.begin(), order.end(),
+                  [&](int32_t a, int32_t b) { return l[a] != l[b] ? l[a] > l[b] : a < b; });
+        const double mx = l[static_cast<size_t>(order[0])];
+        double z = 0.0;
+        for (float x : l) z += std::exp(static_cast<double>(x) - mx);
+        double cum = 0.0;
+        size_t keep = 0;
+        while (keep < order.size()) {
+            cum += std::exp(static_cast<double>(l[static_cast<size_t>(order[keep])]) - mx);
+            ++keep;
+            if (cum >= cs.p * z) break;
+        }
+        // Allow one token of slack at the boundary for summation-order rounding.
+        std::set<int32_t> allowed(
+            order.begin(),
+            order.begin() + static_cast<std::ptrdiff_t>(std::min(keep + 1, order.size())));
+        auto o = plain(11);
+        o.top_p = cs.p;
+        o.temperature = 100.0f;
+        Sampler s(o);
+        std::set<int32_t> seen;
+        // 30 draws a kept token: P(one is never drawn) < keep * e^-20.
+        const int draws = static_cast<int>(std::max<size_t>(2000, keep * 30));
+        for (int i = 0; i < draws; ++i) {
+            int32_t t = s.sample(l, {});
+            ASSERT_TRUE(allowed.count(t)) << "n " << cs.n << " p " << cs.p << " token " << t;
+            seen.insert(t);
+        }
+        EXPECT_GE(seen.size() + 1, keep) << "n " << cs.n << " p " << cs.p;
+        EXPECT_GT(keep, 64u) << "case too small to exercise the growing sort";
+    }
+}
