@@ -356,3 +356,23 @@ def test_n_zero_generates_nothing():
     assert out == "Hello there\n"
     m = STATS_RE.match(err.strip().splitlines()[-1])
     assert m and int(m.group(2)) == 0
+
+
+def test_gemma_prefill_counts_bos_and_stream_is_valid_utf8():
+    # Gemma adds BOS; CJK and emoji continuations exercise the incremental detokenizer, whose
+    # output must always be valid UTF-8 (run_ok decodes stdout strictly).
+    prompt = "用中文写一首关于猫的短诗 🐱:"
+    for seed in (1, 2, 3):
+        out, err = run_ok("-m", need(GEMMA), "--prompt", prompt, "-n", "24", "--temp", "1.0",
+                          "--seed", str(seed), "-c", "256")
+        assert out.startswith(prompt)
+    m = STATS_RE.match(err.strip().splitlines()[-1])
+    assert m, err
+    try:
+        import llama_cpp
+    except ImportError:
+        return
+    llm = llama_cpp.Llama(model_path=str(GEMMA), vocab_only=True, verbose=False)
+    want = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+    assert want[0] == llm.token_bos()
+    assert int(m.group(1)) == len(want)
