@@ -69,6 +69,12 @@ int generate(const RunOptions& o) {
     model::ContextOptions co;
     co.n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
     co.n_threads = n_threads;
+    // Linux overcommits, so an oversized KV cache would "succeed" and fail later, mid-run.
+    const uint64_t kv = m.model->kv_cache_bytes(co.n_ctx);
+    if (const uint64_t avail = probe_host().mem_available; avail > 0 && kv > avail)
+        return report_error("-c " + std::to_string(co.n_ctx) + " needs a " + format_bytes(kv) +
+                            " KV cache, more than the " + format_bytes(avail) +
+                            " of memory available; lower -c/--context");
     auto ctx_r = model::Context::create(*m.model, co);
     if (!ctx_r) return report_error(ctx_r.error().message);
     model::Context& ctx = *ctx_r.value();

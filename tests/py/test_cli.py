@@ -376,3 +376,9 @@ def test_gemma_prefill_counts_bos_and_stream_is_valid_utf8():
     want = llm.tokenize(prompt.encode(), add_bos=True, special=True)
     assert want[0] == llm.token_bos()
     assert int(m.group(1)) == len(want)
+
+
+def test_context_too_big_for_memory():
+    # 16M positions of SmolLM2's f16 KV cache is ~350 GiB: refused up front, not left to the
+    # kernel's overcommit to fail later.
+    assert_bad_input(zinc("-m", need(SMOL), "-c", "16000000", "--prompt", "hi"), "-c 16000000")
