@@ -25,14 +25,12 @@ namespace {
 struct RunOptions {
     std::string model_path;  // empty: the default model
     std::string prompt;
-    bool prompt_given = false;
     int n_predict = 128;  // -1: until an end-of-generation token or the context is full
     int n_ctx = 4096;     // 0: the model's training context
     int n_threads = 0;    // 0: all hardware threads
     bool echo = true;     // print the prompt before the continuation (as llama.cpp does)
     bool check = false;
     bool version = false;
-    bool seed_given = false;
     engine::SamplerOptions sampling;
 };
 
