@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "cli/check.h"
 #include "cli/cli.h"
 #include "cli/default_model.h"
@@ -29,6 +30,8 @@ struct RunOptions {
     int n_ctx = 4096;     // 0: the model's training context
     int n_threads = 0;    // 0: all hardware threads
     bool echo = true;     // print the prompt before the continuation (as llama.cpp does)
+    bool chat = false;    // wrap the prompt as one user turn with the model's chat template
+    std::string system;   // optional system turn (with --chat)
     bool check = false;
     bool version = false;
     engine::SamplerOptions sampling;
@@ -48,6 +51,27 @@ void write_out(const std::string& s) {
     if (s.empty()) return;
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
+}
+
+// The model's chat template (tokenizer.chat_template, else ChatML) applied to an optional
+// system turn and one user turn, with the generation prompt appended.
+Result<std::string> chat_prompt(const gguf::File& file, const tokenizer::Tokenizer& tok,
+                                const std::string& system, const std::string& user) {
+    auto src = chat::template_from_gguf(file);
+    if (!src) return src.error();
+    if (src.value().is_fallback)
+        std::fprintf(stderr, "zinc: note: %s has no tokenizer.chat_template; using ChatML\n",
+                     file.path().c_str());
+    auto tmpl = chat::ChatTemplate::parse(src.value().text, "tokenizer.chat_template");
+    if (!tmpl) return tmpl.error();
+    std::vector<chat::Message> msgs;
+    if (!system.empty()) msgs.push_back({"system", system});
+    msgs.push_back({"user", user});
+    chat::ApplyOptions ao;
+    ao.add_generation_prompt = true;
+    if (tok.bos() >= 0) ao.bos_token = std::string(tok.token_text(tok.bos()));
+    if (tok.eos() >= 0) ao.eos_token = std::string(tok.token_text(tok.eos()));
+    return tmpl.value().apply(msgs, ao);
 }
 
 int generate(const RunOptions& o) {
@@ -79,8 +103,18 @@ int generate(const RunOptions& o) {
 
     // Special-token text in the prompt (e.g. "<|im_start|>") is parsed as the special token, as
     // llama.cpp's completion tool does, so a chat turn can be written by hand.
-    std::vector<int32_t> tokens = m.tok->encode(o.prompt, /*add_special=*/true,
-                                                /*parse_special=*/true);
+    std::vector<int32_t> tokens;
+    if (o.chat) {
+        auto text = chat_prompt(*m.file, *m.tok, o.system, o.prompt);
+        if (!text) return report_error(text.error().message);
+        // The template writes BOS itself where the model wants it (e.g. Gemma's "{{ bos_token }}"),
+        // so only add one when the model asks for BOS and the rendering did not start with it.
+        tokens = m.tok->encode(text.value(), /*add_special=*/false, /*parse_special=*/true);
+        if (m.tok->add_bos() && m.tok->bos() >= 0 && (tokens.empty() || tokens[0] != m.tok->bos()))
+            tokens.insert(tokens.begin(), m.tok->bos());
+    } else {
+        tokens = m.tok->encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+    }
     if (tokens.empty())
         return report_error("the prompt is empty (and the model adds no BOS token)");
     const int n_prompt = static_cast<int>(tokens.size());
@@ -90,7 +124,7 @@ int generate(const RunOptions& o) {
                             std::to_string(ctx.n_ctx()) +
                             " positions with room to generate; raise -c/--context or shorten it");
 
-    if (o.echo) write_out(o.prompt);
+    if (o.echo && !o.chat) write_out(o.prompt);
 
     const auto t_prefill = Clock::now();
     if (auto r = ctx.eval(tokens); !r) return report_error(r.error().message, kExitFailure);
@@ -188,6 +222,10 @@ int run_main(int argc, char** argv) {
         ->capture_default_str();
     auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
                          ->check(int_in(0, (1ll << 62) - 1));
+    app.add_flag("--chat", o.chat,
+                 "send the prompt as a user turn through the model's chat template (the "
+                 "reply alone is printed)");
+    app.add_option("--system", o.system, "system message for --chat");
     app.add_flag(
         "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");

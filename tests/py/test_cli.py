@@ -382,3 +382,25 @@ def test_context_too_big_for_memory():
     # 16M positions of SmolLM2's f16 KV cache is ~350 GiB: refused up front, not left to the
     # kernel's overcommit to fail later.
     assert_bad_input(zinc("-m", need(SMOL), "-c", "16000000", "--prompt", "hi"), "-c 16000000")
+
+
+def test_chat_uses_the_model_template():
+    # Oracle: the GGUF's template rendered by jinja2 with transformers' settings, tokenized by
+    # llama.cpp; zinc's prefill must be exactly that many tokens.
+    jinja2 = pytest.importorskip("jinja2")
+    llama_cpp = pytest.importorskip("llama_cpp")
+    prompt = "What is the capital of France?"
+    out, err = run_ok("-m", need(SMOL), "--chat", "--prompt", prompt, "-n", "16", "--temp", "0")
+    assert prompt not in out  # the reply alone
+    m = STATS_RE.match(err.strip().splitlines()[-1])
+    assert m, err
+    r = gguf.GGUFReader(str(SMOL))
+    f = r.fields["tokenizer.chat_template"]
+    src = bytes(f.parts[f.data[0]]).decode()
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    text = env.from_string(src).render(messages=[{"role": "user", "content": prompt}],
+                                       add_generation_prompt=True, bos_token="<|im_start|>",
+                                       eos_token="<|im_end|>")
+    llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
+    want = llm.tokenize(text.encode(), add_bos=False, special=True)
+    assert int(m.group(1)) == len(want), text
