@@ -404,3 +404,17 @@ def test_chat_uses_the_model_template():
     llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
     want = llm.tokenize(text.encode(), add_bos=False, special=True)
     assert int(m.group(1)) == len(want), text
+
+
+def test_gguf_writer_file_missing_hyperparameters(tmp_path):
+    # A valid GGUF (written by gguf.GGUFWriter) that is not a runnable model.
+    p = tmp_path / "empty_llama.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    w.add_block_count(1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert_bad_input(zinc("-m", p, "--prompt", "hi"), str(p))
+
+    run_ok("inspect", p)  # inspect only reads the file, so it still works
