@@ -5,6 +5,7 @@
 // pp: one eval of `pp` tokens into an empty context (tokens/s = pp / seconds).
 // tg: `tg` single-token evals after a 1-token prompt (as llama-bench's tg).
 // Prints one JSON line per test with mean and sd over the repetitions.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -65,12 +66,12 @@ int main(int argc, char** argv) {
     if (!ctx.ok()) return fail(ctx.error().message);
     zinc::model::Context& c = *ctx.value();
     const int n_vocab = model.value()->n_vocab();
-    std::vector<int32_t> toks(pp);
-    for (int i = 0; i < pp; ++i) toks[i] = static_cast<int32_t>((1000 + 7919LL * i) % n_vocab);
+    std::vector<int32_t> toks(std::max(pp, 16));
+    for (int i = 0; i < static_cast<int>(toks.size()); ++i) toks[i] = static_cast<int32_t>((1000 + 7919LL * i) % n_vocab);
 
     // Warm-up (page in the weights).
     c.reset();
-    if (auto r = c.eval(std::span<const int32_t>(toks.data(), std::min(pp, 16))); !r.ok())
+    if (auto r = c.eval(std::span<const int32_t>(toks.data(), 16)); !r.ok())
         return fail(r.error().message);
 
     if (pp > 0) {
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps; ++r) {
             c.reset();
             const double t0 = now_s();
-            if (auto e = c.eval(toks); !e.ok()) return fail(e.error().message);
+            if (auto e = c.eval(std::span<const int32_t>(toks.data(), pp)); !e.ok())
+                return fail(e.error().message);
             tps.push_back(pp / (now_s() - t0));
         }
         report("pp", pp, tps);

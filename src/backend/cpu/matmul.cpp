@@ -82,11 +82,9 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
         block_start[j + 1] = block_start[j] + (jobs[j].w->n_rows + rb[j] - 1) / rb[j];
     }
     const int64_t n_blocks = block_start[jobs.size()];
-    std::atomic<int64_t>& next = scratch.counter();
-    next.store(0, std::memory_order_relaxed);
 
-    // 1. Pack activations: (type, token) pairs. A decode step packs one or two rows: do it here,
-    // before the job starts, instead of paying a barrier inside it.
+    // 1. Pack activations: (type, token) pairs; split across the pool when there are many (its own
+    // job: parts of a job may not wait for each other), inline for a decode step.
     const int64_t n_pack = static_cast<int64_t>(n_types) * n_tokens;
     const bool pack_in_job = n_pack > 2 && pool.n_threads() > 1;
     auto pack = [&](int64_t p) {
@@ -98,17 +96,19 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
         for (int64_t p = 0; p < n_pack; ++p) pack(p);
     }
 
-    pool.run([&](int ith, int nth) {
-        if (pack_in_job) {
+    if (pack_in_job) {
+        pool.run([&](int ith, int nth) {
             for (int64_t p = ith; p < n_pack; p += nth) pack(p);
-            pool.barrier();
-        }
+        });
+    }
 
-        // 2. Row blocks, handed out dynamically.
+    pool.run([&](int ith, int nth) {
+        // 2. Row blocks: each part takes a contiguous range of the blocks of all jobs, so each
+        // core streams its weights sequentially (decode is memory-bound and the prefetchers
+        // like long runs). A part whose thread is late is run by the caller (ThreadPool).
+        const Range range = split_range(n_blocks, ith, nth);
         size_t j = 0;
-        for (;;) {
-            const int64_t b = next.fetch_add(1, std::memory_order_relaxed);
-            if (b >= n_blocks) break;
+        for (int64_t b = range.begin; b < range.end; ++b) {
             while (b >= block_start[j + 1]) ++j;
             const MatmulJob& job = jobs[j];
             const MatView& w = *job.w;

@@ -1,4 +1,4 @@
-// zinc/backend/cpu/thread_pool.cpp — persistent workers, spin-then-wait hand-off and barrier.
+// zinc/backend/cpu/thread_pool.cpp — persistent workers, claimable job parts, spin-then-wait.
 #include "backend/cpu/thread_pool.h"
 
 #include <immintrin.h>
@@ -20,6 +20,7 @@ ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
     if (n_threads <= 0) n_threads = 1;
     n_threads_ = n_threads;
+    parts_.reset(new Part[n_threads_]);
     workers_.reserve(n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_main(i); });
 }
@@ -31,6 +32,16 @@ ThreadPool::~ThreadPool() {
     for (std::thread& t : workers_) t.join();
 }
 
+bool ThreadPool::try_run_part(int ith) {
+    uint32_t expected = kFree;
+    if (!parts_[ith].state.compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) {
+        return false;
+    }
+    call_(ctx_, ith, n_threads_);
+    parts_[ith].state.store(kDone, std::memory_order_release);
+    return true;
+}
+
 void ThreadPool::run_erased(Call call, void* ctx) {
     if (n_threads_ == 1) {
         call(ctx, 0, 1);
@@ -38,23 +49,26 @@ void ThreadPool::run_erased(Call call, void* ctx) {
     }
     call_ = call;
     ctx_ = ctx;
-    n_running_.store(n_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    for (int i = 1; i < n_threads_; ++i) parts_[i].state.store(kFree, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes call_, ctx_ and the parts
     generation_.notify_all();
     call(ctx, 0, n_threads_);
-    int spins = 0;
-    while (n_running_.load(std::memory_order_acquire) != 0) {
-        if (++spins < kSpinIterations) {
-            cpu_relax();
-        } else {
-            std::this_thread::yield();
+    // Run every part no worker has claimed yet, then wait for the claimed ones.
+    for (int i = 1; i < n_threads_; ++i) try_run_part(i);
+    for (int i = 1; i < n_threads_; ++i) {
+        int spins = 0;
+        while (parts_[i].state.load(std::memory_order_acquire) != kDone) {
+            if (++spins < kSpinIterations) {
+                cpu_relax();
+            } else {
+                std::this_thread::yield();
+            }
         }
     }
 }
 
 void ThreadPool::worker_main(int ith) {
-    // Start from the value the constructor saw (0), not a fresh load: a job can be issued before
-    // this thread first runs, and a fresh load would then skip it and deadlock run_erased().
+    // Jobs are counted from generation 0 (the value before any run()).
     uint32_t seen = 0;
     for (;;) {
         uint32_t g = generation_.load(std::memory_order_acquire);
@@ -68,26 +82,10 @@ void ThreadPool::worker_main(int ith) {
         }
         seen = g;
         if (stop_.load(std::memory_order_acquire)) return;
-        call_(ctx_, ith, n_threads_);
-        n_running_.fetch_sub(1, std::memory_order_acq_rel);
-    }
-}
-
-void ThreadPool::barrier() {
-    if (n_threads_ == 1) return;
-    const uint32_t phase = barrier_phase_.load(std::memory_order_acquire);
-    if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
-        barrier_count_.store(0, std::memory_order_relaxed);
-        barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
-        return;
-    }
-    int spins = 0;
-    while (barrier_phase_.load(std::memory_order_acquire) == phase) {
-        if (++spins < kSpinIterations) {
-            cpu_relax();
-        } else {
-            std::this_thread::yield();
-        }
+        // The part may already have been taken by the caller (we woke late), or this may be a
+        // newer job than the generation we read: the claim decides, and call_/ctx_ are read
+        // only after a successful claim, which happens-after the caller published them.
+        try_run_part(ith);
     }
 }
 

@@ -1,15 +1,21 @@
 // zinc/backend/cpu/thread_pool.h — a persistent pool of worker threads for the CPU ops.
 //
-// Threads are created once (per Context) and parked between ops: a worker spins for a short
-// while on the job generation counter (cheap hand-off between the many small ops of a decode
-// step), then sleeps on it with std::atomic::wait (futex). run() hands the same callable to every
-// thread, the caller included as thread 0, and returns when all have finished. Inside a job,
-// barrier() synchronises all threads of the pool (e.g. "pack activations, then multiply").
+// Threads are created once (per Context) and parked between jobs: a worker spins for a short
+// while on the job generation counter (cheap hand-off between the many small jobs of a decode
+// step), then sleeps on it with std::atomic::wait (futex). run() splits a job into n_threads
+// parts fn(ith, nth); the caller runs part 0.
+//
+// Parts are *claimed*: each worker claims its part when it wakes, and when the caller has finished
+// its own part it claims and runs every part no worker has started yet. A worker that the OS has
+// descheduled (the machine is shared, or oversubscribed) therefore never stalls a job: the caller
+// does its share instead of spinning until it is scheduled again. The price is that parts must
+// be independent — no barrier inside a job; a phase that needs one is a separate run().
 // No allocation happens per job.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -25,8 +31,8 @@ public:
 
     int n_threads() const { return n_threads_; }
 
-    /// Call fn(ith, nth) once on every thread (ith in [0, nth)), the caller being ith 0; returns
-    /// when all calls have returned. Not reentrant: fn must not call run().
+    /// Call fn(ith, nth) once for every ith in [0, nth), possibly several on the same thread, and
+    /// return when all calls have returned. Parts must not wait for each other. Not reentrant.
     template <class F>
     void run(F&& fn) {
         using Fn = std::remove_reference_t<F>;
@@ -35,23 +41,24 @@ public:
             const_cast<void*>(static_cast<const void*>(&fn)));
     }
 
-    /// Wait until every thread of the current job has reached the barrier. Only valid inside a
-    /// job passed to run(), and every thread must call it the same number of times.
-    void barrier();
-
 private:
     using Call = void (*)(void* ctx, int ith, int nth);
     void run_erased(Call call, void* ctx);
     void worker_main(int ith);
+    bool try_run_part(int ith);  // claim part ith of the current job and run it
+
+    // Part states of the current job.
+    static constexpr uint32_t kFree = 0, kClaimed = 1, kDone = 2;
+    struct alignas(64) Part {
+        std::atomic<uint32_t> state{kDone};
+    };
 
     int n_threads_ = 1;
     std::vector<std::thread> workers_;
+    std::unique_ptr<Part[]> parts_;
     Call call_ = nullptr;
     void* ctx_ = nullptr;
     alignas(64) std::atomic<uint32_t> generation_{0};  // bumped once per job
-    alignas(64) std::atomic<int> n_running_{0};        // workers still inside the job
-    alignas(64) std::atomic<int> barrier_count_{0};
-    alignas(64) std::atomic<uint32_t> barrier_phase_{0};
     std::atomic<bool> stop_{false};
 };
 

@@ -2,7 +2,10 @@
 // here (no shared code with src/backend/cpu beyond the function under test).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <memory>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -159,27 +162,49 @@ TEST(Ops, AddScaleSoftcap) {
     EXPECT_NEAR(c[2], 30.0 * std::tanh(0.5 / 30.0), 1e-6);
 }
 
-TEST(ThreadPool, EveryThreadRunsOnceAndBarrierOrders) {
+TEST(ThreadPool, EveryPartRunsExactlyOncePerJob) {
     for (int nt : {1, 2, 3, 4}) {
         zc::ThreadPool pool(nt);
-        for (int rep = 0; rep < 200; ++rep) {
-            std::vector<int> hits(nt, 0);
-            std::vector<int> stage(nt, 0);
-            bool ok = true;
+        std::vector<std::atomic<int>> hits(nt);
+        for (int rep = 0; rep < 2000; ++rep) {
+            for (auto& h : hits) h.store(0);
+            std::atomic<int64_t> sum{0};
             pool.run([&](int ith, int nth) {
                 EXPECT_EQ(nth, nt);
-                hits[ith]++;
-                stage[ith] = 1;
-                pool.barrier();
-                for (int j = 0; j < nth; ++j) {
-                    if (stage[j] != 1) ok = false;
-                }
-                pool.barrier();
+                hits[ith].fetch_add(1);
+                // Uneven work so that parts finish at different times.
+                int64_t local = 0;
+                for (int i = 0; i < (ith + 1) * 50; ++i) local += i;
+                sum.fetch_add(local);
             });
-            ASSERT_TRUE(ok);
-            for (int h : hits) ASSERT_EQ(h, 1);
+            int64_t want = 0;
+            for (int i = 0; i < nt; ++i) {
+                ASSERT_EQ(hits[i].load(), 1) << "part " << i << " of " << nt << " rep " << rep;
+                for (int j = 0; j < (i + 1) * 50; ++j) want += j;
+            }
+            ASSERT_EQ(sum.load(), want);
         }
     }
+}
+
+TEST(ThreadPool, JobsCompleteWhenWorkersAreBusyOrAsleep) {
+    // More pools than cores: workers are often descheduled, so the caller must take their parts.
+    std::vector<std::unique_ptr<zc::ThreadPool>> pools;
+    for (int i = 0; i < 3; ++i) pools.push_back(std::make_unique<zc::ThreadPool>(4));
+    std::vector<std::thread> callers;
+    std::atomic<int> done{0};
+    for (auto& p : pools) {
+        callers.emplace_back([&, pp = p.get()] {
+            for (int rep = 0; rep < 300; ++rep) {
+                std::atomic<int> n{0};
+                pp->run([&](int, int) { n.fetch_add(1); });
+                if (n.load() != 4) return;
+            }
+            done.fetch_add(1);
+        });
+    }
+    for (auto& t : callers) t.join();
+    EXPECT_EQ(done.load(), 3);
 }
 
 TEST(ThreadPool, SplitRangeCoversExactly) {
