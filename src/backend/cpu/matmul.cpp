@@ -23,7 +23,10 @@ int64_t rows_per_block(const MatView& w, int n_tokens) {
 
 void MatmulScratch::Free::operator()(uint8_t* p) const { std::free(p); }
 
-MatmulScratch::MatmulScratch() = default;
+MatmulScratch::MatmulScratch() {
+    const char* e = std::getenv("ZINC_MATMUL_MULTI");
+    use_multi_ = !(e && e[0] == '0');
+}
 MatmulScratch::~MatmulScratch() = default;
 
 void MatmulScratch::reserve(int n_types, size_t bytes_per_type) {
@@ -116,11 +119,15 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
             const int64_t r1 = std::min(r0 + rb[j], w.n_rows);
             const uint8_t* a = scratch.buffer(job_type[j]);
             const size_t a_row = packed_row[job_type[j]];
-            if (n_tokens == 1) {
-                for (int64_t r = r0; r < r1; ++r) {
-                    float v = quant::vec_dot(w.type, k, w.data + r * w.row_bytes, a);
-                    if (job.bias) v += job.bias[r];
-                    job.y[r] = v;
+            if (n_tokens == 1 || !scratch.use_multi()) {
+                for (int t = 0; t < n_tokens; ++t) {
+                    const uint8_t* at = a + static_cast<size_t>(t) * a_row;
+                    float* yt = job.y + t * job.ldy;
+                    for (int64_t r = r0; r < r1; ++r) {
+                        float v = quant::vec_dot(w.type, k, w.data + r * w.row_bytes, at);
+                        if (job.bias) v += job.bias[r];
+                        yt[r] = v;
+                    }
                 }
                 continue;
             }

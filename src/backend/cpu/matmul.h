@@ -48,6 +48,10 @@ public:
     /// Make sure packing n_tokens rows of n_cols for `n_types` vec_dot types fits.
     void reserve(int n_types, size_t bytes_per_type);
     uint8_t* buffer(int i) { return bufs_[i].get(); }
+    /// Whether prefill uses quant::vec_dot_multi token tiles (default) or one vec_dot per
+    /// (row, token); env ZINC_MATMUL_MULTI=0 selects the plain path for A/B checks. Both give
+    /// bit-identical results.
+    bool use_multi() const { return use_multi_; }
 
     static constexpr int kMaxTypes = 4;
 
@@ -57,6 +61,7 @@ private:
     };
     std::unique_ptr<uint8_t, Free> bufs_[kMaxTypes];
     size_t cap_ = 0;
+    bool use_multi_ = true;
 };
 
 /// Run every job on the same activations x (n_tokens rows, row stride ldx floats, n_cols =

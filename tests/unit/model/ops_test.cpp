@@ -388,3 +388,29 @@ TEST(Ops, GetRowsDequantizesAndScales) {
         }
     }
 }
+
+TEST(Ops, MatmulMultiAndPlainPathsAreBitIdentical) {
+    const int64_t k = 512, m = 40;
+    const int n_tokens = 13;
+    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F16}) {
+        const auto wf = randn(static_cast<size_t>(k * m), 71, 0.5f);
+        const size_t rb = zinc::quant::row_size(t, k);
+        std::vector<uint8_t> wq(rb * m);
+        for (int64_t r = 0; r < m; ++r) zinc::quant::quantize_row(t, wf.data() + r * k, wq.data() + r * rb, k);
+        const zc::MatView w{t, k, m, wq.data(), rb};
+        const auto x = randn(static_cast<size_t>(k) * n_tokens, 72);
+        zc::ThreadPool pool(2);
+        std::vector<float> y_multi(n_tokens * m), y_plain(n_tokens * m);
+        {
+            zc::MatmulScratch s;
+            ASSERT_TRUE(s.use_multi());
+            zc::matmul(pool, s, w, x.data(), n_tokens, k, y_multi.data(), m);
+        }
+        for (int tk = 0; tk < n_tokens; ++tk) {
+            // One token at a time always takes the plain vec_dot path.
+            zc::MatmulScratch s;
+            zc::matmul(pool, s, w, x.data() + tk * k, 1, k, y_plain.data() + tk * m, m);
+        }
+        ASSERT_EQ(y_multi, y_plain) << zinc::quant::type_name(t);
+    }
+}
