@@ -21,7 +21,8 @@ Workspace::Workspace(const ModelConfig& c, int nb, int n_ctx, int n_threads) : n
     gate.resize(n * c.n_ff);
     up.resize(n * c.n_ff);
     rope_cs.resize(n * c.n_rot);
-    scores.resize(static_cast<size_t>(n_threads) * n_ctx);
+    scores.resize(static_cast<size_t>(
+        cpu::attention_scratch_floats(c.attention(0), n_threads, n_ctx)));
 }
 
 namespace {

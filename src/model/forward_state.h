@@ -29,7 +29,7 @@ struct Workspace {
     std::vector<float> gate;    // (n_batch, n_ff)
     std::vector<float> up;      // (n_batch, n_ff)
     std::vector<float> rope_cs; // (n_batch, n_rot)     cos/sin per token
-    std::vector<float> scores;  // (n_threads, n_ctx)   attention probabilities per thread
+    std::vector<float> scores;  // (n_threads, n_head / n_head_kv, n_ctx) attention probabilities
 };
 
 /// ZINC_DUMP=<name> (e.g. "blk.3.attn_out"): print that intermediate to stderr for diffing.

@@ -8,7 +8,7 @@ oracle runs at test time through llama-cpp-python with the same settings as the 
 Checks (zinc is driven through build/logits_tool with the golden's prompt token ids):
   * greedy tokens identical to llama.cpp's for every prompt (64 tokens for real models). A
     divergence is accepted only at a true near-tie: zinc's pick is in llama.cpp's top-5 at that
-    step with a logit less than NEAR_TIE below llama.cpp's best. After such a divergence zinc is
+    step with a logit less than NEAR_TIE (1.0) below llama.cpp's best. After such a divergence zinc is
     teacher-forced along llama.cpp's tokens and must pick llama.cpp's token at every remaining
     step, again except near-ties. Every exception is printed (pytest -s, or ctest -V).
   * top-20 logits at the first 8 prompt positions: for each of llama.cpp's top-20 ids,
@@ -38,7 +38,11 @@ GOLDENS = os.path.join(SRC, "tests", "goldens")
 # |zinc - llama.cpp| <= LOGIT_ABS_TOL + LOGIT_REL_TOL * |llama.cpp logit|
 LOGIT_ABS_TOL = 1.0
 LOGIT_REL_TOL = 0.06
-NEAR_TIE = 0.5
+# A "near-tie" is a margin inside the numerical noise floor shared by both engines: measured
+# against a float64 re-computation (tests/py/test_model_float64.py), llama.cpp's own top-20
+# logits are up to 0.5-1.1 away from exact math at 8-bit activation packing, so its choice
+# between two tokens closer than that is not better founded than zinc's.
+NEAR_TIE = 1.0
 REAL = ["SmolLM2-135M-Instruct.Q4_1", "gemma-3-270m-q4_k_m"]
 
 

@@ -33,7 +33,11 @@ struct KvView {
 
 /// q: (n_tokens, ldq) with heads at h * head_dim_k; out: (n_tokens, ldo) with heads at
 /// h * head_dim_v. The cache must already hold positions [0, pos0 + n_tokens). `scores` is
-/// scratch of pool.n_threads() * (pos0 + n_tokens) floats.
+/// scratch of attention_scratch_floats(p, pool.n_threads(), pos0 + n_tokens) floats.
+inline int64_t attention_scratch_floats(const AttentionParams& p, int n_threads, int64_t n_pos) {
+    return static_cast<int64_t>(n_threads) * (p.n_head / p.n_head_kv) * n_pos;
+}
+
 void attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64_t ldq,
                int n_tokens, int64_t pos0, const KvView& kv, float* out, int64_t ldo,
                float* scores);

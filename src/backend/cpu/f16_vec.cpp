@@ -85,4 +85,50 @@ void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
     for (; i < n; ++i) dst[i] = quant::fp32_to_fp16(src[i]);
 }
 
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
+    int64_t i = 0;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        for (; i + 8 <= n; i += 8) {
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+        }
+    }
+#endif
+    for (; i < n; ++i) dst[i] = quant::fp16_to_fp32(src[i]);
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+    int64_t i = 0;
+    float sum = 0.0f;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        __m256 acc0 = _mm256_setzero_ps();
+        __m256 acc1 = _mm256_setzero_ps();
+        for (; i + 16 <= n; i += 16) {
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+        }
+        for (; i + 8 <= n; i += 8) {
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        }
+        sum = hsum(_mm256_add_ps(acc0, acc1));
+    }
+#endif
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+void axpy_f32(float s, const float* x, float* y, int64_t n) {
+    int64_t i = 0;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        const __m256 vs = _mm256_set1_ps(s);
+        for (; i + 8 <= n; i += 8) {
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+        }
+    }
+#endif
+    for (; i < n; ++i) y[i] += s * x[i];
+}
+
 }  // namespace zinc::cpu

@@ -1,4 +1,4 @@
-// zinc/backend/cpu/f16_vec.h — f32 x f16 vector kernels used by attention over the f16 KV cache.
+// zinc/backend/cpu/f16_vec.h — f32 / f16 vector kernels used by attention over the f16 KV cache.
 // Each has an AVX2+F16C path (when compiled for it and quant::simd_enabled()) and a scalar path;
 // both compute in f32.
 #pragma once
@@ -13,5 +13,11 @@ float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float s, const uint16_t* x, float* y, int64_t n);
 /// dst[i] = f16(src[i]) (round to nearest even)
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n);
+/// dst[i] = f32(src[i])
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
+/// sum_i a[i] * b[i]
+float dot_f32(const float* a, const float* b, int64_t n);
+/// y[i] += s * x[i]
+void axpy_f32(float s, const float* x, float* y, int64_t n);
 
 }  // namespace zinc::cpu

@@ -228,7 +228,8 @@ TEST(ThreadPool, SplitRangeCoversExactly) {
 TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
     struct Case { int n_head, n_head_kv, hd, window, pos0, n_tokens; };
     for (const Case c : {Case{4, 4, 16, 0, 0, 5}, Case{9, 3, 64, 0, 3, 4}, Case{4, 1, 256, 3, 0, 8},
-                         Case{4, 2, 32, 5, 10, 1}, Case{2, 1, 8, 1, 4, 3}}) {
+                         Case{4, 2, 32, 5, 10, 1}, Case{2, 1, 8, 1, 4, 3}, Case{2, 1, 520, 0, 2, 3},
+                         Case{6, 2, 12, 2, 0, 7}}) {
         const int n_pos = c.pos0 + c.n_tokens;
         const int kvd = c.n_head_kv * c.hd;
         const auto kf = randn(static_cast<size_t>(n_pos) * kvd, 21);
@@ -240,8 +241,8 @@ TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
         for (int nt : {1, 2}) {
             zc::ThreadPool pool(nt);
             std::vector<float> out(static_cast<size_t>(c.n_tokens) * c.n_head * c.hd);
-            std::vector<float> scores(static_cast<size_t>(nt) * n_pos);
             zc::AttentionParams p{c.n_head, c.n_head_kv, c.hd, c.hd, 1.0f / std::sqrt(float(c.hd)), c.window};
+            std::vector<float> scores(zc::attention_scratch_floats(p, nt, n_pos));
             zc::attention(pool, p, q.data(), c.n_head * c.hd, c.n_tokens, c.pos0,
                           zc::KvView{k.data(), v.data(), kvd, kvd}, out.data(), c.n_head * c.hd,
                           scores.data());
