@@ -13,7 +13,7 @@
 namespace zinc::model {
 
 class ArchModel : public Model {
-public:
+  public:
     explicit ArchModel(ModelConfig cfg) : cfg_(std::move(cfg)) {}
     const ModelConfig& config() const override { return cfg_; }
     std::string arch_name() const override { return cfg_.arch_name; }
@@ -25,7 +25,7 @@ public:
     /// caller has validated ids and capacity.
     virtual void forward(ForwardState& st) const = 0;
 
-protected:
+  protected:
     ModelConfig cfg_;
     std::deque<Weight> weights_;  // bound tensors (pointers into the GGUF mapping)
 };

@@ -10,7 +10,7 @@ namespace zinc::model {
 namespace {
 
 class KeyReader {
-public:
+  public:
     KeyReader(const gguf::File& f, std::string_view arch) : f_(f), arch_(arch) {}
 
     std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
@@ -33,7 +33,7 @@ public:
     }
     const gguf::File& file() const { return f_; }
 
-private:
+  private:
     const gguf::File& f_;
     std::string arch_;
 };

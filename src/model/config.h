@@ -24,27 +24,27 @@ namespace zinc::model {
 
 struct ModelConfig {
     Arch arch = Arch::Llama;
-    std::string arch_name;     // general.architecture
+    std::string arch_name;  // general.architecture
     int32_t n_layer = 0;
-    int32_t n_embd = 0;        // residual stream width
+    int32_t n_embd = 0;  // residual stream width
     int32_t n_head = 0;
     int32_t n_head_kv = 0;
-    int32_t head_dim_k = 0;    // attention.key_length (default n_embd / n_head)
-    int32_t head_dim_v = 0;    // attention.value_length (default head_dim_k)
-    int32_t n_ff = 0;          // feed-forward hidden width
-    int32_t n_vocab = 0;       // rows of token_embd.weight
+    int32_t head_dim_k = 0;  // attention.key_length (default n_embd / n_head)
+    int32_t head_dim_v = 0;  // attention.value_length (default head_dim_k)
+    int32_t n_ff = 0;        // feed-forward hidden width
+    int32_t n_vocab = 0;     // rows of token_embd.weight
     int32_t n_ctx_train = 0;
-    int32_t n_rot = 0;         // rope.dimension_count (default head_dim_k)
+    int32_t n_rot = 0;  // rope.dimension_count (default head_dim_k)
     float rms_eps = 1e-5f;
 
     cpu::RopeMode rope_mode = cpu::RopeMode::Norm;
     float rope_freq_base = 10000.0f;
-    float rope_freq_scale = 1.0f;       // 1 / rope.scaling.factor for linear scaling
+    float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
-    int32_t sliding_window = 0;         // 0: none
-    std::vector<uint8_t> layer_swa;     // (n_layer) 1 where the layer uses the sliding window
-    float attn_scale = 1.0f;            // multiplies q.k; 1/sqrt(head_dim_k) by default
+    int32_t sliding_window = 0;      // 0: none
+    std::vector<uint8_t> layer_swa;  // (n_layer) 1 where the layer uses the sliding window
+    float attn_scale = 1.0f;         // multiplies q.k; 1/sqrt(head_dim_k) by default
 
     int32_t q_dim() const { return n_head * head_dim_k; }
     int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }

@@ -21,14 +21,14 @@ Workspace::Workspace(const ModelConfig& c, int nb, int n_ctx, int n_threads) : n
     gate.resize(n * c.n_ff);
     up.resize(n * c.n_ff);
     rope_cs.resize(n * c.n_rot);
-    scores.resize(static_cast<size_t>(
-        cpu::attention_scratch_floats(c.attention(0), n_threads, n_ctx)));
+    scores.resize(
+        static_cast<size_t>(cpu::attention_scratch_floats(c.attention(0), n_threads, n_ctx)));
 }
 
 namespace {
 
 class CpuContext : public Context {
-public:
+  public:
     CpuContext(const ArchModel& model, int n_ctx, int n_batch, int n_threads)
         : model_(model),
           cfg_(model.config()),
@@ -96,7 +96,7 @@ public:
         n_past_ = n;
     }
 
-private:
+  private:
     const ArchModel& model_;
     const ModelConfig& cfg_;
     int n_ctx_;

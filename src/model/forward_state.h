@@ -19,17 +19,17 @@ namespace zinc::model {
 struct Workspace {
     Workspace(const ModelConfig& cfg, int n_batch, int n_ctx, int n_threads);
     int n_batch;
-    std::vector<float> x;       // (n_batch, n_embd)    residual stream
-    std::vector<float> xn;      // (n_batch, n_embd)    normalised input of a block
-    std::vector<float> proj;    // (n_batch, n_embd)    output of attention / FFN projection
-    std::vector<float> q;       // (n_batch, q_dim)
-    std::vector<float> k;       // (n_batch, kv_dim_k)
-    std::vector<float> v;       // (n_batch, kv_dim_v)
-    std::vector<float> attn;    // (n_batch, n_head * head_dim_v)
-    std::vector<float> gate;    // (n_batch, n_ff)
-    std::vector<float> up;      // (n_batch, n_ff)
-    std::vector<float> rope_cs; // (n_batch, n_rot)     cos/sin per token
-    std::vector<float> scores;  // (n_threads, n_head / n_head_kv, n_ctx) attention probabilities
+    std::vector<float> x;        // (n_batch, n_embd)    residual stream
+    std::vector<float> xn;       // (n_batch, n_embd)    normalised input of a block
+    std::vector<float> proj;     // (n_batch, n_embd)    output of attention / FFN projection
+    std::vector<float> q;        // (n_batch, q_dim)
+    std::vector<float> k;        // (n_batch, kv_dim_k)
+    std::vector<float> v;        // (n_batch, kv_dim_v)
+    std::vector<float> attn;     // (n_batch, n_head * head_dim_v)
+    std::vector<float> gate;     // (n_batch, n_ff)
+    std::vector<float> up;       // (n_batch, n_ff)
+    std::vector<float> rope_cs;  // (n_batch, n_rot)     cos/sin per token
+    std::vector<float> scores;   // (n_threads, n_head / n_head_kv, n_ctx) attention probabilities
 };
 
 /// ZINC_DUMP=<name> (e.g. "blk.3.attn_out"): print that intermediate to stderr for diffing.
@@ -47,7 +47,7 @@ struct ForwardState {
     const DumpFilter& dump;
     const int32_t* tokens = nullptr;
     int n_tokens = 0;
-    int64_t pos0 = 0;       // position of tokens[0]
+    int64_t pos0 = 0;  // position of tokens[0]
     bool all_logits = false;
     float* logits = nullptr;  // (all_logits ? n_tokens : 1, n_vocab)
 };

@@ -15,18 +15,16 @@
 namespace zinc::model {
 
 class KvCache {
-public:
+  public:
     KvCache(const ModelConfig& cfg, int n_ctx);
     int n_ctx() const { return n_ctx_; }
     uint16_t* k_row(int il, int64_t pos) { return k_[il].get() + pos * kv_dim_k_; }
     uint16_t* v_row(int il, int64_t pos) { return v_[il].get() + pos * kv_dim_v_; }
-    cpu::KvView view(int il) const {
-        return {k_[il].get(), v_[il].get(), kv_dim_k_, kv_dim_v_};
-    }
+    cpu::KvView view(int il) const { return {k_[il].get(), v_[il].get(), kv_dim_k_, kv_dim_v_}; }
     /// Bytes for n_ctx positions of every layer.
     static size_t bytes(const ModelConfig& cfg, int n_ctx);
 
-private:
+  private:
     int n_ctx_;
     int64_t kv_dim_k_;
     int64_t kv_dim_v_;

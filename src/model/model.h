@@ -27,7 +27,7 @@ struct LoadOptions {
 };
 
 class Model {
-public:
+  public:
     /// Errors: unsupported general.architecture, missing/invalid hyperparameters, a missing
     /// tensor, or a tensor whose shape or type does not match what the architecture expects.
     static Result<std::unique_ptr<Model>> load(const gguf::File& file, const LoadOptions& opts);
@@ -41,13 +41,13 @@ public:
 };
 
 struct ContextOptions {
-    int n_ctx = 4096;    // KV capacity in positions
-    int n_threads = 0;   // 0 = all hardware threads
-    int n_batch = 512;   // max tokens per forward chunk (larger evals are split)
+    int n_ctx = 4096;   // KV capacity in positions
+    int n_threads = 0;  // 0 = all hardware threads
+    int n_batch = 512;  // max tokens per forward chunk (larger evals are split)
 };
 
 class Context {
-public:
+  public:
     static Result<std::unique_ptr<Context>> create(const Model& model, const ContextOptions& opts);
     virtual ~Context() = default;
 

@@ -26,8 +26,8 @@ const Weight* WeightBinder::require(const std::string& name, std::initializer_li
     return bind(name, shape, types, true);
 }
 
-const Weight* WeightBinder::optional(const std::string& name,
-                                     std::initializer_list<int64_t> shape, TypeClass types) {
+const Weight* WeightBinder::optional(const std::string& name, std::initializer_list<int64_t> shape,
+                                     TypeClass types) {
     return bind(name, shape, types, false);
 }
 
@@ -58,8 +58,8 @@ const Weight* WeightBinder::bind(const std::string& name, std::initializer_list<
                                      ", expected " + shape_string(want, want_dims)));
         return nullptr;
     }
-    const bool type_ok = types == TypeClass::F32 ? ti->type == quant::GgmlType::F32
-                                                 : is_matmul_type(ti->type);
+    const bool type_ok =
+        types == TypeClass::F32 ? ti->type == quant::GgmlType::F32 : is_matmul_type(ti->type);
     if (!type_ok) {
         errors_.push_back(make_error(
             name + ": type " + std::string(quant::type_name(ti->type)) +

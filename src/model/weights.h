@@ -44,7 +44,7 @@ enum class TypeClass {
 };
 
 class WeightBinder {
-public:
+  public:
     /// Weights are appended to `store` (a deque, so pointers stay valid); `arch` names the
     /// architecture in "missing tensor" errors.
     WeightBinder(const gguf::File& file, std::string arch, std::deque<Weight>& store);
@@ -58,7 +58,7 @@ public:
     /// The first error recorded, if any.
     Result<void> status() const;
 
-private:
+  private:
     const Weight* bind(const std::string& name, std::initializer_list<int64_t> shape,
                        TypeClass types, bool required);
     const gguf::File& file_;

@@ -34,8 +34,8 @@ void parallel_rows(ForwardState& st, int64_t n_rows, F&& fn) {
 
 void dump(const ForwardState& st, std::string_view name, int il, const float* data, int64_t dim) {
     if (st.dump.name.empty()) return;
-    std::string full = il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name)
-                               : std::string(name);
+    std::string full =
+        il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name) : std::string(name);
     if (!st.dump.wants(full)) return;
     std::fprintf(stderr, "ZINC_DUMP %s pos0=%lld shape=[%lld, %d]:", full.c_str(),
                  static_cast<long long>(st.pos0), static_cast<long long>(dim), st.n_tokens);
@@ -52,8 +52,7 @@ void embed(ForwardState& st, const Weight& tok_embd, float scale) {
     dump(st, "inp_embd", -1, st.ws.x.data(), dim);
 }
 
-void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y,
-              int64_t dim) {
+void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y, int64_t dim) {
     const float* wd = w.f32();
     parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
         cpu::rms_norm_rows(x + r0 * dim, wd, y + r0 * dim, r1 - r0, dim, eps);
@@ -109,8 +108,7 @@ void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const Atte
     cpu::attention(st.pool, cfg.attention(il), ws.q.data(), q_dim, n, st.pos0, st.kv.view(il),
                    ws.attn.data(), cfg.attn_out_dim(), ws.scores.data());
     dump(st, "kqv_out", il, ws.attn.data(), cfg.attn_out_dim());
-    cpu::matmul(st.pool, st.mm, w.wo->mat, ws.attn.data(), n, cfg.attn_out_dim(), out,
-                cfg.n_embd);
+    cpu::matmul(st.pool, st.mm, w.wo->mat, ws.attn.data(), n, cfg.attn_out_dim(), out, cfg.n_embd);
     dump(st, "attn_out", il, out, cfg.n_embd);
 }
 

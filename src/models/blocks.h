@@ -21,11 +21,11 @@ using model::Weight;
 
 /// Projections of one self-attention layer. Biases and Q/K norms are optional (nullptr).
 struct AttentionWeights {
-    const Weight* wq = nullptr;      // (n_embd -> n_head * head_dim_k)
-    const Weight* wk = nullptr;      // (n_embd -> n_head_kv * head_dim_k)
-    const Weight* wv = nullptr;      // (n_embd -> n_head_kv * head_dim_v)
-    const Weight* wo = nullptr;      // (n_head * head_dim_v -> n_embd)
-    const Weight* bq = nullptr;      // (n_head * head_dim_k) f32
+    const Weight* wq = nullptr;  // (n_embd -> n_head * head_dim_k)
+    const Weight* wk = nullptr;  // (n_embd -> n_head_kv * head_dim_k)
+    const Weight* wv = nullptr;  // (n_embd -> n_head_kv * head_dim_v)
+    const Weight* wo = nullptr;  // (n_head * head_dim_v -> n_embd)
+    const Weight* bq = nullptr;  // (n_head * head_dim_k) f32
     const Weight* bk = nullptr;
     const Weight* bv = nullptr;
     const Weight* q_norm = nullptr;  // (head_dim_k) f32, RMS norm per head before RoPE
@@ -44,8 +44,7 @@ struct FfnWeights {
 void embed(ForwardState& st, const Weight& tok_embd, float scale);
 
 /// y = rms_norm(x) * w, per token; rows of `dim` floats. y may alias x.
-void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y,
-              int64_t dim);
+void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y, int64_t dim);
 
 /// Self-attention of layer il: Q/K/V projections (+bias), optional per-head Q/K RMS norm, RoPE,
 /// append K/V to the cache, causal (optionally sliding-window) attention, output projection.

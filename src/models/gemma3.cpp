@@ -30,7 +30,7 @@ using model::TypeClass;
 namespace tn = model::tn;
 
 class Gemma3 : public model::ArchModel {
-public:
+  public:
     explicit Gemma3(ModelConfig cfg) : ArchModel(std::move(cfg)) {}
 
     Result<void> bind(const gguf::File& file) {
@@ -46,10 +46,8 @@ public:
             Layer& L = layers_[il];
             L.attn_norm = b.require(tn::layer(il, tn::kAttnNorm), {e}, TypeClass::F32);
             L.attn.wq = b.require(tn::layer(il, tn::kAttnQ), {e, c.q_dim()}, TypeClass::Matmul);
-            L.attn.wk =
-                b.require(tn::layer(il, tn::kAttnK), {e, c.kv_dim_k()}, TypeClass::Matmul);
-            L.attn.wv =
-                b.require(tn::layer(il, tn::kAttnV), {e, c.kv_dim_v()}, TypeClass::Matmul);
+            L.attn.wk = b.require(tn::layer(il, tn::kAttnK), {e, c.kv_dim_k()}, TypeClass::Matmul);
+            L.attn.wv = b.require(tn::layer(il, tn::kAttnV), {e, c.kv_dim_v()}, TypeClass::Matmul);
             L.attn.wo =
                 b.require(tn::layer(il, tn::kAttnOut), {c.attn_out_dim(), e}, TypeClass::Matmul);
             L.attn.q_norm =
@@ -94,7 +92,7 @@ public:
         output_head(st, c, *output_norm_, *output_, final_softcap_);
     }
 
-private:
+  private:
     struct Layer {
         const Weight* attn_norm = nullptr;
         AttentionWeights attn;

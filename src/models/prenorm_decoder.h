@@ -16,18 +16,18 @@
 namespace zinc::models {
 
 struct DecoderVariant {
-    bool qkv_bias = false;   // attn_{q,k,v}.bias required
-    bool qk_norm = false;    // attn_{q,k}_norm required
+    bool qkv_bias = false;  // attn_{q,k,v}.bias required
+    bool qk_norm = false;   // attn_{q,k}_norm required
 };
 
 class PrenormDecoder : public model::ArchModel {
-public:
+  public:
     /// Bind every weight of the variant; errors name the first offending tensor.
     static Result<std::unique_ptr<model::Model>> create(const gguf::File& file, ModelConfig cfg,
                                                         const DecoderVariant& variant);
     void forward(ForwardState& st) const override;
 
-private:
+  private:
     explicit PrenormDecoder(ModelConfig cfg) : ArchModel(std::move(cfg)) {}
     struct Layer {
         const Weight* attn_norm = nullptr;

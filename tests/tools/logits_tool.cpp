@@ -119,8 +119,7 @@ int main(int argc, char** argv) {
             out += i ? ", [" : "[";
             const std::vector<int> top = top_k(l, n_vocab, k);
             for (size_t j = 0; j < top.size(); ++j) {
-                std::snprintf(buf, sizeof buf, "%s[%d, %.6f]", j ? ", " : "", top[j],
-                              l[top[j]]);
+                std::snprintf(buf, sizeof buf, "%s[%d, %.6f]", j ? ", " : "", top[j], l[top[j]]);
                 out += buf;
             }
             out += "]";
@@ -131,7 +130,8 @@ int main(int argc, char** argv) {
         const float* l = c.logits(i);
         out += i ? ", [" : "[";
         for (size_t j = 0; j < logit_ids.size(); ++j) {
-            if (logit_ids[j] < 0 || logit_ids[j] >= n_vocab) return fail("--logit-ids out of range");
+            if (logit_ids[j] < 0 || logit_ids[j] >= n_vocab)
+                return fail("--logit-ids out of range");
             std::snprintf(buf, sizeof buf, "%s%.6f", j ? ", " : "", l[logit_ids[j]]);
             out += buf;
         }

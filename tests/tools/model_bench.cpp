@@ -45,13 +45,20 @@ int main(int argc, char** argv) {
     int pp = 512, tg = 128, reps = 3, threads = 0, n_batch = 512;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
-        if (a == "--model") path = v;
-        else if (a == "--pp") pp = std::stoi(v);
-        else if (a == "--tg") tg = std::stoi(v);
-        else if (a == "--reps") reps = std::stoi(v);
-        else if (a == "--threads") threads = std::stoi(v);
-        else if (a == "--n-batch") n_batch = std::stoi(v);
-        else return fail("unknown argument " + a);
+        if (a == "--model")
+            path = v;
+        else if (a == "--pp")
+            pp = std::stoi(v);
+        else if (a == "--tg")
+            tg = std::stoi(v);
+        else if (a == "--reps")
+            reps = std::stoi(v);
+        else if (a == "--threads")
+            threads = std::stoi(v);
+        else if (a == "--n-batch")
+            n_batch = std::stoi(v);
+        else
+            return fail("unknown argument " + a);
     }
     if (path.empty()) return fail("--model is required");
     auto file = zinc::gguf::File::open(path);
@@ -67,7 +74,8 @@ int main(int argc, char** argv) {
     zinc::model::Context& c = *ctx.value();
     const int n_vocab = model.value()->n_vocab();
     std::vector<int32_t> toks(std::max(pp, 16));
-    for (int i = 0; i < static_cast<int>(toks.size()); ++i) toks[i] = static_cast<int32_t>((1000 + 7919LL * i) % n_vocab);
+    for (int i = 0; i < static_cast<int>(toks.size()); ++i)
+        toks[i] = static_cast<int32_t>((1000 + 7919LL * i) % n_vocab);
 
     // Warm-up (page in the weights).
     c.reset();

@@ -46,8 +46,8 @@ inline __m256 exp8(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -59,15 +59,18 @@ inline __m256 x_sigmoid8(__m256 x, __m256 z) {
 
 inline __m256 gelu8(__m256 x) {
     const __m256 x2 = _mm256_mul_ps(x, x);
-    const __m256 z = _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(kGeluZ)),
-                                   _mm256_fmadd_ps(x2, _mm256_set1_ps(kGeluC), _mm256_set1_ps(1.0f)));
+    const __m256 z =
+        _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(kGeluZ)),
+                      _mm256_fmadd_ps(x2, _mm256_set1_ps(kGeluC), _mm256_set1_ps(1.0f)));
     return x_sigmoid8(x, z);
 }
 #endif
 
 }  // namespace
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float silu(float x) {
+    return x / (1.0f + std::exp(-x));
+}
 
 float gelu_tanh(float x) {
     // 0.5 x (1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3)
@@ -115,8 +118,8 @@ void geglu(const float* gate, const float* up, float* y, int64_t n) {
 #ifdef ZINC_ACT_SIMD
     if (use_simd()) {
         for (; i + 8 <= n; i += 8) {
-            _mm256_storeu_ps(y + i, _mm256_mul_ps(gelu8(_mm256_loadu_ps(gate + i)),
-                                                  _mm256_loadu_ps(up + i)));
+            _mm256_storeu_ps(
+                y + i, _mm256_mul_ps(gelu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
         }
     }
 #endif

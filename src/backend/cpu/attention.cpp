@@ -43,11 +43,13 @@ void attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64
                 if (widen) {
                     f16_to_f32_row(kj, row, p.head_dim_k);
                     for (int g = 0; g < group; ++g) {
-                        s_all[g * n + j] = dot_f32(q0 + g * p.head_dim_k, row, p.head_dim_k) * p.scale;
+                        s_all[g * n + j] =
+                            dot_f32(q0 + g * p.head_dim_k, row, p.head_dim_k) * p.scale;
                     }
                 } else {
                     for (int g = 0; g < group; ++g) {
-                        s_all[g * n + j] = dot_f32_f16(q0 + g * p.head_dim_k, kj, p.head_dim_k) * p.scale;
+                        s_all[g * n + j] =
+                            dot_f32_f16(q0 + g * p.head_dim_k, kj, p.head_dim_k) * p.scale;
                     }
                 }
             }

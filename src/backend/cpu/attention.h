@@ -19,8 +19,8 @@ struct AttentionParams {
     int n_head_kv = 0;
     int head_dim_k = 0;
     int head_dim_v = 0;
-    float scale = 1.0f;   // multiplies q.k (usually 1/sqrt(head_dim_k))
-    int window = 0;       // 0: full causal
+    float scale = 1.0f;  // multiplies q.k (usually 1/sqrt(head_dim_k))
+    int window = 0;      // 0: full causal
 };
 
 /// The cache of one layer: position j's K row is k + j * k_stride (n_head_kv * head_dim_k f16).

@@ -41,14 +41,16 @@ float dot_f32_f16(const float* a, const uint16_t* b, int64_t n) {
         __m256 acc0 = _mm256_setzero_ps();
         __m256 acc1 = _mm256_setzero_ps();
         for (; i + 16 <= n; i += 16) {
-            const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+            const __m256 b0 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
             const __m256 b1 =
                 _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
             acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, acc0);
             acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), b1, acc1);
         }
         for (; i + 8 <= n; i += 8) {
-            const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+            const __m256 b0 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
             acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, acc0);
         }
         sum = hsum(_mm256_add_ps(acc0, acc1));
@@ -64,7 +66,8 @@ void axpy_f16(float s, const uint16_t* x, float* y, int64_t n) {
     if (use_simd()) {
         const __m256 vs = _mm256_set1_ps(s);
         for (; i + 8 <= n; i += 8) {
-            const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+            const __m256 xv =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
             _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, xv, _mm256_loadu_ps(y + i)));
         }
     }
@@ -90,7 +93,9 @@ void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
 #ifdef ZINC_F16_SIMD
     if (use_simd()) {
         for (; i + 8 <= n; i += 8) {
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+            _mm256_storeu_ps(
+                dst + i,
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
         }
     }
 #endif
@@ -124,7 +129,8 @@ void axpy_f32(float s, const float* x, float* y, int64_t n) {
     if (use_simd()) {
         const __m256 vs = _mm256_set1_ps(s);
         for (; i + 8 <= n; i += 8) {
-            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+            _mm256_storeu_ps(y + i,
+                             _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
         }
     }
 #endif

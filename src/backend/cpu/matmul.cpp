@@ -21,7 +21,9 @@ int64_t rows_per_block(const MatView& w, int n_tokens) {
 
 }  // namespace
 
-void MatmulScratch::Free::operator()(uint8_t* p) const { std::free(p); }
+void MatmulScratch::Free::operator()(uint8_t* p) const {
+    std::free(p);
+}
 
 MatmulScratch::MatmulScratch() {
     const char* e = std::getenv("ZINC_MATMUL_MULTI");

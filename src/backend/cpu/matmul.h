@@ -36,13 +36,13 @@ struct MatView {
 struct MatmulJob {
     const MatView* w = nullptr;
     float* y = nullptr;
-    int64_t ldy = 0;               // floats between consecutive tokens' outputs (>= w->n_rows)
-    const float* bias = nullptr;   // (n_rows) f32, optional
+    int64_t ldy = 0;              // floats between consecutive tokens' outputs (>= w->n_rows)
+    const float* bias = nullptr;  // (n_rows) f32, optional
 };
 
 /// Reusable packing buffers. One per Context; grows, never shrinks.
 class MatmulScratch {
-public:
+  public:
     MatmulScratch();
     ~MatmulScratch();
     /// Make sure packing n_tokens rows of n_cols for `n_types` vec_dot types fits.
@@ -55,7 +55,7 @@ public:
 
     static constexpr int kMaxTypes = 4;
 
-private:
+  private:
     struct Free {
         void operator()(uint8_t* p) const;
     };

@@ -17,8 +17,7 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
     }
 }
 
-void rms_norm_rows(const float* x, const float* w, float* y, int64_t n_rows, int64_t n,
-                   float eps) {
+void rms_norm_rows(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
     for (int64_t r = 0; r < n_rows; ++r) rms_norm(x + r * n, w, y + r * n, n, eps);
 }
 

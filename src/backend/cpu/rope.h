@@ -16,10 +16,10 @@ namespace zinc::cpu {
 enum class RopeMode { Norm, Neox };
 
 struct RopeParams {
-    int n_rot = 0;                   // rotated dimensions per head (even, <= head_dim)
+    int n_rot = 0;  // rotated dimensions per head (even, <= head_dim)
     RopeMode mode = RopeMode::Norm;
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;         // 1 / linear scaling factor
+    float freq_scale = 1.0f;              // 1 / linear scaling factor
     const float* freq_factors = nullptr;  // (n_rot/2) per-pair divisors (llama3 rope), optional
 };
 

@@ -12,7 +12,9 @@ namespace {
 // token, so the next job usually arrives within microseconds; polling avoids a futex round trip.
 constexpr int kSpinIterations = 1 << 14;
 
-inline void cpu_relax() { _mm_pause(); }
+inline void cpu_relax() {
+    _mm_pause();
+}
 
 }  // namespace
 

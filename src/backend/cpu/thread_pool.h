@@ -22,7 +22,7 @@
 namespace zinc::cpu {
 
 class ThreadPool {
-public:
+  public:
     /// n_threads <= 0 means std::thread::hardware_concurrency().
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
@@ -36,12 +36,11 @@ public:
     template <class F>
     void run(F&& fn) {
         using Fn = std::remove_reference_t<F>;
-        run_erased(
-            [](void* ctx, int ith, int nth) { (*static_cast<Fn*>(ctx))(ith, nth); },
-            const_cast<void*>(static_cast<const void*>(&fn)));
+        run_erased([](void* ctx, int ith, int nth) { (*static_cast<Fn*>(ctx))(ith, nth); },
+                   const_cast<void*>(static_cast<const void*>(&fn)));
     }
 
-private:
+  private:
     using Call = void (*)(void* ctx, int ith, int nth);
     void run_erased(Call call, void* ctx);
     void worker_main(int ith);

@@ -31,14 +31,15 @@ struct TinySpec {
     bool omit_block_count = false;
 };
 
-std::vector<uint8_t> tensor_bytes(GgmlType t, int64_t ne0, int64_t ne1, std::mt19937& rng,
-                                  float sd, float mean = 0.0f) {
+std::vector<uint8_t> tensor_bytes(GgmlType t, int64_t ne0, int64_t ne1, std::mt19937& rng, float sd,
+                                  float mean = 0.0f) {
     std::normal_distribution<float> d(mean, sd);
     std::vector<float> f(static_cast<size_t>(ne0 * ne1));
     for (float& v : f) v = d(rng);
     const size_t rb = zinc::quant::row_size(t, ne0);
     std::vector<uint8_t> out(rb * ne1);
-    for (int64_t r = 0; r < ne1; ++r) zinc::quant::quantize_row(t, f.data() + r * ne0, out.data() + r * rb, ne0);
+    for (int64_t r = 0; r < ne1; ++r)
+        zinc::quant::quantize_row(t, f.data() + r * ne0, out.data() + r * rb, ne0);
     return out;
 }
 
@@ -165,7 +166,7 @@ TEST(ModelLoad, QwenVariantsRequireTheirExtraTensors) {
 }
 
 class TinyContext : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         loaded_ = open_spec(TinySpec{});
         auto m = zinc::model::Model::load(*loaded_.file, {});
@@ -190,7 +191,8 @@ TEST_F(TinyContext, TokenOutOfRangeAndOverflowAreErrorsThatChangeNothing) {
     const std::vector<int32_t> bad = {1, 2, 40};
     auto r = c->eval(bad);
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("token id 40 at index 2 is out of range [0, 40)"), std::string::npos)
+    EXPECT_NE(r.error().message.find("token id 40 at index 2 is out of range [0, 40)"),
+              std::string::npos)
         << r.error().message;
     EXPECT_EQ(c->n_past(), 0);
     const std::vector<int32_t> neg = {-1};
@@ -213,14 +215,16 @@ TEST_F(TinyContext, ChunkingThreadingAndDecodeGiveTheSameLogits) {
     ASSERT_TRUE(ref->eval(toks, true).ok());
     std::vector<float> want(toks.size() * nv);
     for (size_t i = 0; i < toks.size(); ++i) {
-        std::copy(ref->logits(static_cast<int>(i)), ref->logits(static_cast<int>(i)) + nv, want.begin() + i * nv);
+        std::copy(ref->logits(static_cast<int>(i)), ref->logits(static_cast<int>(i)) + nv,
+                  want.begin() + i * nv);
     }
     for (float v : want) ASSERT_TRUE(std::isfinite(v));
     // Chunks of 3 tokens on 2 threads, all logits.
     auto chunked = make(32, 2, 3);
     ASSERT_TRUE(chunked->eval(toks, true).ok());
     for (size_t i = 0; i < toks.size(); ++i) {
-        for (int v = 0; v < nv; ++v) ASSERT_EQ(chunked->logits(static_cast<int>(i))[v], want[i * nv + v]);
+        for (int v = 0; v < nv; ++v)
+            ASSERT_EQ(chunked->logits(static_cast<int>(i))[v], want[i * nv + v]);
     }
     // One token at a time (decode path).
     auto dec = make(32, 2, 512);

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
-#include <thread>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/activations.h"
@@ -48,7 +48,8 @@ TEST(Ops, RmsNormMatchesFloat64) {
         double ss = 0;
         for (float v : x) ss += double(v) * v;
         const double s = 1.0 / std::sqrt(ss / n + 1e-5);
-        for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i] * s * w[i], 1e-5 * (1 + std::abs(x[i] * s * w[i])));
+        for (int64_t i = 0; i < n; ++i)
+            EXPECT_NEAR(y[i], x[i] * s * w[i], 1e-5 * (1 + std::abs(x[i] * s * w[i])));
     }
 }
 
@@ -92,7 +93,8 @@ TEST(Ops, RopeNormAndNeoxMatchFloat64) {
                 // theta = pos * base^(-2i/n) in float loses ~pos * 1e-7 rad.
                 const double tol = 2e-6 * (1 + pos);
                 for (int i = 0; i < n_heads * hd; ++i) {
-                    ASSERT_NEAR(x[i], ref[i], tol) << "neox=" << neox << " pos=" << pos << " i=" << i;
+                    ASSERT_NEAR(x[i], ref[i], tol)
+                        << "neox=" << neox << " pos=" << pos << " i=" << i;
                 }
             }
         }
@@ -143,7 +145,8 @@ TEST(Ops, ActivationsMatchFloat64) {
     for (int64_t i = 0; i < n; ++i) {
         const double x = g[i];
         const double silu = x / (1 + std::exp(-x));
-        const double gelu = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        const double gelu =
+            0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
         EXPECT_NEAR(a[i], silu, 1e-6 * (1e-3 + std::abs(silu))) << x;
         EXPECT_NEAR(b[i], gelu, 1e-6 * (1e-3 + std::abs(gelu))) << x;
         EXPECT_NEAR(y[i], silu * u[i], 1e-6 * (1e-3 + std::abs(silu * u[i]))) << x;
@@ -226,7 +229,9 @@ TEST(ThreadPool, SplitRangeCoversExactly) {
 
 // Attention reference: f64 softmax(q.k * scale) v over f16-rounded K/V (the cache format).
 TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
-    struct Case { int n_head, n_head_kv, hd, window, pos0, n_tokens; };
+    struct Case {
+        int n_head, n_head_kv, hd, window, pos0, n_tokens;
+    };
     for (const Case c : {Case{4, 4, 16, 0, 0, 5}, Case{9, 3, 64, 0, 3, 4}, Case{4, 1, 256, 3, 0, 8},
                          Case{4, 2, 32, 5, 10, 1}, Case{2, 1, 8, 1, 4, 3}, Case{2, 1, 520, 0, 2, 3},
                          Case{6, 2, 12, 2, 0, 7}}) {
@@ -241,7 +246,8 @@ TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
         for (int nt : {1, 2}) {
             zc::ThreadPool pool(nt);
             std::vector<float> out(static_cast<size_t>(c.n_tokens) * c.n_head * c.hd);
-            zc::AttentionParams p{c.n_head, c.n_head_kv, c.hd, c.hd, 1.0f / std::sqrt(float(c.hd)), c.window};
+            zc::AttentionParams p{c.n_head, c.n_head_kv, c.hd, c.hd, 1.0f / std::sqrt(float(c.hd)),
+                                  c.window};
             std::vector<float> scores(zc::attention_scratch_floats(p, nt, n_pos));
             zc::attention(pool, p, q.data(), c.n_head * c.hd, c.n_tokens, c.pos0,
                           zc::KvView{k.data(), v.data(), kvd, kvd}, out.data(), c.n_head * c.hd,
@@ -271,7 +277,8 @@ TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
                             o += s[a] / sum * f16_round(vf[js[a] * kvd + kvh * c.hd + i]);
                         }
                         ASSERT_NEAR(out[(t * c.n_head + h) * c.hd + i], o, 1e-4)
-                            << "case hd=" << c.hd << " window=" << c.window << " t=" << t << " h=" << h;
+                            << "case hd=" << c.hd << " window=" << c.window << " t=" << t
+                            << " h=" << h;
                     }
                 }
             }
@@ -290,9 +297,11 @@ TEST_P(MatmulTypes, MatchesFloat64OfDequantizedWeights) {
     const auto wf = randn(static_cast<size_t>(k * m), 31, 0.5f);
     const size_t rb = zinc::quant::row_size(t, k);
     std::vector<uint8_t> wq(rb * m);
-    for (int64_t r = 0; r < m; ++r) zinc::quant::quantize_row(t, wf.data() + r * k, wq.data() + r * rb, k);
+    for (int64_t r = 0; r < m; ++r)
+        zinc::quant::quantize_row(t, wf.data() + r * k, wq.data() + r * rb, k);
     std::vector<float> wd(static_cast<size_t>(k * m));
-    for (int64_t r = 0; r < m; ++r) zinc::quant::dequantize_row(t, wq.data() + r * rb, wd.data() + r * k, k);
+    for (int64_t r = 0; r < m; ++r)
+        zinc::quant::dequantize_row(t, wq.data() + r * rb, wd.data() + r * k, k);
     const zc::MatView w{t, k, m, wq.data(), rb};
     const auto bias = randn(m, 33);
     for (int n_tokens : {1, 3, 17}) {
@@ -320,15 +329,12 @@ TEST_P(MatmulTypes, MatchesFloat64OfDequantizedWeights) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllWeightTypes, MatmulTypes,
-                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
-                                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                           GgmlType::Q6_K),
-                         [](const auto& info) {
-                             return std::string(zinc::quant::type_name(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllWeightTypes, MatmulTypes,
+    ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                      GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+    [](const auto& info) { return std::string(zinc::quant::type_name(info.param)); });
 
 TEST(Ops, MatmulGroupSharesPackingAcrossTypes) {
     // Q/K/V style: three weights of different vec_dot types on the same activations.
@@ -346,7 +352,8 @@ TEST(Ops, MatmulGroupSharesPackingAcrossTypes) {
         deq.emplace_back(k * rows[j]);
         for (int64_t r = 0; r < rows[j]; ++r) {
             zinc::quant::quantize_row(types[j], wf.data() + r * k, store[j].data() + r * rb, k);
-            zinc::quant::dequantize_row(types[j], store[j].data() + r * rb, deq[j].data() + r * k, k);
+            zinc::quant::dequantize_row(types[j], store[j].data() + r * rb, deq[j].data() + r * k,
+                                        k);
         }
         views.push_back({types[j], k, rows[j], store[j].data(), rb});
     }
@@ -378,7 +385,8 @@ TEST(Ops, GetRowsDequantizesAndScales) {
     const auto wf = randn(k * m, 61);
     const size_t rb = zinc::quant::row_size(GgmlType::Q8_0, k);
     std::vector<uint8_t> wq(rb * m);
-    for (int64_t r = 0; r < m; ++r) zinc::quant::quantize_row(GgmlType::Q8_0, wf.data() + r * k, wq.data() + r * rb, k);
+    for (int64_t r = 0; r < m; ++r)
+        zinc::quant::quantize_row(GgmlType::Q8_0, wf.data() + r * k, wq.data() + r * rb, k);
     const zc::MatView w{GgmlType::Q8_0, k, m, wq.data(), rb};
     const int32_t ids[3] = {9, 0, 4};
     std::vector<float> out(3 * k);
@@ -387,8 +395,10 @@ TEST(Ops, GetRowsDequantizesAndScales) {
         for (int64_t i = 0; i < k; ++i) {
             // Q8_0 keeps each value within half a step (absmax/127/2) of the original.
             float amax = 0;
-            for (int64_t j = (i / 32) * 32; j < (i / 32 + 1) * 32; ++j) amax = std::max(amax, std::abs(wf[ids[t] * k + j]));
-            EXPECT_NEAR(out[t * k + i], 2.0f * wf[ids[t] * k + i], 2.0f * (amax / 127.0f * 0.5f + 1e-3f));
+            for (int64_t j = (i / 32) * 32; j < (i / 32 + 1) * 32; ++j)
+                amax = std::max(amax, std::abs(wf[ids[t] * k + j]));
+            EXPECT_NEAR(out[t * k + i], 2.0f * wf[ids[t] * k + i],
+                        2.0f * (amax / 127.0f * 0.5f + 1e-3f));
         }
     }
 }
@@ -396,11 +406,13 @@ TEST(Ops, GetRowsDequantizesAndScales) {
 TEST(Ops, MatmulMultiAndPlainPathsAreBitIdentical) {
     const int64_t k = 512, m = 40;
     const int n_tokens = 13;
-    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F16}) {
+    for (GgmlType t :
+         {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F16}) {
         const auto wf = randn(static_cast<size_t>(k * m), 71, 0.5f);
         const size_t rb = zinc::quant::row_size(t, k);
         std::vector<uint8_t> wq(rb * m);
-        for (int64_t r = 0; r < m; ++r) zinc::quant::quantize_row(t, wf.data() + r * k, wq.data() + r * rb, k);
+        for (int64_t r = 0; r < m; ++r)
+            zinc::quant::quantize_row(t, wf.data() + r * k, wq.data() + r * rb, k);
         const zc::MatView w{t, k, m, wq.data(), rb};
         const auto x = randn(static_cast<size_t>(k) * n_tokens, 72);
         zc::ThreadPool pool(2);
