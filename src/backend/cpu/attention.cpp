@@ -2,7 +2,6 @@
 #include "backend/cpu/attention.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "backend/cpu/f16_vec.h"
 #include "backend/cpu/softmax.h"
@@ -55,20 +54,11 @@ void attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64
             }
             for (int g = 0; g < group; ++g) softmax(s_all + g * n, n);
 
-            // out_g = sum_j s[g][j] v_j
-            std::memset(o0, 0, sizeof(float) * group * p.head_dim_v);
-            for (int64_t j = 0; j < n; ++j) {
-                const uint16_t* vj = vbase + (lo + j) * kv.v_stride;
-                if (widen) {
-                    f16_to_f32_row(vj, row, p.head_dim_v);
-                    for (int g = 0; g < group; ++g) {
-                        axpy_f32(s_all[g * n + j], row, o0 + g * p.head_dim_v, p.head_dim_v);
-                    }
-                } else {
-                    for (int g = 0; g < group; ++g) {
-                        axpy_f16(s_all[g * n + j], vj, o0 + g * p.head_dim_v, p.head_dim_v);
-                    }
-                }
+            // out_g = sum_j s[g][j] v_j, accumulated in registers over j.
+            const uint16_t* vfirst = vbase + lo * kv.v_stride;
+            for (int g = 0; g < group; ++g) {
+                weighted_sum_f16(s_all + g * n, n, vfirst, kv.v_stride, o0 + g * p.head_dim_v,
+                                 p.head_dim_v);
             }
         }
     });

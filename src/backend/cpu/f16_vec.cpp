@@ -137,4 +137,45 @@ void axpy_f32(float s, const float* x, float* y, int64_t n) {
     for (; i < n; ++i) y[i] += s * x[i];
 }
 
+void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_stride, float* out,
+                      int64_t dim) {
+    int64_t d = 0;
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        auto load = [](const uint16_t* p) {
+            return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        };
+        for (; d + 32 <= dim; d += 32) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+            __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+            const uint16_t* vp = v + d;
+            for (int64_t j = 0; j < n; ++j, vp += v_stride) {
+                const __m256 s = _mm256_broadcast_ss(w + j);
+                a0 = _mm256_fmadd_ps(s, load(vp), a0);
+                a1 = _mm256_fmadd_ps(s, load(vp + 8), a1);
+                a2 = _mm256_fmadd_ps(s, load(vp + 16), a2);
+                a3 = _mm256_fmadd_ps(s, load(vp + 24), a3);
+            }
+            _mm256_storeu_ps(out + d, a0);
+            _mm256_storeu_ps(out + d + 8, a1);
+            _mm256_storeu_ps(out + d + 16, a2);
+            _mm256_storeu_ps(out + d + 24, a3);
+        }
+        for (; d + 8 <= dim; d += 8) {
+            __m256 a0 = _mm256_setzero_ps();
+            const uint16_t* vp = v + d;
+            for (int64_t j = 0; j < n; ++j, vp += v_stride) {
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), load(vp), a0);
+            }
+            _mm256_storeu_ps(out + d, a0);
+        }
+    }
+#endif
+    for (; d < dim; ++d) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < n; ++j) acc += w[j] * quant::fp16_to_fp32(v[j * v_stride + d]);
+        out[d] = acc;
+    }
+}
+
 }  // namespace zinc::cpu
