@@ -242,9 +242,10 @@ def plot(summary, a, path):
         ax.set_xticks(list(x))
         ax.set_xticklabels(names)
         ax.set_ylabel("tokens/s")
-        ax.set_title(f"{test}{a.p if test == 'pp' else a.n}, {a.threads} threads")
-        ax.set_ylim(bottom=0)
-        ax.margins(y=0.2)
+        ax.set_title(f"{test}{a.p if test == 'pp' else a.n}, {a.threads} "
+                     f"thread{'s' if a.threads != 1 else ''}")
+        ax.set_ylim(0, 1.2 * max(summary[n][f"{e}.{test}.mean"] + summary[n][f"{e}.{test}.sd"]
+                                 for n in names for e in ("zinc", "llama.cpp")))
         ax.legend()
     fig.suptitle("zinc vs llama.cpp (CPU), mean ± sd over alternating runs")
     fig.tight_layout()
