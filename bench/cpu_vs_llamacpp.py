@@ -186,7 +186,8 @@ def cpu_model():
 
 def table(summary, a, meta):
     mib = lambda b: f"{b / 2**20:.1f} MiB"
-    lines = [f"Run {meta['date']} on {meta['cpu']} ({meta['n_cpus']} CPUs), {a.threads} threads, "
+    threads = f"{a.threads} thread{'s' if a.threads != 1 else ''}"
+    lines = [f"Run {meta['date']} on {meta['cpu']} ({meta['n_cpus']} CPUs), {threads}, "
              f"{a.rounds} alternating rounds; {meta['zinc_version'].splitlines()[0]}; "
              "llama.cpp from llama-cpp-python 0.3.36.", "",
              "Tokens/s: mean ± sd over the rounds (as llama-bench reports), then the median; the "
@@ -207,7 +208,8 @@ def table(summary, a, meta):
                 f"| >= {target}x: {'met' if r >= target else 'MISSED'} |")
     loads = [r["load_avg_1m_before"] for r in RUNS]
     lines += ["", f"1-minute load average before each run: min {min(loads):.2f}, "
-              f"max {max(loads):.2f} (2 CPUs: above ~0.5 other work was competing); both engines "
+              f"max {max(loads):.2f} ({meta['n_cpus']} CPUs: near or above that, other work was "
+              "competing); both engines "
               f"ran at nice {a.nice}.", ""]
     lines += ["| model | engine | peak RSS | model file + KV cache (n_ctx) + 64 MiB | within |",
               "| --- | --- | ---: | ---: | --- |"]
