@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "chat/chat_template.h"
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
@@ -131,6 +132,21 @@ int run_check(const CheckOptions& o) {
         else
             r.ready("tokenizer",
                     msg + "; \"Hello, world!\" -> " + std::to_string(probe.size()) + " tokens");
+    }
+
+    // Chat template (only --chat needs it, so problems are warnings).
+    if (auto src = chat::template_from_gguf(file); !src) {
+        r.warn("chat template", src.error().message);
+    } else if (auto tmpl = chat::ChatTemplate::parse(src.value().text, "tokenizer.chat_template");
+               !tmpl) {
+        r.warn("chat template", tmpl.error().message + "; --chat will not work");
+    } else if (src.value().is_fallback) {
+        r.warn("chat template",
+               "the file has none; --chat uses ChatML, which may not be the "
+               "format the model was trained on");
+    } else {
+        r.ready("chat template", "tokenizer.chat_template parses (" +
+                                     std::to_string(src.value().text.size()) + " bytes)");
     }
 
     // Context and memory fit.
