@@ -257,7 +257,7 @@ def test_check_ready():
     assert lines[-1].startswith("zinc --check: READY") or lines[-1].startswith("zinc --check: WARN")
     levels = [ln.split()[0] for ln in lines[:-1]]
     assert set(levels) <= {"READY", "WARN"}, out
-    for item in ("host:", "cpu:", "model:", "weights:", "tokenizer:", "memory:"):
+    for item in ("host:", "cpu:", "model:", "weights:", "tokenizer:", "chat template:", "memory:"):
         assert any(item in ln for ln in out.splitlines()), (item, out)
     r = gguf.GGUFReader(str(SMOL))
     assert f"{len(r.tensors)} tensors" in out
