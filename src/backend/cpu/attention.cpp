@@ -41,9 +41,12 @@ void attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64
                 const uint16_t* kj = kbase + (lo + j) * kv.k_stride;
                 if (widen) {
                     f16_to_f32_row(kj, row, p.head_dim_k);
-                    for (int g = 0; g < group; ++g) {
-                        s_all[g * n + j] =
-                            dot_f32(q0 + g * p.head_dim_k, row, p.head_dim_k) * p.scale;
+                    float d[4];
+                    for (int g0 = 0; g0 < group; g0 += 4) {
+                        const int ng = std::min(4, group - g0);
+                        dot_f32_rows(q0 + g0 * p.head_dim_k, p.head_dim_k, ng, row, p.head_dim_k,
+                                     d);
+                        for (int g = 0; g < ng; ++g) s_all[(g0 + g) * n + j] = d[g] * p.scale;
                     }
                 } else {
                     for (int g = 0; g < group; ++g) {

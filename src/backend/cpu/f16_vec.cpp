@@ -137,6 +137,56 @@ void axpy_f32(float s, const float* x, float* y, int64_t n) {
     for (; i < n; ++i) y[i] += s * x[i];
 }
 
+#ifdef ZINC_F16_SIMD
+namespace {
+template <int G>
+void dot_rows_avx2(const float* a, int64_t a_stride, const float* b, int64_t n, float* out) {
+    __m256 acc0[G], acc1[G];
+    for (int g = 0; g < G; ++g) acc0[g] = acc1[g] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 b0 = _mm256_loadu_ps(b + i), b1 = _mm256_loadu_ps(b + i + 8);
+        for (int g = 0; g < G; ++g) {
+            acc0[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + g * a_stride + i), b0, acc0[g]);
+            acc1[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + g * a_stride + i + 8), b1, acc1[g]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 b0 = _mm256_loadu_ps(b + i);
+        for (int g = 0; g < G; ++g) {
+            acc0[g] = _mm256_fmadd_ps(_mm256_loadu_ps(a + g * a_stride + i), b0, acc0[g]);
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        float sum = hsum(_mm256_add_ps(acc0[g], acc1[g]));
+        for (int64_t k = i; k < n; ++k) sum += a[g * a_stride + k] * b[k];
+        out[g] = sum;
+    }
+}
+}  // namespace
+#endif
+
+void dot_f32_rows(const float* a, int64_t a_stride, int n_a, const float* b, int64_t n,
+                  float* out) {
+#ifdef ZINC_F16_SIMD
+    if (use_simd()) {
+        switch (n_a) {
+            case 1:
+                return dot_rows_avx2<1>(a, a_stride, b, n, out);
+            case 2:
+                return dot_rows_avx2<2>(a, a_stride, b, n, out);
+            case 3:
+                return dot_rows_avx2<3>(a, a_stride, b, n, out);
+            case 4:
+                return dot_rows_avx2<4>(a, a_stride, b, n, out);
+            default:
+                break;
+        }
+    }
+#endif
+    for (int g = 0; g < n_a; ++g) out[g] = dot_f32(a + g * a_stride, b, n);
+}
+
 void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_stride, float* out,
                       int64_t dim) {
     int64_t d = 0;

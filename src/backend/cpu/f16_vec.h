@@ -19,6 +19,9 @@ void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 /// y[i] += s * x[i]
 void axpy_f32(float s, const float* x, float* y, int64_t n);
+/// out[g] = a_g . b for g < n_a (n_a <= 4), a_g = a + g * a_stride: one pass over b shared by
+/// all rows (bit-identical to dot_f32 per row).
+void dot_f32_rows(const float* a, int64_t a_stride, int n_a, const float* b, int64_t n, float* out);
 /// out[d] = sum_{j < n} w[j] * f16(v[j * v_stride + d]) for d < dim, accumulated in registers
 /// in j order (bit-identical to zeroing out and calling axpy_f16 for j = 0, 1, ...).
 void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_stride, float* out,

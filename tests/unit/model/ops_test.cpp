@@ -234,7 +234,7 @@ TEST(Ops, AttentionCausalGqaWindowMatchesFloat64) {
     };
     for (const Case c : {Case{4, 4, 16, 0, 0, 5}, Case{9, 3, 64, 0, 3, 4}, Case{4, 1, 256, 3, 0, 8},
                          Case{4, 2, 32, 5, 10, 1}, Case{2, 1, 8, 1, 4, 3}, Case{2, 1, 520, 0, 2, 3},
-                         Case{6, 2, 12, 2, 0, 7}}) {
+                         Case{9, 1, 64, 0, 1, 3}, Case{6, 2, 12, 2, 0, 7}}) {
         const int n_pos = c.pos0 + c.n_tokens;
         const int kvd = c.n_head_kv * c.hd;
         const auto kf = randn(static_cast<size_t>(n_pos) * kvd, 21);
