@@ -145,6 +145,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         }
         const double target = static_cast<double>(opts_.top_p) * z;
         size_t active = cand_.size();  // the prefix is searched within cand_[0 .. active)
+        bool done = false;
         if (bucketed) {
             double cum = 0.0;
             int b = 0;
@@ -159,10 +160,37 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
                     std::partition(cand_.begin(), cand_.end(),
                                    [thr](const Cand& c) { return c.first >= thr; }) -
                     cand_.begin());
+                // Tokens in buckets 0 .. b-3 are surely inside the prefix (the mass through
+                // bucket b-1 is below the target, with a bucket to spare for rounding), so only
+                // the few buckets around the crossing need sorting; the kept set is the same as
+                // a full sort would give, in a different (still deterministic) order.
+                if (b >= 3) {
+                    const float thr_hi = max_l - static_cast<float>(b - 2) * kWidth;
+                    const auto hi_end = std::partition(
+                        cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(active),
+                        [thr_hi](const Cand& c) { return c.first >= thr_hi; });
+                    double cum = 0.0;
+                    for (auto it = cand_.begin(); it != hi_end; ++it)
+                        cum += std::exp(static_cast<double>(it->first - max_l));
+                    std::sort(hi_end, cand_.begin() + static_cast<std::ptrdiff_t>(active),
+                              cand_before);
+                    size_t keep = 0;
+                    for (size_t i = static_cast<size_t>(hi_end - cand_.begin());
+                         cum < target && i < active; ++i) {
+                        cum += std::exp(static_cast<double>(cand_[i].first - max_l));
+                        if (cum >= target) keep = i + 1;
+                    }
+                    if (keep > 0) {
+                        cand_.resize(keep);
+                        n_sorted = 0;  // the sure part is unordered
+                        done = true;
+                    }
+                    // otherwise (rounding): fall through to the sorted search below
+                }
             }
         }
         size_t m = std::min<size_t>(active, 64);
-        for (;;) {
+        while (!done) {
             if (n_sorted < m) {
                 sort_prefix(cand_, m, active);
                 n_sorted = m;
