@@ -10,7 +10,8 @@ Checks (zinc is driven through build/logits_tool with the golden's prompt token 
     divergence is accepted only at a true near-tie: zinc's pick is in llama.cpp's top-5 at that
     step with a logit less than NEAR_TIE (1.0) below llama.cpp's best. After such a divergence zinc is
     teacher-forced along llama.cpp's tokens and must pick llama.cpp's token at every remaining
-    step, again except near-ties. Every exception is printed (pytest -s, or ctest -V).
+    step, again except near-ties. Every exception is printed (pytest -s) and written to
+    $ZINC_BUILD_DIR/model_goldens_report.txt.
   * top-20 logits at the first 8 prompt positions: for each of llama.cpp's top-20 ids,
     |zinc - llama.cpp| <= 1.0 + 0.06 * |llama.cpp logit|; where zinc's top-1 differs, llama.cpp
     must rank zinc's choice within that tolerance (for both logits) of its best.
@@ -129,9 +130,17 @@ def need(path):
 
 @pytest.fixture(scope="module")
 def report():
+    """Collected exceptions and measurements; printed (pytest -s) and written to
+    $ZINC_BUILD_DIR/model_goldens_report.txt so near-tie exceptions are never silent."""
     lines = []
     yield lines
-    sys.stderr.write("\n" + "\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    sys.stderr.write("\n" + text)
+    try:
+        with open(os.path.join(BUILD, "model_goldens_report.txt"), "w") as f:
+            f.write(text)
+    except OSError:
+        pass
 
 
 @pytest.mark.parametrize("name", REAL)
