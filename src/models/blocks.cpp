@@ -2,6 +2,7 @@
 #include "models/blocks.h"
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "backend/cpu/activations.h"
@@ -135,6 +136,15 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
     dump(st, "ffn_out", il, out, cfg.n_embd);
 }
 
+void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim) {
+    if (st.all_logits || st.n_tokens == 1) return;
+    const int64_t last = st.n_tokens - 1;
+    for (float* b : bufs) std::memmove(b, b + last * dim, sizeof(float) * dim);
+    st.tokens += last;
+    st.pos0 += last;
+    st.n_tokens = 1;
+}
+
 void add_residual(ForwardState& st, float* x, const float* y, int64_t dim) {
     parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
         cpu::add(x + r0 * dim, y + r0 * dim, x + r0 * dim, (r1 - r0) * dim);
@@ -146,7 +156,7 @@ void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
     if (!st.logits) return;  // a prefill chunk whose logits nobody asked for
     model::Workspace& ws = st.ws;
     const int64_t d = cfg.n_embd;
-    const int first = st.all_logits ? 0 : st.n_tokens - 1;
+    const int first = st.all_logits ? 0 : st.n_tokens - 1;  // 0 after keep_output_rows
     const int n_out = st.n_tokens - first;
     cpu::rms_norm_rows(ws.x.data() + first * d, norm.f32(), ws.xn.data(), n_out, d, cfg.rms_eps);
     cpu::matmul(st.pool, st.mm, lm_head.mat, ws.xn.data(), n_out, d, st.logits, cfg.n_vocab);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include "model/config.h"
@@ -56,6 +57,11 @@ enum class Activation { SiLU, GeluTanh };
 /// out = down(act(gate xn) * (up xn)): SwiGLU (SiLU) or GeGLU (tanh GELU). out: (n_tokens, n_embd)
 void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeights& w,
                Activation act, const float* xn, float* out);
+
+/// In the last layer, after attention has written its K/V, only the rows whose logits are
+/// wanted matter: unless st.all_logits, move the last token's row of each buffer to row 0 and
+/// set st.n_tokens = 1, so the final FFN and norms run on one row (as llama.cpp's inp_out_ids).
+void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim);
 
 /// x += y over (n_tokens, dim).
 void add_residual(ForwardState& st, float* x, const float* y, int64_t dim);

@@ -81,6 +81,7 @@ class Gemma3 : public model::ArchModel {
             const Layer& L = layers_[il];
             rms_norm(st, x, *L.attn_norm, c.rms_eps, xn, c.n_embd);
             self_attention(st, c, il, L.attn, xn, h);
+            if (il == c.n_layer - 1) keep_output_rows(st, {x, h}, c.n_embd);
             rms_norm(st, h, *L.post_attn_norm, c.rms_eps, h, c.n_embd);
             add_residual(st, x, h, c.n_embd);
             rms_norm(st, x, *L.ffn_norm, c.rms_eps, xn, c.n_embd);

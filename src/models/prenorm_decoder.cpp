@@ -64,6 +64,7 @@ void PrenormDecoder::forward(ForwardState& st) const {
         const Layer& L = layers_[il];
         rms_norm(st, x, *L.attn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
         self_attention(st, c, il, L.attn, ws.xn.data(), ws.proj.data());
+        if (il == c.n_layer - 1) keep_output_rows(st, {x, ws.proj.data()}, c.n_embd);
         add_residual(st, x, ws.proj.data(), c.n_embd);
         rms_norm(st, x, *L.ffn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
         ffn_gated(st, c, il, L.ffn, Activation::SiLU, ws.xn.data(), ws.proj.data());

@@ -226,6 +226,12 @@ TEST_F(TinyContext, ChunkingThreadingAndDecodeGiveTheSameLogits) {
         for (int v = 0; v < nv; ++v)
             ASSERT_EQ(chunked->logits(static_cast<int>(i))[v], want[i * nv + v]);
     }
+    // Last-token logits only (the final layer then runs its FFN on one row), in chunks of 4.
+    auto last_only = make(32, 2, 4);
+    ASSERT_TRUE(last_only->eval(toks, false).ok());
+    for (int v = 0; v < nv; ++v) {
+        ASSERT_EQ(last_only->logits()[v], want[(toks.size() - 1) * nv + v]);
+    }
     // One token at a time (decode path).
     auto dec = make(32, 2, 512);
     for (size_t i = 0; i < toks.size(); ++i) {
