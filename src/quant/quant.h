@@ -36,6 +36,19 @@ float vec_dot(GgmlType t, int64_t n, const void* w, const void* a);
 void vec_dot_multi(GgmlType t, int64_t n, const void* w, const void* a, size_t a_stride, int n_a,
                    float* out);
 
+/// Tiled product of n_w weight rows and n_a activation rows (prefill): for r < n_w, j < n_a,
+///   out[j * out_stride + r] = vec_dot(t, n, w + r * w_stride, a + j * a_stride)
+/// (w and a strides in bytes, out_stride in floats; activations packed as for vec_dot).
+/// Bit-identical to vec_dot for every type and selected kernel set. Types with a register-tiled
+/// micro-kernel (gemm_tile_is_tiled: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 with AVX2 or AVX-512 VNNI) reuse
+/// each loaded weight block across several activation rows and each activation block across
+/// several weight rows; the others run vec_dot_multi once per weight row.
+void gemm_tile(GgmlType t, int64_t n, const void* w, size_t w_stride, int n_w, const void* a,
+               size_t a_stride, int n_a, float* out, size_t out_stride);
+
+/// Whether gemm_tile has a register-tiled kernel for type t in the selected kernel set.
+bool gemm_tile_is_tiled(GgmlType t);
+
 /// The scalar reference of vec_dot (same contract, no SIMD).
 float vec_dot_ref(GgmlType t, int64_t n, const void* w, const void* a);
 

@@ -28,6 +28,8 @@ void MatmulScratch::Free::operator()(uint8_t* p) const {
 MatmulScratch::MatmulScratch() {
     const char* e = std::getenv("ZINC_MATMUL_MULTI");
     use_multi_ = !(e && e[0] == '0');
+    const char* t = std::getenv("ZINC_MATMUL_TILED");
+    use_tiled_ = use_multi_ && !(t && t[0] == '0');
 }
 MatmulScratch::~MatmulScratch() = default;
 
@@ -129,6 +131,26 @@ void matmul(ThreadPool& pool, MatmulScratch& scratch, std::span<const MatmulJob>
                         float v = quant::vec_dot(w.type, k, w.data + r * w.row_bytes, at);
                         if (job.bias) v += job.bias[r];
                         yt[r] = v;
+                    }
+                }
+                continue;
+            }
+            if (scratch.use_tiled() && quant::gemm_tile_is_tiled(w.type)) {
+                // Register-tiled GEMM over the block's rows and a chunk of tokens: the chunk's
+                // packed activations (kChunk x a_row bytes) and the block's weights (~16 KiB)
+                // stay in L1/L2 while the micro-kernel walks them in tiles.
+                constexpr int kChunk = 32;
+                for (int t0 = 0; t0 < n_tokens; t0 += kChunk) {
+                    const int nt = std::min(kChunk, n_tokens - t0);
+                    float* yt = job.y + t0 * job.ldy;
+                    quant::gemm_tile(w.type, k, w.data + r0 * w.row_bytes, w.row_bytes,
+                                     static_cast<int>(r1 - r0),
+                                     a + static_cast<size_t>(t0) * a_row, a_row, nt, yt + r0,
+                                     static_cast<size_t>(job.ldy));
+                    if (job.bias) {
+                        for (int i = 0; i < nt; ++i) {
+                            for (int64_t r = r0; r < r1; ++r) yt[i * job.ldy + r] += job.bias[r];
+                        }
                     }
                 }
                 continue;

@@ -9,8 +9,10 @@
 // contiguous range of blocks, so every core streams its share of the weights sequentially
 // (decode is memory-bound; interleaved blocks measured 1.5x slower). A part whose thread is late
 // is run by the caller (ThreadPool's claimable parts), so a busy core does not stall the op.
-// Inside a block the weight rows stay in L1 while 8-token tiles of the chunk are multiplied with
-// them (quant::vec_dot_multi), so a prefill chunk streams each weight byte from memory once.
+// Inside a block the weight rows stay in L1 while the chunk's tokens are multiplied with them:
+// by quant::gemm_tile's register tiles (several weight rows x several tokens per inner loop) for
+// the types that have one, else by 8-token tiles of quant::vec_dot_multi. Either way a prefill
+// chunk streams each weight byte from memory once.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +54,10 @@ class MatmulScratch {
     /// (row, token); env ZINC_MATMUL_MULTI=0 selects the plain path for A/B checks. Both give
     /// bit-identical results.
     bool use_multi() const { return use_multi_; }
+    /// Whether prefill uses the register-tiled quant::gemm_tile for the types that have a tiled
+    /// micro-kernel (default; needs use_multi). Env ZINC_MATMUL_TILED=0 (read once, at
+    /// construction) restores the vec_dot_multi token tiles. Bit-identical either way.
+    bool use_tiled() const { return use_tiled_; }
 
     static constexpr int kMaxTypes = 4;
 
@@ -62,6 +68,7 @@ class MatmulScratch {
     std::unique_ptr<uint8_t, Free> bufs_[kMaxTypes];
     size_t cap_ = 0;
     bool use_multi_ = true;
+    bool use_tiled_ = true;
 };
 
 /// Run every job on the same activations x (n_tokens rows, row stride ldx floats, n_cols =
