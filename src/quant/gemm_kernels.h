@@ -162,36 +162,60 @@ constexpr bool has_min = std::is_same_v<typename P::ABlock, BlockQ8_1>;
 
 // One parity pass: acc[r][j] = chain over blocks i = par, par + 2, ... of
 // fma(d_w * d_a, lanes(i), acc).
+template <int RM, int RN>
+struct Acc {
+    __m256 v[RM][RN];
+};
+
+// (Returned by value: a local array the compiler keeps in registers; an array passed by
+// reference was stored back to memory on every iteration.)
 template <typename P, int RM, int RN>
-[[gnu::always_inline]] inline void legacy_pass(const typename P::Block* const* x,
-                                               const typename P::ABlock* const* y, int64_t nb,
-                                               int64_t par, __m256 (&acc)[RM][RN]) {
+[[gnu::always_inline]] inline Acc<RM, RN> legacy_pass(const typename P::Block* const* x,
+                                                      const typename P::ABlock* const* y,
+                                                      int64_t nb, int64_t par) {
     const float* tab = fp16_table();
+    __m256 acc[RM][RN];
 #pragma GCC unroll 16
     for (int r = 0; r < RM; ++r) {
 #pragma GCC unroll 16
         for (int j = 0; j < RN; ++j) acc[r][j] = _mm256_setzero_ps();
     }
+    static_assert(RM <= 4);
     for (int64_t i = par; i < nb; i += 2) {
         Prep wp[RM];
-        __m256 dx[RM];
+        uint64_t halves = 0;
 #pragma GCC unroll 16
         for (int r = 0; r < RM; ++r) {
             wp[r] = P::prep_w(x[r][i]);
-            dx[r] = _mm256_set1_ps(tab[x[r][i].d]);
+            halves |= static_cast<uint64_t>(x[r][i].d) << (16 * r);
+        }
+        // The RM weight scales as f32 lanes (F16C conversion is exact, as the table), then the
+        // RM x RN products d_w * d_a with one multiply per activation, read back as broadcast
+        // operands of the FMAs: no scalar multiply or register broadcast per pair.
+        const __m128 dx = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(halves)));
+        alignas(16) float dd[RN][4];
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) {
+            _mm_store_ps(dd[j], _mm_mul_ps(dx, _mm_broadcast_ss(&tab[y[j][i].d])));
         }
 #pragma GCC unroll 16
         for (int j = 0; j < RN; ++j) {
             const Prep ap = P::prep_act(y[j][i]);
-            const __m256 dy = _mm256_set1_ps(tab[y[j][i].d]);
 #pragma GCC unroll 16
             for (int r = 0; r < RM; ++r) {
                 const __m256i p = P::dot(wp[r], ap);
-                acc[r][j] =
-                    _mm256_fmadd_ps(_mm256_mul_ps(dx[r], dy), _mm256_cvtepi32_ps(p), acc[r][j]);
+                acc[r][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[j][r]), _mm256_cvtepi32_ps(p),
+                                            acc[r][j]);
             }
         }
     }
+    Acc<RM, RN> out;
+#pragma GCC unroll 16
+    for (int r = 0; r < RM; ++r) {
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) out.v[r][j] = acc[r][j];
+    }
+    return out;
 }
 
 // RM x RN tile of a 32-element-block format; out[j * os + r].
@@ -203,33 +227,42 @@ void legacy_tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
     for (int r = 0; r < RM; ++r) x[r] = reinterpret_cast<const typename P::Block*>(w + r * ws);
     for (int j = 0; j < RN; ++j) y[j] = reinterpret_cast<const typename P::ABlock*>(a + j * as);
     const int64_t nb = n / 32;
-    __m256 even[RM][RN], odd[RM][RN];
-    legacy_pass<P, RM, RN>(x, y, nb, 0, even);
-    legacy_pass<P, RM, RN>(x, y, nb, 1, odd);
-    float m[RM][RN] = {};
+    const Acc<RM, RN> even = legacy_pass<P, RM, RN>(x, y, nb, 0);
+    const Acc<RM, RN> odd = legacy_pass<P, RM, RN>(x, y, nb, 1);
+    // Q4_1/Q5_1's min term, vec_dot's acc_m lane 1: + (m_w0 s_a0 + m_w1 s_a1) per block pair,
+    // + m_w s_a for the tail. Lane j of mv[r] performs exactly those scalar operations for
+    // activation j (the weight's m broadcast, the activations' s side by side).
+    alignas(16) float m[RM][4] = {};
     if constexpr (has_min<P>) {
-        // vec_dot's acc_m lane 1: + (m_w0 s_a0 + m_w1 s_a1) per block pair, + m_w s_a for the
-        // tail; the same scalar operations, per (r, j).
+        static_assert(RN <= 4);
         const float* tab = fp16_table();
-        for (int64_t i = 0; i < nb; i += 2) {
-            const bool pair = i + 1 < nb;
-            float sy0[RN], sy1[RN];
-            for (int j = 0; j < RN; ++j) {
-                sy0[j] = tab[y[j][i].s];
-                sy1[j] = pair ? tab[y[j][i + 1].s] : 0.0f;
-            }
+        __m128 mv[RM];
+        for (int r = 0; r < RM; ++r) mv[r] = _mm_setzero_ps();
+        auto s_of = [&](int64_t i) {
+            uint64_t h = 0;
+            for (int j = 0; j < RN; ++j) h |= static_cast<uint64_t>(y[j][i].s) << (16 * j);
+            return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h)));
+        };
+        int64_t i = 0;
+        for (; i + 2 <= nb; i += 2) {
+            const __m128 s0 = s_of(i), s1 = s_of(i + 1);
             for (int r = 0; r < RM; ++r) {
-                const float m0 = tab[x[r][i].m];
-                const float m1 = pair ? tab[x[r][i + 1].m] : 0.0f;
-                for (int j = 0; j < RN; ++j) {
-                    m[r][j] = pair ? m[r][j] + (m0 * sy0[j] + m1 * sy1[j]) : m[r][j] + m0 * sy0[j];
-                }
+                const __m128 p0 = _mm_mul_ps(_mm_broadcast_ss(&tab[x[r][i].m]), s0);
+                const __m128 p1 = _mm_mul_ps(_mm_broadcast_ss(&tab[x[r][i + 1].m]), s1);
+                mv[r] = _mm_add_ps(mv[r], _mm_add_ps(p0, p1));
             }
         }
+        if (i < nb) {
+            const __m128 s0 = s_of(i);
+            for (int r = 0; r < RM; ++r) {
+                mv[r] = _mm_add_ps(mv[r], _mm_mul_ps(_mm_broadcast_ss(&tab[x[r][i].m]), s0));
+            }
+        }
+        for (int r = 0; r < RM; ++r) _mm_store_ps(m[r], mv[r]);
     }
     for (int j = 0; j < RN; ++j) {
         for (int r = 0; r < RM; ++r) {
-            float v = hsum_ps(_mm256_add_ps(even[r][j], odd[r][j]));
+            float v = hsum_ps(_mm256_add_ps(even.v[r][j], odd.v[r][j]));
             if constexpr (has_min<P>) v = v + m[r][j];
             out[static_cast<size_t>(j) * os + r] = v;
         }
