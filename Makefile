@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 PROMPT ?= The three most useful things to know about the Rust borrow checker are
 N ?= 96
 
-.PHONY: all deps build models run test fuzz bench clean
+.PHONY: all deps build models default-model run test fuzz bench clean
 
 all: build
 
@@ -20,7 +20,11 @@ build: $(BUILD)/CMakeCache.txt
 models:
 	./scripts/fetch-models
 
-run: deps build models
+default-model:
+	./scripts/fetch-models smollm2
+
+run: deps default-model $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target zinc
 	$(BUILD)/zinc -m models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt "$(PROMPT)" -n $(N) --temp 0
 
 test: deps build models
