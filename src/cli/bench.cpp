@@ -9,6 +9,8 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,6 +152,9 @@ int bench_main(int argc, char** argv) {
     app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
 
+    if (o.n_prompt == 0 && o.n_gen == 0)
+        return report_error("-p 0 and -n 0 leave nothing to measure; set -p or -n above 0");
+
     std::string path = o.model_path;
     if (path.empty()) {
         auto p = find_or_fetch_default_model();
@@ -160,17 +165,29 @@ int bench_main(int argc, char** argv) {
     LoaderOptions lo;
     lo.n_threads = n_threads;
     lo.progress = !o.json;
+    lo.release_metadata = true;  // nothing below reads it; the measured peak is the engine's
     auto loaded = load_model(path, lo);
     if (!loaded) return report_error(loaded.error().message);
     LoadedModel& m = loaded.value();
 
     model::ContextOptions co;
-    co.n_ctx = std::max(1, o.n_prompt + o.n_gen);
+    co.n_ctx = o.n_prompt + o.n_gen;
     co.n_threads = n_threads;
     co.n_batch = o.n_batch;
-    auto ctx_r = model::Context::create(*m.model, co);
-    if (!ctx_r) return report_error(ctx_r.error().message);
-    model::Context& ctx = *ctx_r.value();
+    if (auto fit = check_memory_fit(*m.model, m.file->file_size(), co.n_ctx, "-p/-n"); !fit)
+        return report_error(fit.error().message);
+    warn_if_oversubscribed(o.n_threads);  // once the run is known to go ahead
+    std::unique_ptr<model::Context> ctx_owner;
+    try {
+        auto ctx_r = model::Context::create(*m.model, co);
+        if (!ctx_r) return report_error(ctx_r.error().message);
+        ctx_owner = std::move(ctx_r.value());
+    } catch (const std::bad_alloc&) {
+        return report_error("out of memory allocating a context of " + std::to_string(co.n_ctx) +
+                            " positions (KV cache " +
+                            format_bytes(m.model->kv_cache_bytes(co.n_ctx)) + "); lower -p/-n");
+    }
+    model::Context& ctx = *ctx_owner;
     Runner run(ctx, m.model->n_vocab(), m.tok->bos());
 
     std::vector<TestResult> results;

@@ -27,6 +27,10 @@ int bench_main(int argc, char** argv);
 /// Print "zinc: error: <msg>" on one line to stderr and return `code`.
 int report_error(std::string_view msg, int code = kExitBadInput);
 
+/// Print a one-line warning on stderr when `n_threads` (from -t) exceeds the hardware threads:
+/// allowed (as llama.cpp allows it) but usually slower. 0 (all threads) never warns.
+void warn_if_oversubscribed(int n_threads);
+
 /// Parse argv with CLI11. Returns -1 when the caller should continue; otherwise the exit status
 /// to return right away (0 after --help, 2 after a parse error, printed as one line).
 int parse_args(CLI::App& app, int argc, char** argv);

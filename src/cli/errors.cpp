@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "cli/host_info.h"
 
 namespace zinc::cli {
 
@@ -16,6 +17,15 @@ int report_error(std::string_view msg, int code) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::fprintf(stderr, "zinc: error: %s\n", line.c_str());
     return code;
+}
+
+void warn_if_oversubscribed(int n_threads) {
+    const int hw = probe_host().n_threads;
+    if (n_threads > hw)
+        std::fprintf(stderr,
+                     "zinc: warning: -t %d exceeds the %d hardware threads; this is usually "
+                     "slower than -t %d\n",
+                     n_threads, hw, hw);
 }
 
 int parse_args(CLI::App& app, int argc, char** argv) {

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -164,6 +165,18 @@ std::string version_line() {
 }
 
 uint64_t peak_rss_bytes() {
+    // VmHWM is this address space's high-water mark, reset by exec. getrusage's ru_maxrss is
+    // not: Linux carries the parent's RSS at fork across exec, so a zinc started by a large
+    // process (a test runner) would report the parent's size. getrusage is the fallback.
+    {
+        std::ifstream f("/proc/self/status");
+        std::string line;
+        while (std::getline(f, line))
+            if (line.rfind("VmHWM:", 0) == 0) {
+                const unsigned long long kib = std::strtoull(line.c_str() + 6, nullptr, 10);
+                if (kib > 0) return kib * 1024;
+            }
+    }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB

@@ -27,7 +27,8 @@ std::string build_description();
 /// Version line: "zinc 0.1.0 (commit abc1234)" (commit omitted when unknown).
 std::string version_line();
 
-/// Peak resident set size of this process so far, bytes (getrusage ru_maxrss).
+/// Peak resident set size of this process so far, bytes (/proc/self/status VmHWM, else
+/// getrusage ru_maxrss).
 uint64_t peak_rss_bytes();
 
 /// "93.8 MiB" style.

@@ -1,12 +1,31 @@
 // zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench) or to the default
 // generation command (run.cpp). Each subcommand owns its own flags.
+#include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "cli/cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int dispatch(int argc, char** argv) {
     using namespace zinc::cli;
     if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
     return run_main(argc, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Allocations that can be large (the KV cache, scratch) are checked up front and caught where
+    // they happen; this is the last resort, so an allocation failure anywhere is still one line
+    // and status 2 rather than an abort.
+    try {
+        return dispatch(argc, argv);
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        return zinc::cli::report_error(
+            "out of memory (an allocation failed); lower -c/--context or free memory");
+    }
 }

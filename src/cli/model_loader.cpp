@@ -1,10 +1,14 @@
 // zinc/cli/model_loader.cpp — GGUF -> Model + Tokenizer for the CLI, with a load progress bar.
 #include "cli/model_loader.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+
+#include "cli/host_info.h"
 
 namespace zinc::cli {
 
@@ -46,12 +50,46 @@ Error with_path(const Error& e, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// This process's virtual size in bytes (/proc/self/statm, first field in pages); 0 if unknown.
+uint64_t current_vm_bytes() {
+    std::ifstream f("/proc/self/statm");
+    uint64_t pages = 0;
+    if (!(f >> pages)) return 0;
+    return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n_ctx,
+                              const std::string& flag) {
+    const uint64_t kv = model.kv_cache_bytes(n_ctx);
+    const uint64_t need = file_size + kv + kWorkspaceBytes;
+    const std::string what = "a context of " + std::to_string(n_ctx) + " positions needs " +
+                             format_bytes(need) + " (model file " + format_bytes(file_size) +
+                             " + KV cache " + format_bytes(kv) + " + " +
+                             format_bytes(kWorkspaceBytes) + " workspace)";
+    if (const uint64_t avail = probe_host().mem_available; avail > 0 && need > avail)
+        return make_error(what + ", more than the " + format_bytes(avail) +
+                          " of memory available; lower " + flag);
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        const uint64_t limit = rl.rlim_cur, used = current_vm_bytes();
+        const uint64_t left = limit > used ? limit - used : 0;
+        if (kv + kWorkspaceBytes > left)
+            return make_error(what + ", more than the " + format_bytes(left) +
+                              " left under the address-space limit (ulimit -v " +
+                              std::to_string(limit / 1024) + "); lower " + flag);
+    }
+    return {};
+}
+
 Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opts) {
     LoadedModel m;
     auto f = gguf::File::open(path);
     if (!f) return f.error();
     m.file = std::move(f.value());
-    if (opts.prefault) prefault_weights(*m.file, opts.progress);
     model::LoadOptions lo;
     lo.n_threads = opts.n_threads;
     auto md = model::Model::load(*m.file, lo);
@@ -62,6 +100,16 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
         if (!t) return with_path(t.error(), path);
         m.tok = std::move(t.value());
     }
+    if (opts.chat_template) {
+        if (auto src = chat::template_from_gguf(*m.file); src)
+            m.chat_template = std::move(src.value());
+        else
+            m.chat_template_error = src.error().message;
+    }
+    if (opts.release_metadata) m.file->release_metadata();
+    // Paged in after binding: binding reads only tensor headers, and with the metadata already
+    // released the parsed metadata and the resident weights never coexist.
+    if (opts.prefault) prefault_weights(*m.file, opts.progress);
     return m;
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "chat/chat_template.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -18,6 +19,10 @@ struct LoadedModel {
     std::unique_ptr<gguf::File> file;
     std::unique_ptr<model::Model> model;
     std::unique_ptr<tokenizer::Tokenizer> tok;  // null when not asked for
+    // The chat template source (LoaderOptions::chat_template): copied out before the metadata
+    // is released. chat_template_error is set instead when the file's template is unusable.
+    chat::TemplateSource chat_template;
+    std::string chat_template_error;
 };
 
 struct LoaderOptions {
@@ -25,11 +30,28 @@ struct LoaderOptions {
     bool tokenizer = true;  // also build the tokenizer
     bool prefault = true;   // read the weights in before binding (see prefault_weights)
     bool progress = true;   // show a progress bar on stderr (only when stderr is a terminal)
+    bool chat_template = false;  // copy the chat template source into LoadedModel
+    // Free the file's parsed metadata (gguf::File::release_metadata) once the model, tokenizer
+    // and chat template are built, before the weights are paged in, so the two never add up in
+    // the peak (~55 MiB for Gemma 3's vocabulary). Afterwards only tensors may be read.
+    bool release_metadata = false;
 };
 
 /// Errors (each one line naming the file): open/parse failure, unsupported architecture, a
 /// tensor of the wrong shape or type, a bad tokenizer.
 Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opts);
+
+/// Memory zinc needs beyond the weights and the KV cache: activations, logits, scratch, code.
+constexpr uint64_t kWorkspaceBytes = 64ull << 20;
+
+/// Check up front that a context of `n_ctx` positions fits: the model file + its KV cache +
+/// kWorkspaceBytes against /proc/meminfo MemAvailable, and the KV cache + workspace against what
+/// is left of the address-space limit (RLIMIT_AS, `ulimit -v`) given this process's current
+/// size, which already holds the file's mapping. Linux overcommits, so without this an
+/// oversized cache would "succeed" and fail mid-run. `flag` names what the user should lower
+/// (e.g. "-c/--context"). Error: one line with the sizes.
+Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n_ctx,
+                              const std::string& flag);
 
 /// Touch every page of the tensor data (so the first forward pass does not pay for page
 /// faults), drawing a progress bar on stderr when it is a terminal.

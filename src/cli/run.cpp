@@ -2,8 +2,13 @@
 // text to stdout until an end-of-generation token or -n tokens, then print one timing line to
 // stderr. Also routes --version and --check (check.cpp).
 #include <CLI/CLI.hpp>
+#include <signal.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -53,16 +58,17 @@ void write_out(const std::string& s) {
     std::fflush(stdout);
 }
 
-// The model's chat template (tokenizer.chat_template, else ChatML) applied to an optional
-// system turn and one user turn, with the generation prompt appended.
-Result<std::string> chat_prompt(const gguf::File& file, const tokenizer::Tokenizer& tok,
-                                const std::string& system, const std::string& user) {
-    auto src = chat::template_from_gguf(file);
-    if (!src) return src.error();
-    if (src.value().is_fallback)
+// The model's chat template (tokenizer.chat_template, else ChatML; copied out by load_model)
+// applied to an optional system turn and one user turn, with the generation prompt appended.
+Result<std::string> chat_prompt(const LoadedModel& m, const std::string& system,
+                                const std::string& user) {
+    if (!m.chat_template_error.empty()) return make_error(m.chat_template_error);
+    const chat::TemplateSource& src = m.chat_template;
+    const tokenizer::Tokenizer& tok = *m.tok;
+    if (src.is_fallback)
         std::fprintf(stderr, "zinc: note: %s has no tokenizer.chat_template; using ChatML\n",
-                     file.path().c_str());
-    auto tmpl = chat::ChatTemplate::parse(src.value().text, "tokenizer.chat_template");
+                     m.file->path().c_str());
+    auto tmpl = chat::ChatTemplate::parse(src.text, "tokenizer.chat_template");
     if (!tmpl) return tmpl.error();
     std::vector<chat::Message> msgs;
     if (!system.empty()) msgs.push_back({"system", system});
@@ -74,6 +80,45 @@ Result<std::string> chat_prompt(const gguf::File& file, const tokenizer::Tokeniz
     return tmpl.value().apply(msgs, ao);
 }
 
+// Ctrl-C during generation. A signal handler receives no argument, so the only way for it to
+// reach the run is a variable with static storage; the C and C++ standards allow a handler to
+// do nothing but store to a `volatile std::sig_atomic_t` (or a lock-free atomic), so this one
+// flag is the single piece of static mutable state here. It is set by the handler, polled
+// between tokens, and cleared when the handler is installed for a run.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_sigint(int) {
+    g_interrupted = 1;
+}
+
+// Installs on_sigint for SIGINT while alive, restoring the previous action after. SA_RESETHAND:
+// a second Ctrl-C kills the process at once, for when a token takes too long. SA_RESTART: a
+// write interrupted by the signal is retried, so streamed output is not cut.
+class SigintGuard {
+  public:
+    SigintGuard() {
+        g_interrupted = 0;
+        struct sigaction sa{};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND | SA_RESTART;
+        installed_ = ::sigaction(SIGINT, &sa, &old_) == 0;
+    }
+    ~SigintGuard() {
+        if (installed_) ::sigaction(SIGINT, &old_, nullptr);
+    }
+    SigintGuard(const SigintGuard&) = delete;
+    SigintGuard& operator=(const SigintGuard&) = delete;
+    bool fired() const { return g_interrupted != 0; }
+
+  private:
+    struct sigaction old_{};
+    bool installed_ = false;
+};
+
+// Exit status after an interrupt, as a shell reports a process killed by SIGINT (128 + 2).
+constexpr int kExitInterrupted = 130;
+
 int generate(const RunOptions& o) {
     std::string path = o.model_path;
     if (path.empty()) {
@@ -84,28 +129,18 @@ int generate(const RunOptions& o) {
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
     lo.n_threads = n_threads;
+    lo.chat_template = o.chat;
+    lo.release_metadata = true;  // nothing below reads the metadata
     auto loaded = load_model(path, lo);
     if (!loaded) return report_error(loaded.error().message);
     LoadedModel& m = loaded.value();
 
-    model::ContextOptions co;
-    co.n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
-    co.n_threads = n_threads;
-    // Linux overcommits, so an oversized KV cache would "succeed" and fail later, mid-run.
-    const uint64_t kv = m.model->kv_cache_bytes(co.n_ctx);
-    if (const uint64_t avail = probe_host().mem_available; avail > 0 && kv > avail)
-        return report_error("-c " + std::to_string(co.n_ctx) + " needs a " + format_bytes(kv) +
-                            " KV cache, more than the " + format_bytes(avail) +
-                            " of memory available; lower -c/--context");
-    auto ctx_r = model::Context::create(*m.model, co);
-    if (!ctx_r) return report_error(ctx_r.error().message);
-    model::Context& ctx = *ctx_r.value();
-
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
     // Special-token text in the prompt (e.g. "<|im_start|>") is parsed as the special token, as
     // llama.cpp's completion tool does, so a chat turn can be written by hand.
     std::vector<int32_t> tokens;
     if (o.chat) {
-        auto text = chat_prompt(*m.file, *m.tok, o.system, o.prompt);
+        auto text = chat_prompt(m, o.system, o.prompt);
         if (!text) return report_error(text.error().message);
         // The template writes BOS itself where the model wants it (e.g. Gemma's "{{ bos_token }}"),
         // so only add one when the model asks for BOS and the rendering did not start with it.
@@ -118,14 +153,40 @@ int generate(const RunOptions& o) {
     if (tokens.empty())
         return report_error("the prompt is empty (and the model adds no BOS token)");
     const int n_prompt = static_cast<int>(tokens.size());
-    if (n_prompt >= ctx.n_ctx())
-        return report_error("the prompt is " + std::to_string(n_prompt) +
-                            " tokens, which does not fit the context of " +
-                            std::to_string(ctx.n_ctx()) +
-                            " positions with room to generate; raise -c/--context or shorten it");
+    if (n_prompt >= n_ctx)
+        return report_error("the prompt is " + std::to_string(n_prompt) + " token" +
+                            (n_prompt == 1 ? "" : "s") + ", which does not fit the context of " +
+                            std::to_string(n_ctx) + " position" + (n_ctx == 1 ? "" : "s") +
+                            " with room to generate; raise -c/--context or shorten it");
+
+    if (auto fit = check_memory_fit(*m.model, m.file->file_size(), n_ctx, "-c/--context"); !fit)
+        return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
+    // Warnings, printed only once the run is known to go ahead (bad input is one line).
+    warn_if_oversubscribed(o.n_threads);
+    if (n_ctx > m.model->n_ctx_train())
+        std::fprintf(stderr,
+                     "zinc: warning: -c %d exceeds the model's trained context of %d; quality "
+                     "will degrade past it\n",
+                     n_ctx, m.model->n_ctx_train());
+
+    model::ContextOptions co;
+    co.n_ctx = n_ctx;
+    co.n_threads = n_threads;
+    std::unique_ptr<model::Context> ctx_owner;
+    try {
+        auto ctx_r = model::Context::create(*m.model, co);
+        if (!ctx_r) return report_error(ctx_r.error().message);
+        ctx_owner = std::move(ctx_r.value());
+    } catch (const std::bad_alloc&) {
+        return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
+                            " positions (KV cache " +
+                            format_bytes(m.model->kv_cache_bytes(n_ctx)) + "); lower -c/--context");
+    }
+    model::Context& ctx = *ctx_owner;
 
     if (o.echo && !o.chat) write_out(o.prompt);
 
+    SigintGuard sigint;  // Ctrl-C from here on: finish the token, flush, report, exit 130
     const auto t_prefill = Clock::now();
     if (auto r = ctx.eval(tokens); !r) return report_error(r.error().message, kExitFailure);
     const double s_prefill = seconds_since(t_prefill);
@@ -137,7 +198,7 @@ int generate(const RunOptions& o) {
     int n_gen = 0, n_decode = 0;
     bool context_full = false;
     Clock::time_point t_decode{};
-    while (o.n_predict < 0 || n_gen < o.n_predict) {
+    while ((o.n_predict < 0 || n_gen < o.n_predict) && !sigint.fired()) {
         const float* logits = ctx.logits(-1);
         const int32_t tok = sampler.sample({logits, n_vocab}, history);
         if (m.tok->is_eog(tok)) break;
@@ -149,6 +210,7 @@ int generate(const RunOptions& o) {
             context_full = true;
             break;
         }
+        if (sigint.fired()) break;
         if (n_decode == 0) t_decode = Clock::now();
         const int32_t one[1] = {tok};
         if (auto r = ctx.eval(one); !r) {
@@ -158,10 +220,14 @@ int generate(const RunOptions& o) {
         }
         ++n_decode;
     }
+    const bool interrupted = sigint.fired();
     write_out(detok.finish());
     std::fputc('\n', stdout);
     std::fflush(stdout);
     const double s_decode = n_decode > 0 ? seconds_since(t_decode) : 0.0;
+    if (interrupted)
+        std::fprintf(stderr, "zinc: interrupted after %d generated token%s\n", n_gen,
+                     n_gen == 1 ? "" : "s");
     if (context_full)
         std::fprintf(stderr, "zinc: stopped: the context (%d positions) is full\n", ctx.n_ctx());
     // Decode counts forward passes (each generated token but the last is fed back once); its
@@ -170,7 +236,7 @@ int generate(const RunOptions& o) {
                  "prefill: %d tok in %.2f s (%.1f tok/s) | decode: %d tok in %.2f s (%.1f tok/s)\n",
                  n_prompt, s_prefill, rate(n_prompt, s_prefill), n_decode, s_decode,
                  rate(n_decode, s_decode));
-    return kExitOk;
+    return interrupted ? kExitInterrupted : kExitOk;
 }
 
 }  // namespace
@@ -245,6 +311,9 @@ int run_main(int argc, char** argv) {
         return kExitOk;
     }
     if (o.check) {
+        // --check loads the model but never generates; a prompt or -n would be silently dropped.
+        if (app.count("--prompt") || app.count("--n-predict") || o.chat)
+            return report_error("--check does not generate; drop --prompt/-n/--chat");
         CheckOptions c;
         c.model_path = o.model_path;
         c.n_ctx = o.n_ctx;
@@ -252,6 +321,8 @@ int run_main(int argc, char** argv) {
         return run_check(c);
     }
     if (!app.count("--prompt")) return report_error("no prompt: pass --prompt TEXT (see --help)");
+    if (app.count("--system") && !o.chat)
+        return report_error("--system is only used with --chat (the chat template's system turn)");
     if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
     return generate(o);
 }
