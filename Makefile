@@ -30,6 +30,11 @@ run: deps default-model $(BUILD)/CMakeCache.txt
 test: deps build models
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
 
+# zinc vs llama.cpp's llama-bench on the real models (docs/benchmarks.md); builds llama-bench first.
+bench: build
+	./scripts/build-llama-cpp --jobs $(JOBS)
+	python3 bench/cpu_vs_llamacpp.py --zinc $(BUILD)/zinc
+
 fuzz:
 	./scripts/run-fuzz
 

@@ -554,3 +554,41 @@ def test_prompt_too_long_message_is_grammatical():
         assert m.group(2) == ("token" if m.group(1) == "1" else "tokens"), line
         assert m.group(4) == ("position" if m.group(3) == "1" else "positions"), line
     assert "the prompt is 1 token," in zinc("-m", SMOL, "--prompt", "hi", "-c", "1").stderr.decode()
+
+
+def test_fetch_models_progress_without_a_terminal(monkeypatch):
+    # In a CI log (stderr not a terminal) progress is one newline-terminated line per 25%, no \r.
+    import importlib.machinery
+    import importlib.util
+    import io
+    loader = importlib.machinery.SourceFileLoader("fetch_models",
+                                                  str(SOURCE / "scripts" / "fetch-models"))
+    spec = importlib.util.spec_from_loader("fetch_models", loader)
+    fm = importlib.util.module_from_spec(spec)
+    loader.exec_module(fm)
+    for tty in (False, True):
+        buf = io.StringIO()
+        buf.isatty = lambda: tty
+        monkeypatch.setattr(sys, "stderr", buf)
+        total = 1000 << 20
+        for i in range(1, 1001):
+            fm.progress("unpack", i << 20, total)
+        fm.end_progress("unpack")
+        monkeypatch.undo()
+        text = buf.getvalue()
+        if tty:
+            assert text.count("\r") == 1000 and text.endswith("\n"), text[:200]
+        else:
+            assert "\r" not in text, text[:200]
+            lines = text.splitlines()
+            assert [l.split()[1] for l in lines] == ["25.0%", "50.0%", "75.0%", "100.0%"], lines
+
+
+def test_make_bench_has_a_rule():
+    # `bench` is a .PHONY target: it must build llama-bench and run the comparison script with
+    # this build's zinc (a dry run lists the commands without running them).
+    r = subprocess.run(["make", "-n", "-C", str(SOURCE), "bench", "BUILD=build-x"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "scripts/build-llama-cpp" in r.stdout, r.stdout
+    assert "bench/cpu_vs_llamacpp.py --zinc build-x/zinc" in r.stdout, r.stdout
