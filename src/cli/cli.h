@@ -21,6 +21,8 @@ constexpr int kExitBadInput = 2;
 int run_main(int argc, char** argv);
 /// `zinc inspect FILE` (inspect.cpp).
 int inspect_main(int argc, char** argv);
+/// `zinc chat [-m FILE] [--system TEXT] [-c N] [-n N] ...`: interactive chat (chat_repl.cpp).
+int chat_main(int argc, char** argv);
 /// `zinc bench [-m FILE] [-p N] [-n N] [-r N] [-t N] [--json]` (bench.cpp).
 int bench_main(int argc, char** argv);
 

@@ -1,4 +1,4 @@
-// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench) or to the default
+// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat) or to the default
 // generation command (run.cpp). Each subcommand owns its own flags.
 #include <cstdio>
 #include <cstring>
@@ -11,6 +11,7 @@ namespace {
 int dispatch(int argc, char** argv) {
     using namespace zinc::cli;
     if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "chat") == 0) return chat_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
     return run_main(argc, argv);
 }

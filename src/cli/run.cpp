@@ -15,14 +15,17 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "cli/chat_prompt.h"
 #include "cli/check.h"
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
 #include "cli/model_loader.h"
+#include "cli/sigint.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
 #include "quant/quant.h"
+#include "tokenizer/text_stream.h"
 
 namespace zinc::cli {
 
@@ -37,6 +40,9 @@ struct RunOptions {
     bool echo = true;     // print the prompt before the continuation (as llama.cpp does)
     bool chat = false;    // wrap the prompt as one user turn with the model's chat template
     std::string system;   // optional system turn (with --chat)
+    bool raw = false;     // prompt verbatim: special-token text is plain text
+    bool no_think = false;  // enable_thinking=false for the template (with --chat)
+    std::vector<std::string> stops;  // stop strings (not printed)
     bool check = false;
     bool version = false;
     engine::SamplerOptions sampling;
@@ -57,64 +63,6 @@ void write_out(const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
 }
-
-// The model's chat template (tokenizer.chat_template, else ChatML; copied out by load_model)
-// applied to an optional system turn and one user turn, with the generation prompt appended.
-Result<std::string> chat_prompt(const LoadedModel& m, const std::string& system,
-                                const std::string& user) {
-    if (!m.chat_template_error.empty()) return make_error(m.chat_template_error);
-    const chat::TemplateSource& src = m.chat_template;
-    const tokenizer::Tokenizer& tok = *m.tok;
-    if (src.is_fallback)
-        std::fprintf(stderr, "zinc: note: %s has no tokenizer.chat_template; using ChatML\n",
-                     m.file->path().c_str());
-    auto tmpl = chat::ChatTemplate::parse(src.text, "tokenizer.chat_template");
-    if (!tmpl) return tmpl.error();
-    std::vector<chat::Message> msgs;
-    if (!system.empty()) msgs.push_back({"system", system});
-    msgs.push_back({"user", user});
-    chat::ApplyOptions ao;
-    ao.add_generation_prompt = true;
-    if (tok.bos() >= 0) ao.bos_token = std::string(tok.token_text(tok.bos()));
-    if (tok.eos() >= 0) ao.eos_token = std::string(tok.token_text(tok.eos()));
-    return tmpl.value().apply(msgs, ao);
-}
-
-// Ctrl-C during generation. A signal handler receives no argument, so the only way for it to
-// reach the run is a variable with static storage; the C and C++ standards allow a handler to
-// do nothing but store to a `volatile std::sig_atomic_t` (or a lock-free atomic), so this one
-// flag is the single piece of static mutable state here. It is set by the handler, polled
-// between tokens, and cleared when the handler is installed for a run.
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void on_sigint(int) {
-    g_interrupted = 1;
-}
-
-// Installs on_sigint for SIGINT while alive, restoring the previous action after. SA_RESETHAND:
-// a second Ctrl-C kills the process at once, for when a token takes too long. SA_RESTART: a
-// write interrupted by the signal is retried, so streamed output is not cut.
-class SigintGuard {
-  public:
-    SigintGuard() {
-        g_interrupted = 0;
-        struct sigaction sa{};
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND | SA_RESTART;
-        installed_ = ::sigaction(SIGINT, &sa, &old_) == 0;
-    }
-    ~SigintGuard() {
-        if (installed_) ::sigaction(SIGINT, &old_, nullptr);
-    }
-    SigintGuard(const SigintGuard&) = delete;
-    SigintGuard& operator=(const SigintGuard&) = delete;
-    bool fired() const { return g_interrupted != 0; }
-
-  private:
-    struct sigaction old_{};
-    bool installed_ = false;
-};
 
 // Exit status after an interrupt, as a shell reports a process killed by SIGINT (128 + 2).
 constexpr int kExitInterrupted = 130;
@@ -140,15 +88,19 @@ int generate(const RunOptions& o) {
     // llama.cpp's completion tool does, so a chat turn can be written by hand.
     std::vector<int32_t> tokens;
     if (o.chat) {
-        auto text = chat_prompt(m, o.system, o.prompt);
-        if (!text) return report_error(text.error().message);
-        // The template writes BOS itself where the model wants it (e.g. Gemma's "{{ bos_token }}"),
-        // so only add one when the model asks for BOS and the rendering did not start with it.
-        tokens = m.tok->encode(text.value(), /*add_special=*/false, /*parse_special=*/true);
-        if (m.tok->add_bos() && m.tok->bos() >= 0 && (tokens.empty() || tokens[0] != m.tok->bos()))
-            tokens.insert(tokens.begin(), m.tok->bos());
+        auto tmpl = parse_model_template(m);
+        if (!tmpl) return report_error(tmpl.error().message);
+        std::vector<chat::Message> msgs;
+        if (!o.system.empty()) msgs.push_back({"system", o.system});
+        msgs.push_back({"user", o.prompt});
+        auto t = chat_tokens(m, tmpl.value(), msgs,
+                             o.no_think ? std::optional<bool>(false) : std::nullopt);
+        if (!t) return report_error(t.error().message);
+        tokens = std::move(t.value());
     } else {
-        tokens = m.tok->encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+        // --raw: the prompt is plain text, special-token text included (BOS still follows the
+        // model's rule, as it is not part of the text).
+        tokens = m.tok->encode(o.prompt, /*add_special=*/true, /*parse_special=*/!o.raw);
     }
     if (tokens.empty())
         return report_error("the prompt is empty (and the model adds no BOS token)");
@@ -192,7 +144,9 @@ int generate(const RunOptions& o) {
     const double s_prefill = seconds_since(t_prefill);
 
     engine::Sampler sampler(o.sampling);
-    tokenizer::IncrementalDetokenizer detok(*m.tok);
+    // Stops at the stop strings (never printed) and at end-of-generation tokens (EOS, the
+    // template's end-of-turn token, ...: Tokenizer::is_eog).
+    tokenizer::TextStream stream(*m.tok, o.stops);
     const auto n_vocab = static_cast<size_t>(m.model->n_vocab());
     std::vector<int32_t> history = tokens;  // penalties see the prompt too, as in llama.cpp
     int n_gen = 0, n_decode = 0;
@@ -204,7 +158,9 @@ int generate(const RunOptions& o) {
         if (m.tok->is_eog(tok)) break;
         history.push_back(tok);
         ++n_gen;
-        write_out(detok.push(tok));
+        const tokenizer::StreamStep step = stream.push(tok);
+        write_out(step.text);
+        if (step.status != tokenizer::StreamStatus::Continue) break;
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
         if (ctx.n_past() >= ctx.n_ctx()) {
             context_full = true;
@@ -214,14 +170,14 @@ int generate(const RunOptions& o) {
         if (n_decode == 0) t_decode = Clock::now();
         const int32_t one[1] = {tok};
         if (auto r = ctx.eval(one); !r) {
-            write_out(detok.finish());
+            write_out(stream.finish());
             std::fputc('\n', stdout);
             return report_error(r.error().message, kExitFailure);
         }
         ++n_decode;
     }
     const bool interrupted = sigint.fired();
-    write_out(detok.finish());
+    write_out(stream.finish());
     std::fputc('\n', stdout);
     std::fflush(stdout);
     const double s_decode = n_decode > 0 ? seconds_since(t_decode) : 0.0;
@@ -291,7 +247,14 @@ int run_main(int argc, char** argv) {
     app.add_flag("--chat", o.chat,
                  "send the prompt as a user turn through the model's chat template (the "
                  "reply alone is printed)");
-    app.add_option("--system", o.system, "system message for --chat");
+    app.add_option("--system,--system-prompt", o.system, "system message for --chat");
+    app.add_option("--stop", o.stops,
+                   "stop string (repeatable): generation stops when the text contains it; it is "
+                   "not printed");
+    app.add_flag("--raw", o.raw,
+                 "use the prompt verbatim: special-token text (e.g. <|im_start|>) is plain text");
+    app.add_flag("--no-think", o.no_think,
+                 "with --chat: pass enable_thinking=false to the template (Qwen3-style)");
     app.add_flag(
         "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
@@ -323,6 +286,10 @@ int run_main(int argc, char** argv) {
     if (!app.count("--prompt")) return report_error("no prompt: pass --prompt TEXT (see --help)");
     if (app.count("--system") && !o.chat)
         return report_error("--system is only used with --chat (the chat template's system turn)");
+    if (o.raw && o.chat)
+        return report_error("--raw and --chat exclude each other (--raw skips the chat template)");
+    if (o.no_think && !o.chat)
+        return report_error("--no-think is only used with --chat (a chat template variable)");
     if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
     return generate(o);
 }

@@ -1,0 +1,35 @@
+// zinc/cli/chat_prompt.cpp — render a conversation with the model's template and tokenize it.
+#include "cli/chat_prompt.h"
+
+#include <cstdio>
+#include <string>
+
+namespace zinc::cli {
+
+Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m) {
+    if (!m.chat_template_error.empty()) return make_error(m.chat_template_error);
+    if (m.chat_template.is_fallback)
+        std::fprintf(stderr, "zinc: note: %s has no tokenizer.chat_template; using ChatML\n",
+                     m.file->path().c_str());
+    return chat::ChatTemplate::parse(m.chat_template.text, "tokenizer.chat_template");
+}
+
+Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,
+                                         const std::vector<chat::Message>& messages,
+                                         std::optional<bool> enable_thinking) {
+    const tokenizer::Tokenizer& tok = *m.tok;
+    chat::ApplyOptions ao;
+    ao.add_generation_prompt = true;
+    ao.enable_thinking = enable_thinking;
+    if (tok.bos() >= 0) ao.bos_token = std::string(tok.token_text(tok.bos()));
+    if (tok.eos() >= 0) ao.eos_token = std::string(tok.token_text(tok.eos()));
+    auto text = tmpl.apply(messages, ao);
+    if (!text) return text.error();
+    std::vector<int32_t> tokens =
+        tok.encode(text.value(), /*add_special=*/false, /*parse_special=*/true);
+    if (tok.add_bos() && tok.bos() >= 0 && (tokens.empty() || tokens[0] != tok.bos()))
+        tokens.insert(tokens.begin(), tok.bos());
+    return tokens;
+}
+
+}  // namespace zinc::cli

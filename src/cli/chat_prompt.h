@@ -1,0 +1,28 @@
+// zinc/cli/chat_prompt.h — from a conversation to prompt tokens through the model's own chat
+// template: shared by `zinc --chat` (run.cpp) and `zinc chat` (chat_repl.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "cli/model_loader.h"
+#include "util/result.h"
+
+namespace zinc::cli {
+
+/// Parse the model's template (LoadedModel::chat_template, loaded with
+/// LoaderOptions::chat_template). Prints a note on stderr when the file has none (ChatML is
+/// used). Error: the template's own error (name:line:column).
+Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m);
+
+/// Render `messages` with add_generation_prompt (bos/eos tokens from the tokenizer; enable_thinking
+/// passed only when set) and tokenize with special-token text parsed. The template writes BOS
+/// itself where the model wants it (e.g. Gemma's "{{ bos_token }}"), so BOS is only added when
+/// the model asks for it and the rendering did not start with it.
+Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,
+                                         const std::vector<chat::Message>& messages,
+                                         std::optional<bool> enable_thinking);
+
+}  // namespace zinc::cli

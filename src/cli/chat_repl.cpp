@@ -1,0 +1,348 @@
+// zinc/cli/chat_repl.cpp — `zinc chat`: an interactive multi-turn chat in the terminal. Each turn
+// renders the whole conversation with the model's chat template, keeps the KV cache of the
+// longest common token prefix with what the context already holds, prefills only the rest, and
+// streams the reply through TextStream. Ctrl-C stops a reply (the partial reply is kept);
+// Ctrl-D leaves.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "cli/chat_prompt.h"
+#include "cli/cli.h"
+#include "cli/default_model.h"
+#include "cli/host_info.h"
+#include "cli/model_loader.h"
+#include "cli/sigint.h"
+#include "cli/validators.h"
+#include "engine/sampler.h"
+#include "tokenizer/text_stream.h"
+
+namespace zinc::cli {
+
+namespace {
+
+struct ChatOptions {
+    std::string model_path;
+    std::string system;
+    int n_predict = -1;  // per reply; -1: until end of turn or a full context
+    int n_ctx = 4096;
+    int n_threads = 0;
+    bool no_think = false;
+    std::vector<std::string> stops;
+    engine::SamplerOptions sampling;
+};
+
+using Clock = std::chrono::steady_clock;
+
+void write_out(const std::string& s) {
+    if (s.empty()) return;
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+}
+
+enum class ReadStatus { Line, Eof, Interrupted };
+
+// Reads stdin line by line with read(2), so that a Ctrl-C while waiting (SIGINT without
+// SA_RESTART: read returns EINTR) is seen at once. Bytes after the newline are kept for the
+// next call (piped input arrives in blocks).
+class LineReader {
+  public:
+    ReadStatus next(std::string& line, const SigintGuard& sigint) {
+        for (;;) {
+            if (size_t nl = buf_.find('\n'); nl != std::string::npos) {
+                line = buf_.substr(0, nl);
+                buf_.erase(0, nl + 1);
+                return ReadStatus::Line;
+            }
+            if (eof_) {
+                if (buf_.empty()) return ReadStatus::Eof;
+                line = std::move(buf_);  // a last line without a newline
+                buf_.clear();
+                return ReadStatus::Line;
+            }
+            char chunk[4096];
+            const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+            if (n > 0) {
+                buf_.append(chunk, static_cast<size_t>(n));
+            } else if (n == 0) {
+                eof_ = true;
+            } else if (errno == EINTR) {
+                if (sigint.fired()) {
+                    buf_.clear();  // the terminal dropped the typed line too
+                    return ReadStatus::Interrupted;
+                }
+            } else {
+                eof_ = true;  // an unreadable stdin ends the chat like EOF
+            }
+        }
+    }
+
+  private:
+    std::string buf_;
+    bool eof_ = false;
+};
+
+std::string trim(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r");
+    if (a == std::string::npos) return "";
+    const size_t b = s.find_last_not_of(" \t\r");
+    return s.substr(a, b - a + 1);
+}
+
+constexpr const char* kHelp =
+    "commands: /reset (clear the conversation and the KV cache), /system TEXT (set the system "
+    "message and reset), /help, /quit (or Ctrl-D). Ctrl-C stops a reply.\n";
+
+class ChatSession {
+  public:
+    ChatSession(const ChatOptions& o, LoadedModel& m, chat::ChatTemplate tmpl,
+                model::Context& ctx)
+        : o_(o), m_(m), tmpl_(std::move(tmpl)), ctx_(ctx), sampler_(o.sampling) {
+        system_ = o.system;
+    }
+
+    void reset() {
+        messages_.clear();
+        ctx_.reset();
+        in_ctx_.clear();
+    }
+    void set_system(std::string s) {
+        system_ = std::move(s);
+        reset();
+    }
+
+    // One user turn: render, reuse the common prefix, prefill the rest, stream the reply.
+    void turn(const std::string& user, SigintGuard& sigint) {
+        std::vector<chat::Message> msgs;
+        if (!system_.empty()) msgs.push_back({"system", system_});
+        msgs.insert(msgs.end(), messages_.begin(), messages_.end());
+        msgs.push_back({"user", user});
+        auto t = chat_tokens(m_, tmpl_, msgs,
+                             o_.no_think ? std::optional<bool>(false) : std::nullopt);
+        if (!t) {
+            std::fprintf(stderr, "zinc: error: %s\n", t.error().message.c_str());
+            return;
+        }
+        const std::vector<int32_t>& tokens = t.value();
+        const int n_ctx = ctx_.n_ctx();
+        if (static_cast<int>(tokens.size()) >= n_ctx) {
+            std::fprintf(stderr,
+                         "zinc: context full (%d positions; this turn needs %zu): /reset or "
+                         "start with a larger -c\n",
+                         n_ctx, tokens.size());
+            return;
+        }
+        // Longest common prefix with what the KV cache holds; at least one token is evaluated
+        // so that there are logits to sample from.
+        size_t keep = 0;
+        while (keep < in_ctx_.size() && keep < tokens.size() && in_ctx_[keep] == tokens[keep])
+            ++keep;
+        if (keep == tokens.size()) --keep;
+        ctx_.truncate(static_cast<int>(keep));
+        in_ctx_.resize(keep);
+        messages_.push_back({"user", user});
+
+        const auto t0 = Clock::now();
+        const std::span<const int32_t> fresh(tokens.data() + keep, tokens.size() - keep);
+        if (auto r = ctx_.eval(fresh); !r) {
+            std::fprintf(stderr, "zinc: error: %s\n", r.error().message.c_str());
+            ctx_.reset();
+            in_ctx_.clear();
+            return;
+        }
+        in_ctx_.assign(tokens.begin(), tokens.end());
+        const double s_prefill = std::chrono::duration<double>(Clock::now() - t0).count();
+
+        tokenizer::TextStream stream(*m_.tok, o_.stops);
+        const auto n_vocab = static_cast<size_t>(m_.model->n_vocab());
+        std::vector<int32_t> history = tokens;
+        int n_gen = 0;
+        bool full = false;
+        const auto t1 = Clock::now();
+        while ((o_.n_predict < 0 || n_gen < o_.n_predict) && !sigint.fired()) {
+            const int32_t tok = sampler_.sample({ctx_.logits(-1), n_vocab}, history);
+            const tokenizer::StreamStep step = stream.push(tok);
+            write_out(step.text);
+            if (step.status != tokenizer::StreamStatus::Continue) break;
+            history.push_back(tok);
+            ++n_gen;
+            if (o_.n_predict >= 0 && n_gen >= o_.n_predict) break;
+            if (ctx_.n_past() >= n_ctx) {
+                full = true;
+                break;
+            }
+            if (sigint.fired()) break;
+            const int32_t one[1] = {tok};
+            if (auto r = ctx_.eval(one); !r) {
+                std::fprintf(stderr, "\nzinc: error: %s\n", r.error().message.c_str());
+                break;
+            }
+            in_ctx_.push_back(tok);
+        }
+        const bool interrupted = sigint.fired();
+        write_out(stream.finish());
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+        const double s_gen = std::chrono::duration<double>(Clock::now() - t1).count();
+        messages_.push_back({"assistant", stream.text()});
+        if (interrupted) std::fprintf(stderr, "zinc: reply stopped (Ctrl-C)\n");
+        if (full)
+            std::fprintf(stderr,
+                         "zinc: context full (%d positions): /reset or start with a larger -c\n",
+                         n_ctx);
+        std::fprintf(stderr,
+                     "[prefilled %zu tok, reused %zu tok, %.2f s | generated %d tok, %.1f tok/s "
+                     "| context %d/%d]\n",
+                     fresh.size(), keep, s_prefill, n_gen, s_gen > 0 ? n_gen / s_gen : 0.0,
+                     ctx_.n_past(), n_ctx);
+    }
+
+  private:
+    const ChatOptions& o_;
+    LoadedModel& m_;
+    chat::ChatTemplate tmpl_;
+    model::Context& ctx_;
+    engine::Sampler sampler_;
+    std::string system_;
+    std::vector<chat::Message> messages_;  // user and assistant turns (the system one apart)
+    std::vector<int32_t> in_ctx_;          // the tokens whose K/V the context holds
+};
+
+int chat_loop(const ChatOptions& o) {
+    std::string path = o.model_path;
+    if (path.empty()) {
+        auto p = find_or_fetch_default_model();
+        if (!p) return report_error(p.error().message, kExitFailure);
+        path = p.value();
+    }
+    const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
+    LoaderOptions lo;
+    lo.n_threads = n_threads;
+    lo.chat_template = true;
+    lo.release_metadata = true;
+    auto loaded = load_model(path, lo);
+    if (!loaded) return report_error(loaded.error().message);
+    LoadedModel& m = loaded.value();
+    auto tmpl = parse_model_template(m);
+    if (!tmpl) return report_error(tmpl.error().message);
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
+    if (auto fit = check_memory_fit(*m.model, m.file->file_size(), n_ctx, "-c/--context"); !fit)
+        return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
+    warn_if_oversubscribed(o.n_threads);
+    model::ContextOptions co;
+    co.n_ctx = n_ctx;
+    co.n_threads = n_threads;
+    std::unique_ptr<model::Context> ctx;
+    try {
+        auto ctx_r = model::Context::create(*m.model, co);
+        if (!ctx_r) return report_error(ctx_r.error().message);
+        ctx = std::move(ctx_r.value());
+    } catch (const std::bad_alloc&) {
+        return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
+                            " positions; lower -c/--context");
+    }
+
+    ChatSession session(o, m, std::move(tmpl.value()), *ctx);
+    // Every Ctrl-C only raises the flag (no SA_RESETHAND); no SA_RESTART so that a read at the
+    // prompt returns EINTR.
+    SigintGuard sigint(/*once=*/false, /*restart=*/false);
+    LineReader reader;
+    std::fprintf(stderr, "zinc chat: %s, context %d. /help for commands, Ctrl-D to leave.\n",
+                 path.c_str(), n_ctx);
+    for (;;) {
+        write_out("> ");
+        std::string line;
+        const ReadStatus st = reader.next(line, sigint);
+        if (st == ReadStatus::Eof) {
+            write_out("\n");
+            return kExitOk;
+        }
+        if (st == ReadStatus::Interrupted) {
+            sigint.clear();
+            write_out("\n");
+            std::fprintf(stderr, "(Ctrl-C: line cleared; /quit or Ctrl-D to leave)\n");
+            continue;
+        }
+        const std::string text = trim(line);
+        if (text.empty()) continue;
+        if (text == "/quit" || text == "/exit") return kExitOk;
+        if (text == "/help") {
+            std::fputs(kHelp, stderr);
+            continue;
+        }
+        if (text == "/reset") {
+            session.reset();
+            std::fprintf(stderr, "(conversation cleared)\n");
+            continue;
+        }
+        if (text == "/system" || text.rfind("/system ", 0) == 0) {
+            session.set_system(trim(text.substr(7)));
+            std::fprintf(stderr, "(system message set; conversation cleared)\n");
+            continue;
+        }
+        if (text[0] == '/' && text.find(' ') == std::string::npos) {
+            std::fprintf(stderr, "unknown command %s; /help lists them\n", text.c_str());
+            continue;
+        }
+        sigint.clear();
+        session.turn(text, sigint);
+        sigint.clear();
+    }
+}
+
+}  // namespace
+
+int chat_main(int argc, char** argv) {
+    ChatOptions o;
+    CLI::App app{"zinc chat: interactive chat with a model's own chat template", "zinc chat"};
+    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("--system,--system-prompt", o.system, "system message");
+    app.add_option("-n,--n-predict", o.n_predict,
+                   "tokens per reply at most; -1: until end of turn or a full context")
+        ->check(int_in(-1, 1000000000))
+        ->capture_default_str();
+    app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
+        ->check(int_in(0, 1 << 24))
+        ->capture_default_str();
+    app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
+        ->check(int_in(0, 1024))
+        ->capture_default_str();
+    app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
+        ->check(real_in(0, 100))
+        ->capture_default_str();
+    app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
+        ->check(int_in(0, 1000000000))
+        ->capture_default_str();
+    app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
+        ->check(real_in(0, 1))
+        ->capture_default_str();
+    app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
+        ->check(real_in(0, 1))
+        ->capture_default_str();
+    app.add_option("--repeat-penalty", o.sampling.repeat_penalty, "repetition penalty; 1: off")
+        ->check(real_in(0.01, 100))
+        ->capture_default_str();
+    app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
+                   "tokens the penalties look back over; -1: all, 0: off")
+        ->check(int_in(-1, 1000000000))
+        ->capture_default_str();
+    auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
+                         ->check(int_in(0, (1ll << 62) - 1));
+    app.add_option("--stop", o.stops, "stop string (repeatable); not printed");
+    app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
+    if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
+    return chat_loop(o);
+}
+
+}  // namespace zinc::cli
