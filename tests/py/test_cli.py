@@ -592,3 +592,106 @@ def test_make_bench_has_a_rule():
     assert r.returncode == 0, r.stderr
     assert "scripts/build-llama-cpp" in r.stdout, r.stdout
     assert "bench/cpu_vs_llamacpp.py --zinc build-x/zinc" in r.stdout, r.stdout
+
+
+# ---------- issue 3: stop strings, --raw, --system-prompt, --no-think ----------
+
+def greedy(*extra, prompt="The capital of France is", n=40):
+    return run_ok("-m", need(SMOL), "--prompt", prompt, "-n", str(n), "--temp", "0",
+                  "--no-echo", *extra)
+
+
+def test_stop_string_across_tokens_is_cut_exactly():
+    # Oracle: the unstopped greedy text cut at str.find(stop). The stop string must span several
+    # tokens (checked with llama.cpp's tokenizer), so it is matched across token boundaries.
+    llama_cpp = pytest.importorskip("llama_cpp")
+    full, _ = greedy()
+    words = full.split()
+    assert len(words) >= 6, full
+    # a stop string starting and ending mid-word, well inside the text
+    mid = full.index(words[3])
+    stop = full[mid + 1:mid + 1 + 12]
+    assert full.find(stop) == mid + 1 and len(stop.strip()) >= 8, (full, stop)
+    llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
+    ids = llm.tokenize(full.encode(), add_bos=False, special=False)
+    assert len(llm.tokenize(stop.encode(), add_bos=False, special=False)) >= 3
+    assert len(ids) > 10
+    cut, err = greedy("--stop", stop)
+    assert cut == full[:full.find(stop)] + "\n", (cut, full, stop)
+    # several stop strings: the one that completes first wins; one never seen changes nothing
+    later = full[mid + 1 + 20:mid + 1 + 26]
+    assert full.find(later) > full.find(stop) + len(stop) - len(later)
+    cut2, _ = greedy("--stop", later, "--stop", stop, "--stop", "zzqqxx")
+    assert cut2 == cut
+    same, _ = greedy("--stop", "zzqqxx")
+    assert same == full
+    # the stop ends the run: fewer decode passes than the full run
+    m_full = STATS_RE.match(greedy()[1].strip().splitlines()[-1])
+    m_cut = STATS_RE.match(err.strip().splitlines()[-1])
+    assert int(m_cut.group(2)) < int(m_full.group(2))
+
+
+def test_stop_string_in_chat_mode():
+    base = ["--chat", "--prompt", "What is the capital of France?"]
+    out, _ = run_ok("-m", need(SMOL), *base, "-n", "40", "--temp", "0")
+    reply = out.rstrip("\n")
+    assert len(reply) > 12, out
+    stop = reply[5:9]
+    cut, _ = run_ok("-m", need(SMOL), *base, "-n", "40", "--temp", "0", "--stop", stop)
+    assert cut == reply[:reply.find(stop)] + "\n"
+
+
+def test_raw_prompt_is_not_parsed_for_special_tokens():
+    llama_cpp = pytest.importorskip("llama_cpp")
+    prompt = "<|im_start|>user\nhello<|im_end|>"
+    llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
+    for extra, special in (([], True), (["--raw"], False)):
+        _, err = run_ok("-m", need(SMOL), "--prompt", prompt, "-n", "1", "--temp", "0", *extra)
+        m = STATS_RE.match(err.strip().splitlines()[-1])
+        want = llm.tokenize(prompt.encode(), add_bos=True, special=special)
+        assert int(m.group(1)) == len(want), (extra, err)
+
+
+def test_system_prompt_alias_and_flag_conflicts():
+    a = run_ok("-m", need(SMOL), "--chat", "--system", "Be brief.", "--prompt", "Hi", "-n", "8",
+               "--temp", "0")
+    b = run_ok("-m", need(SMOL), "--chat", "--system-prompt", "Be brief.", "--prompt", "Hi",
+               "-n", "8", "--temp", "0")
+    assert a[0] == b[0]
+    assert STATS_RE.match(a[1].strip().splitlines()[-1]).group(1) == \
+        STATS_RE.match(b[1].strip().splitlines()[-1]).group(1)
+    assert_bad_input(zinc("-m", need(SMOL), "--raw", "--chat", "--prompt", "hi"), "--raw")
+    assert_bad_input(zinc("-m", need(SMOL), "--no-think", "--prompt", "hi"), "--no-think")
+    assert_bad_input(zinc("-m", need(SMOL), "--system-prompt", "x", "--prompt", "hi"), "--chat")
+
+
+THINK_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}")
+
+
+def test_no_think_sets_enable_thinking_false(tmp_path):
+    # A copy of SmolLM2 whose template reads enable_thinking (Qwen3-style), written by gguf's
+    # own gguf_new_metadata; the prefill must match jinja2 + llama.cpp with and without it.
+    jinja2 = pytest.importorskip("jinja2")
+    llama_cpp = pytest.importorskip("llama_cpp")
+    dst = tmp_path / "think.gguf"
+    r = subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(need(SMOL)),
+                        str(dst), "--chat-template", THINK_TEMPLATE, "--force"],
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    llm = llama_cpp.Llama(model_path=str(SMOL), vocab_only=True, verbose=False)
+    msgs = [{"role": "user", "content": "Hi"}]
+    counts = {}
+    for extra, kw in (([], {}), (["--no-think"], {"enable_thinking": False})):
+        _, err = run_ok("-m", dst, "--chat", "--prompt", "Hi", "-n", "1", "--temp", "0", *extra)
+        text = env.from_string(THINK_TEMPLATE).render(messages=msgs, add_generation_prompt=True,
+                                                       **kw)
+        want = llm.tokenize(text.encode(), add_bos=False, special=True)
+        got = int(STATS_RE.match(err.strip().splitlines()[-1]).group(1))
+        assert got == len(want), (extra, text, err)
+        counts[bool(extra)] = got
+    assert counts[True] > counts[False]
