@@ -4,6 +4,7 @@
 // streams the reply through TextStream. Ctrl-C stops a reply (the partial reply is kept);
 // Ctrl-D leaves.
 #include <CLI/CLI.hpp>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,8 +53,9 @@ void write_out(const std::string& s) {
 
 enum class ReadStatus { Line, Eof, Interrupted };
 
-// Reads stdin line by line with read(2), so that a Ctrl-C while waiting (SIGINT without
-// SA_RESTART: read returns EINTR) is seen at once. Bytes after the newline are kept for the
+// Reads stdin line by line with poll(2) + read(2), so that a Ctrl-C while waiting is seen at
+// once: poll is never restarted after a signal handler (EINTR even with SA_RESTART, which the
+// chat keeps on so that writes of streamed text are never cut by a Ctrl-C). Bytes after the newline are kept for the
 // next call (piped input arrives in blocks).
 class LineReader {
   public:
@@ -69,6 +71,16 @@ class LineReader {
                 line = std::move(buf_);  // a last line without a newline
                 buf_.clear();
                 return ReadStatus::Line;
+            }
+            struct pollfd pfd{STDIN_FILENO, POLLIN, 0};
+            if (::poll(&pfd, 1, -1) < 0) {
+                if (errno == EINTR && sigint.fired()) {
+                    buf_.clear();  // the terminal dropped the typed line too
+                    return ReadStatus::Interrupted;
+                }
+                if (errno == EINTR) continue;
+                eof_ = true;
+                continue;
             }
             char chunk[4096];
             const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
@@ -253,9 +265,9 @@ int chat_loop(const ChatOptions& o) {
     }
 
     ChatSession session(o, m, std::move(tmpl.value()), *ctx);
-    // Every Ctrl-C only raises the flag (no SA_RESETHAND); no SA_RESTART so that a read at the
-    // prompt returns EINTR.
-    SigintGuard sigint(/*once=*/false, /*restart=*/false);
+    // Every Ctrl-C only raises the flag (no SA_RESETHAND); SA_RESTART keeps writes whole, and
+    // the prompt's poll() still returns EINTR.
+    SigintGuard sigint(/*once=*/false, /*restart=*/true);
     LineReader reader;
     std::fprintf(stderr, "zinc chat: %s, context %d. /help for commands, Ctrl-D to leave.\n",
                  path.c_str(), n_ctx);
