@@ -32,4 +32,9 @@ Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatT
     return tokens;
 }
 
+std::vector<std::string> template_stop_strings(const LoadedModel& m) {
+    if (!m.chat_template.is_fallback) return {};
+    return {"<|im_end|>", "<|im_start|>"};
+}
+
 }  // namespace zinc::cli

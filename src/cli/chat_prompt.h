@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -24,5 +25,12 @@ Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m);
 Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,
                                          const std::vector<chat::Message>& messages,
                                          std::optional<bool> enable_thinking);
+
+/// Stop strings implied by the template, added to the user's --stop ones: with the ChatML
+/// fallback on a model whose vocabulary lacks ChatML's special tokens (e.g. Gemma 3 here), the
+/// end-of-turn marker "<|im_end|>" (and a new turn's "<|im_start|>") arrive as plain text, not
+/// as an EOG token, so they are matched as text. Empty for a model's own template, whose
+/// end-of-turn token is an EOG token (Tokenizer::is_eog).
+std::vector<std::string> template_stop_strings(const LoadedModel& m);
 
 }  // namespace zinc::cli

@@ -121,6 +121,8 @@ class ChatSession {
                 model::Context& ctx)
         : o_(o), m_(m), tmpl_(std::move(tmpl)), ctx_(ctx), sampler_(o.sampling) {
         system_ = o.system;
+        stops_ = o.stops;
+        for (auto& s : template_stop_strings(m)) stops_.push_back(std::move(s));
     }
 
     void reset() {
@@ -175,7 +177,7 @@ class ChatSession {
         in_ctx_.assign(tokens.begin(), tokens.end());
         const double s_prefill = std::chrono::duration<double>(Clock::now() - t0).count();
 
-        tokenizer::TextStream stream(*m_.tok, o_.stops);
+        tokenizer::TextStream stream(*m_.tok, stops_);
         const auto n_vocab = static_cast<size_t>(m_.model->n_vocab());
         std::vector<int32_t> history = tokens;
         int n_gen = 0;
@@ -226,6 +228,7 @@ class ChatSession {
     model::Context& ctx_;
     engine::Sampler sampler_;
     std::string system_;
+    std::vector<std::string> stops_;       // --stop plus the template's (template_stop_strings)
     std::vector<chat::Message> messages_;  // user and assistant turns (the system one apart)
     std::vector<int32_t> in_ctx_;          // the tokens whose K/V the context holds
 };

@@ -146,7 +146,10 @@ int generate(const RunOptions& o) {
     engine::Sampler sampler(o.sampling);
     // Stops at the stop strings (never printed) and at end-of-generation tokens (EOS, the
     // template's end-of-turn token, ...: Tokenizer::is_eog).
-    tokenizer::TextStream stream(*m.tok, o.stops);
+    std::vector<std::string> stops = o.stops;
+    if (o.chat)
+        for (auto& s : template_stop_strings(m)) stops.push_back(std::move(s));
+    tokenizer::TextStream stream(*m.tok, stops);
     const auto n_vocab = static_cast<size_t>(m.model->n_vocab());
     std::vector<int32_t> history = tokens;  // penalties see the prompt too, as in llama.cpp
     int n_gen = 0, n_decode = 0;

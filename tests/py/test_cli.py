@@ -695,3 +695,14 @@ def test_no_think_sets_enable_thinking_false(tmp_path):
         assert got == len(want), (extra, text, err)
         counts[bool(extra)] = got
     assert counts[True] > counts[False]
+
+
+def test_chatml_fallback_stops_at_its_end_of_turn_text():
+    # Gemma 3's file has no template: the ChatML fallback's "<|im_end|>" is not a token of its
+    # vocabulary, so it arrives as text and must stop the reply (not be printed) like an EOG.
+    need(GEMMA)
+    out, err = run_ok("-m", GEMMA, "--chat", "--prompt", "What is the capital of France?",
+                      "-n", "60", "--temp", "0")
+    assert "<|im_end|>" not in out and "<|im_start|>" not in out, out
+    m = STATS_RE.match(err.strip().splitlines()[-1])
+    assert int(m.group(2)) < 59, err  # stopped before -n
