@@ -204,7 +204,8 @@ int run_main(int argc, char** argv) {
     RunOptions o;
     CLI::App app{"zinc: run a GGUF language model on the CPU", "zinc"};
     app.footer(
-        "Subcommands: zinc inspect FILE | zinc bench [-m FILE] (each has --help).\n"
+        "Subcommands: zinc chat [-m FILE] | zinc inspect FILE | zinc bench [-m FILE] (each has "
+        "--help).\n"
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
