@@ -215,3 +215,21 @@ def test_chat_in_a_real_terminal():
         t.wait(lambda s: "EXITED rc=0" in s, 10, "the exit")
     finally:
         t.kill()
+
+
+def test_bad_input_and_invalid_utf8():
+    need_zinc_and_model()
+    for args, needle in ((["-m", "/nonexistent.gguf"], "/nonexistent.gguf"),
+                         (["-n", "abc"], "--n-predict"), (["--temp", "-1"], "--temp")):
+        r = subprocess.run([str(ZINC), "chat", *args], input=b"hi\n", capture_output=True,
+                           timeout=60)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and r.stdout == b"", (args, err)
+        assert len(err.splitlines()) == 1 and needle in err, err
+    # invalid UTF-8 in a user line: a reply, valid UTF-8 out, status 0
+    need_zinc_and_model()
+    r = subprocess.run([str(ZINC), "chat", "-m", str(SMOL), "--temp", "0", "-n", "8"],
+                       input=b"\xff\xfe caf\xc3 ok?\n", capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    r.stdout.decode("utf-8")  # strict: raises on invalid UTF-8
+    assert len(list(STATS_RE.finditer(r.stderr.decode()))) == 1
