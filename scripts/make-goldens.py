@@ -2,9 +2,9 @@
 """Produce tests/goldens/<model>.json: llama.cpp's greedy continuations and top-20 logits.
 
 The oracle is llama.cpp through llama-cpp-python 0.3.36, built from its pip source archive on
-this machine's CPU (`pip install --no-binary llama-cpp-python llama-cpp-python==0.3.36`, default
-CMake flags: GGML_NATIVE, AVX2/FMA/F16C, OpenMP, llamafile sgemm, CPU repack; see
-scripts/install-deps). Exactly how each golden file was made:
+this machine's CPU (`pip install --no-binary llama-cpp-python llama-cpp-python==0.3.36` with
+CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON": AVX2/FMA/F16C, OpenMP,
+llamafile sgemm, CPU repack, no AVX-512; see scripts/install-deps). Exactly how each golden file was made:
 
   llama_cpp.Llama(model_path, n_ctx=2048, n_batch=512, n_ubatch=512, n_threads=2,
                   n_threads_batch=2, logits_all=True, flash_attn=False, seed=0,
