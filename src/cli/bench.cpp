@@ -155,12 +155,9 @@ int bench_main(int argc, char** argv) {
     if (o.n_prompt == 0 && o.n_gen == 0)
         return report_error("-p 0 and -n 0 leave nothing to measure; set -p or -n above 0");
 
-    std::string path = o.model_path;
-    if (path.empty()) {
-        auto p = find_or_fetch_default_model();
-        if (!p) return report_error(p.error().message, kExitFailure);
-        path = p.value();
-    }
+    auto resolved = resolve_model_path(o.model_path);
+    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
     lo.n_threads = n_threads;

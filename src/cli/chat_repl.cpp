@@ -20,6 +20,7 @@
 #include "chat/chat_template.h"
 #include "cli/chat_prompt.h"
 #include "cli/cli.h"
+#include "cli/sampling_flags.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
 #include "cli/model_loader.h"
@@ -234,12 +235,9 @@ class ChatSession {
 };
 
 int chat_loop(const ChatOptions& o) {
-    std::string path = o.model_path;
-    if (path.empty()) {
-        auto p = find_or_fetch_default_model();
-        if (!p) return report_error(p.error().message, kExitFailure);
-        path = p.value();
-    }
+    auto resolved = resolve_model_path(o.model_path);
+    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
     lo.n_threads = n_threads;
@@ -332,31 +330,11 @@ int chat_main(int argc, char** argv) {
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->check(int_in(0, 1024))
         ->capture_default_str();
-    app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
-        ->check(real_in(0, 100))
-        ->capture_default_str();
-    app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
-        ->check(int_in(0, 1000000000))
-        ->capture_default_str();
-    app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
-        ->check(real_in(0, 1))
-        ->capture_default_str();
-    app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
-        ->check(real_in(0, 1))
-        ->capture_default_str();
-    app.add_option("--repeat-penalty", o.sampling.repeat_penalty, "repetition penalty; 1: off")
-        ->check(real_in(0.01, 100))
-        ->capture_default_str();
-    app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
-                   "tokens the penalties look back over; -1: all, 0: off")
-        ->check(int_in(-1, 1000000000))
-        ->capture_default_str();
-    auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
-                         ->check(int_in(0, (1ll << 62) - 1));
+    auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_option("--stop", o.stops, "stop string (repeatable); not printed");
     app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
-    if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
+    finish_sampling_flags(seed_opt, o.sampling);
     return chat_loop(o);
 }
 

@@ -90,4 +90,9 @@ Result<std::string> find_or_fetch_default_model() {
     return p;
 }
 
+Result<std::string> resolve_model_path(const std::string& model_path) {
+    if (!model_path.empty()) return model_path;
+    return find_or_fetch_default_model();
+}
+
 }  // namespace zinc::cli

@@ -23,4 +23,7 @@ std::string find_default_model();
 /// text). Errors: no source tree to fetch with, or the fetch failed.
 Result<std::string> find_or_fetch_default_model();
 
+/// `model_path` itself when given (-m); otherwise find_or_fetch_default_model().
+Result<std::string> resolve_model_path(const std::string& model_path);
+
 }  // namespace zinc::cli

@@ -21,6 +21,7 @@
 #include "cli/default_model.h"
 #include "cli/host_info.h"
 #include "cli/model_loader.h"
+#include "cli/sampling_flags.h"
 #include "cli/sigint.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
@@ -68,12 +69,9 @@ void write_out(const std::string& s) {
 constexpr int kExitInterrupted = 130;
 
 int generate(const RunOptions& o) {
-    std::string path = o.model_path;
-    if (path.empty()) {
-        auto p = find_or_fetch_default_model();
-        if (!p) return report_error(p.error().message, kExitFailure);
-        path = p.value();
-    }
+    auto resolved = resolve_model_path(o.model_path);
+    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
     lo.n_threads = n_threads;
@@ -220,34 +218,7 @@ int run_main(int argc, char** argv) {
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->check(int_in(0, 1024))
         ->capture_default_str();
-    app.add_option("--temp", o.sampling.temperature, "temperature; 0: greedy")
-        ->check(real_in(0, 100))
-        ->capture_default_str();
-    app.add_option("--top-k", o.sampling.top_k, "top-k; 0: off")
-        ->check(int_in(0, 1000000000))
-        ->capture_default_str();
-    app.add_option("--top-p", o.sampling.top_p, "top-p (nucleus); 1: off")
-        ->check(real_in(0, 1))
-        ->capture_default_str();
-    app.add_option("--min-p", o.sampling.min_p, "min-p; 0: off")
-        ->check(real_in(0, 1))
-        ->capture_default_str();
-    app.add_option("--repeat-penalty", o.sampling.repeat_penalty,
-                   "repetition penalty over the last --repeat-last-n tokens; 1: off")
-        ->check(real_in(0.01, 100))
-        ->capture_default_str();
-    app.add_option("--repeat-last-n", o.sampling.penalty_last_n,
-                   "tokens the penalties look back over; -1: all, 0: off")
-        ->check(int_in(-1, 1000000000))
-        ->capture_default_str();
-    app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty; 0: off")
-        ->check(real_in(-2, 2))
-        ->capture_default_str();
-    app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty; 0: off")
-        ->check(real_in(-2, 2))
-        ->capture_default_str();
-    auto* seed_opt = app.add_option("-s,--seed", o.sampling.seed, "RNG seed (default: random)")
-                         ->check(int_in(0, (1ll << 62) - 1));
+    auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_flag("--chat", o.chat,
                  "send the prompt as a user turn through the model's chat template (the "
                  "reply alone is printed)");
@@ -294,7 +265,7 @@ int run_main(int argc, char** argv) {
         return report_error("--raw and --chat exclude each other (--raw skips the chat template)");
     if (o.no_think && !o.chat)
         return report_error("--no-think is only used with --chat (a chat template variable)");
-    if (seed_opt->count() == 0) o.sampling.seed = std::random_device{}();
+    finish_sampling_flags(seed_opt, o.sampling);
     return generate(o);
 }
 
