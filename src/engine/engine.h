@@ -1,0 +1,136 @@
+// zinc/engine/engine.h — the generation engine: continuous batching over a paged KV cache.
+//
+// Requests (token ids + sampling settings) are submitted from any thread. One step-loop thread
+// owns the model Runner: each step it asks the scheduling policy (engine/policy.h) what to run,
+// builds one Batch from all running decodes plus prefill chunks under a token budget (chunked
+// prefill), runs it, samples, and reports tokens to each request's sink. KV memory is paged
+// (engine/block_manager.h) with a prefix cache of full blocks keyed by a chained hash
+// (engine/prefix_cache.h); when blocks run out a running sequence is preempted and later
+// recomputed. Text (detokenizing, stop strings, chat templates) is the caller's business: the
+// engine sees only token ids, and stops on end-of-generation ids it was given.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "model/batch.h"
+#include "util/result.h"
+
+namespace zinc::engine {
+
+using RequestId = uint64_t;
+
+struct EngineOptions {
+    int32_t n_parallel = 4;          // most sequences running at once (slots)
+    int32_t n_ctx = 4096;            // most positions per sequence (prompt + generated)
+    int32_t n_kv_blocks = 0;         // 0: enough for n_parallel full contexts
+    int32_t block_size = 16;         // positions per KV block
+    int32_t max_batch_tokens = 512;  // token budget of one step (decodes + prefill chunks)
+    int32_t max_queue = 256;         // waiting requests beyond which submit() fails (QueueFull)
+    bool prefix_cache = true;        // reuse cached full blocks of identical prefixes
+    /// Batch-invariant mode: results at temperature 0 do not depend on what else is batched
+    /// (see docs/server.md for what it costs and when it is needed).
+    bool batch_invariant = false;
+    int n_threads = 0;                     // CPU tier threads, 0 = all
+    std::vector<int32_t> eog_tokens;       // ids that end generation (Tokenizer EOG set)
+    /// Builds the Runner once the engine has sized the KV pool; empty: the CPU tier
+    /// (model::Runner::create_cpu). The CUDA tier plugs in here.
+    std::function<Result<std::unique_ptr<model::Runner>>(const model::RunnerOptions&)> make_runner;
+};
+
+/// What a request wants. Tenant and priority are carried for the scheduling policy.
+struct RequestParams {
+    std::vector<int32_t> prompt;  // non-empty
+    int32_t max_tokens = 16;      // generated tokens at most (>= 1)
+    SamplerOptions sampling;
+    bool ignore_eos = false;  // do not stop on eog_tokens
+    int32_t top_logprobs = -1;  // -1: no logprobs; 0..20: logprob of the chosen token + top N
+    std::string tenant;       // for policies (unused by the default FCFS policy)
+    int32_t priority = 0;     // higher runs first in policies that read it
+};
+
+enum class FinishReason {
+    Length,     // max_tokens reached
+    Eog,        // an end-of-generation token was sampled (not reported as a token)
+    Cancelled,  // cancel() was called (a disconnect, or the caller's stop string matched)
+    Context,    // the sequence reached n_ctx
+    Error,      // an internal failure; Event::error says what
+};
+const char* to_string(FinishReason r);
+
+struct TokenLogprob {
+    int32_t id = 0;
+    float logprob = 0.0f;  // natural log of the probability under the unmodified logits
+};
+
+struct GeneratedToken {
+    int32_t id = 0;
+    float logprob = 0.0f;             // set when top_logprobs >= 0
+    std::vector<TokenLogprob> top;    // top_logprobs alternatives, most likely first
+};
+
+struct Usage {
+    int32_t prompt_tokens = 0;
+    int32_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+    int32_t completion_tokens = 0;
+    int32_t preemptions = 0;
+};
+
+/// Delivered to the request's sink on the step thread. The sink must be quick and must not call
+/// back into the Engine except cancel(). After an event with finished = true, none follow.
+struct Event {
+    std::vector<GeneratedToken> tokens;  // new tokens this step (usually one)
+    bool finished = false;
+    FinishReason reason = FinishReason::Length;
+    std::string error;  // when reason == Error
+    Usage usage;        // cumulative
+};
+using EventSink = std::function<void(const Event&)>;
+
+/// Why submit() refused a request.
+enum class SubmitErrorKind { InvalidRequest, ContextLength, QueueFull, ShuttingDown };
+struct SubmitError {
+    SubmitErrorKind kind;
+    std::string message;  // one line
+};
+
+/// A point-in-time view for /health and /metrics. Counters are cumulative since start.
+struct EngineStats {
+    int32_t slots_busy = 0, slots_idle = 0, queue_depth = 0;
+    int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_cached = 0;
+    uint64_t prefix_hits_blocks = 0;        // prompt blocks served from the cache
+    uint64_t prefix_miss_cold = 0;          // blocks never cached
+    uint64_t prefix_miss_evicted = 0;       // blocks cached once but evicted since
+    uint64_t prefix_miss_partial = 0;       // trailing partial blocks (never cacheable)
+    uint64_t prefix_miss_disabled = 0;      // prefix cache off
+    uint64_t steps = 0, preemptions = 0;
+    uint64_t prompt_tokens = 0, generated_tokens = 0;
+    uint64_t requests_finished = 0, requests_cancelled = 0;
+};
+
+class Engine {
+  public:
+    /// Starts the step thread. Errors: invalid options, or KV memory that cannot hold one full
+    /// sequence.
+    static Result<std::unique_ptr<Engine>> create(const model::Model& model,
+                                                  const EngineOptions& opts);
+    virtual ~Engine() = default;  // stops the step thread; pending requests finish Cancelled
+
+    /// Queue a request. Returns its id, or why it was refused (prompt + max_tokens > n_ctx is
+    /// ContextLength; a full queue is QueueFull). The sink is called from the step thread.
+    virtual std::variant<RequestId, SubmitError> submit(RequestParams params, EventSink sink) = 0;
+    /// Stop a request: its sequence and KV blocks are released within one step and its sink gets
+    /// a final Cancelled event. Unknown or finished ids are ignored. Thread-safe.
+    virtual void cancel(RequestId id) = 0;
+    virtual EngineStats stats() const = 0;
+    virtual const EngineOptions& options() const = 0;
+    /// Stop accepting, cancel everything, join the step thread. Idempotent.
+    virtual void shutdown() = 0;
+};
+
+}  // namespace zinc::engine

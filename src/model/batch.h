@@ -1,0 +1,79 @@
+// zinc/model/batch.h — the step batch and the Runner that executes it (one per tier).
+//
+// A step batch is a flat list of token rows from any mix of sequences: prefill chunks and
+// single-token decodes side by side (continuous batching with chunked prefill, as in Orca /
+// vLLM). Each sequence's rows are contiguous and at consecutive positions. Its keys and values
+// live in a paged KV cache (Kwon et al. 2023, "PagedAttention"): fixed-size blocks of
+// `block_size` positions, every layer, addressed through the sequence's block table. Position p
+// of a sequence lives in physical block block_table[p / block_size], slot p % block_size.
+//
+// The engine (engine/block_manager.h) decides which physical blocks a sequence owns; the Runner
+// owns the storage of all blocks (host memory on the CPU tier, device memory on CUDA) and never
+// allocates or frees blocks itself. Physical layout inside the Runner is its own business; the
+// only contract is the logical one above plus copy_block() for copy-on-write.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace zinc::model {
+
+class Model;
+
+/// One sequence's slice of a step batch.
+struct BatchSeq {
+    int32_t row0 = 0;      // first row of this sequence in Batch::tokens
+    int32_t n_tokens = 0;  // rows [row0, row0 + n_tokens) at positions pos0 .. pos0 + n_tokens - 1
+    int32_t pos0 = 0;      // positions [0, pos0) are already in the KV cache
+    /// Physical block ids covering positions [0, pos0 + n_tokens), in position order.
+    std::span<const int32_t> block_table;
+    bool want_logits = true;  // produce logits for this sequence's last row
+    bool all_logits = false;  // produce logits for every row (implies want_logits)
+};
+
+/// A step batch. Sequences must not share a physical block that this step writes (the block
+/// manager copies on write first); they may share blocks that are only read (a cached prefix).
+struct Batch {
+    std::span<const int32_t> tokens;  // (n_rows) token ids
+    std::span<const BatchSeq> seqs;   // rows of seqs[i] follow those of seqs[i-1]
+};
+
+struct RunnerOptions {
+    int32_t n_blocks = 0;          // physical KV blocks to allocate
+    int32_t block_size = 16;       // positions per block
+    int32_t max_batch_tokens = 512;  // most rows in one forward (larger batches are an error)
+    int32_t max_seqs = 16;         // most sequences in one forward
+    int32_t max_seq_len = 4096;    // longest sequence (positions) the attention scratch allows
+    int n_threads = 0;             // CPU tier: 0 = all hardware threads
+};
+
+/// Executes step batches of one model on one tier. Not thread-safe: one caller (the engine's
+/// step loop, or a Context) at a time.
+class Runner {
+  public:
+    /// The CPU tier (the oracle). Errors: invalid options (non-positive sizes).
+    static Result<std::unique_ptr<Runner>> create_cpu(const Model& model, const RunnerOptions& opts);
+    virtual ~Runner() = default;
+
+    /// Run one step: append every row's K/V at its position and write logits into `logits`,
+    /// (n_vocab) f32 per row, in batch order: all rows of a sequence with all_logits, the last
+    /// row of one with want_logits, nothing for the others. Errors: a token id out of range, a block id out of range, a
+    /// block table too short for pos0 + n_tokens, more rows or sequences than the options allow.
+    virtual Result<void> forward(const Batch& batch, float* logits) = 0;
+
+    /// Copy every layer's K/V of physical block src into dst (copy-on-write).
+    virtual void copy_block(int32_t src, int32_t dst) = 0;
+
+    virtual const RunnerOptions& options() const = 0;
+    /// "cpu" or "cuda".
+    virtual std::string tier() const = 0;
+    /// Bytes of KV storage for all blocks.
+    virtual size_t kv_bytes() const = 0;
+};
+
+}  // namespace zinc::model
