@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <string>
+#include <string_view>
 
 #include "model/config.h"
 #include "model/forward_state.h"
@@ -24,6 +25,14 @@ class ArchModel : public Model {
     /// Run tokens st.tokens[0..n_tokens) at positions st.pos0.. and write the logits. The
     /// caller has validated ids and capacity.
     virtual void forward(ForwardState& st) const = 0;
+
+    /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr (for other tiers,
+    /// e.g. the CUDA Runner, which uploads weights by name).
+    const Weight* find_weight(std::string_view gguf_name) const {
+        for (const Weight& w : weights_)
+            if (w.name == gguf_name) return &w;
+        return nullptr;
+    }
 
   protected:
     ModelConfig cfg_;
