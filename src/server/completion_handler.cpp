@@ -1,0 +1,287 @@
+// zinc/server/completion_handler.cpp — POST /v1/chat/completions and POST /v1/completions:
+// validate, build the prompt tokens (chat template / tokenizer), check the context, run the
+// choices on the engine (generation.h), and answer with one JSON body or an SSE stream.
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/generation.h"
+#include "server/json_fields.h"
+#include "server/openai_format.h"
+#include "server/serving_context.h"
+#include "server/sse.h"
+
+namespace zinc::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Each prompt's token ids, or the error that stops the request.
+ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
+                                                           const CompletionRequest& cr) {
+    const tokenizer::Tokenizer& tok = *ctx.model.tok;
+    std::vector<std::vector<int32_t>> out;
+    if (cr.kind == ApiKind::Chat) {
+        auto t = ctx.model.render_chat(cr.messages);
+        if (!t.ok())
+            return bad_request("the chat template failed on these messages: " + t.error().message,
+                               std::string("messages"), std::string("invalid_value"));
+        if (t.value().empty())
+            return invalid_value("messages", "the rendered conversation has no tokens");
+        out.push_back(std::move(t.value()));
+        return out;
+    }
+    for (const auto& p : cr.prompts) {
+        std::vector<int32_t> ids;
+        if (p.is_tokens) {
+            for (size_t k = 0; k < p.tokens.size(); ++k)
+                if (p.tokens[k] >= tok.n_vocab())
+                    return invalid_value(path_index(p.path, k),
+                                         "token id " + std::to_string(p.tokens[k]) +
+                                             " is out of range (vocabulary of " +
+                                             std::to_string(tok.n_vocab()) + ")");
+            ids = p.tokens;
+        } else {
+            // As `zinc --prompt` and llama.cpp: BOS per the model, special-token text parsed.
+            ids = tok.encode(p.text, /*add_special=*/true, /*parse_special=*/true);
+        }
+        if (ids.empty()) return invalid_value(p.path, "the prompt is empty");
+        out.push_back(std::move(ids));
+    }
+    return out;
+}
+
+// The choices to run: prompts x n, with max_tokens resolved against the context.
+ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const CompletionRequest& cr,
+                                                const std::vector<std::vector<int32_t>>& prompts) {
+    const int32_t n_ctx = ctx.model.engine->options().n_ctx;
+    const std::string prompt_param = cr.kind == ApiKind::Chat ? "messages" : "prompt";
+    std::vector<ChoiceSpec> specs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        const auto n_prompt = static_cast<int64_t>(prompts[i].size());
+        int64_t max_tokens = 0;
+        if (cr.max_tokens) {
+            max_tokens = *cr.max_tokens;
+            if (n_prompt + max_tokens > n_ctx)
+                return context_length_exceeded(
+                    "this model's context is " + std::to_string(n_ctx) +
+                        " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
+                        " tokens and " + cr.max_tokens_param + " asks for " +
+                        std::to_string(max_tokens) + " more",
+                    cr.max_tokens_param);
+        } else {
+            // OpenAI: chat runs until the context is full, completions default to 16 tokens.
+            max_tokens = n_ctx - n_prompt;
+            if (cr.kind == ApiKind::Completion && max_tokens > 16) max_tokens = 16;
+            if (max_tokens < 1)
+                return context_length_exceeded(
+                    "this model's context is " + std::to_string(n_ctx) +
+                        " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
+                        " tokens, leaving no room to generate",
+                    prompt_param);
+        }
+        for (int32_t j = 0; j < cr.n; ++j) {
+            ChoiceSpec s;
+            s.prompt_index = static_cast<int32_t>(i);
+            s.params.prompt = prompts[i];
+            s.params.max_tokens = static_cast<int32_t>(max_tokens);
+            s.params.sampling = cr.sampling;
+            // With a seed, choice j draws from seed + j: reproducible, yet the n choices differ.
+            s.params.sampling.seed = cr.seed ? *cr.seed + static_cast<uint64_t>(j) : ctx.random_u64();
+            s.params.top_logprobs = cr.logprobs ? cr.top_logprobs : -1;
+            s.params.tenant = cr.user;
+            specs.push_back(std::move(s));
+        }
+    }
+    return specs;
+}
+
+json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLogprobs* acc,
+                  const std::vector<engine::GeneratedToken>& tokens) {
+    if (!cr.logprobs || tokens.empty()) return nullptr;
+    if (cr.kind == ApiKind::Chat)
+        return {{"content", chat_logprob_entries(*ctx.model.tok, tokens, cr.top_logprobs)}};
+    return acc->add(*ctx.model.tok, tokens, cr.top_logprobs);
+}
+
+// State of one streamed response, shared by httplib's content provider and releaser.
+struct StreamState {
+    std::unique_ptr<Generation> gen;
+    CompletionRequest cr;
+    ResponseMeta meta;
+    int32_t prompt_tokens = 0;
+    std::vector<CompletionLogprobs> lp;  // completions format, per choice
+    bool started = false;
+    bool ended = false;
+    Clock::time_point last_write;
+};
+
+void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
+               const ResponseMeta& meta, int32_t n_prompt_tokens, httplib::Response& res) {
+    std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
+    std::vector<CompletionLogprobs> lp(results.size());
+    std::vector<json> chat_lp(results.size(), json::array());
+    while (!gen.done()) {
+        for (auto& d : gen.poll(std::chrono::milliseconds(500))) {
+            ChoiceResult& r = results[static_cast<size_t>(d.index)];
+            r.text += d.text;
+            if (cr.logprobs && !d.tokens.empty()) {
+                if (cr.kind == ApiKind::Chat)
+                    for (auto& e : chat_logprob_entries(*ctx.model.tok, d.tokens, cr.top_logprobs))
+                        chat_lp[static_cast<size_t>(d.index)].push_back(std::move(e));
+                else
+                    lp[static_cast<size_t>(d.index)].add(*ctx.model.tok, d.tokens, cr.top_logprobs);
+            }
+            if (d.finish_reason) r.finish_reason = *d.finish_reason;
+        }
+    }
+    if (gen.failure()) return send_error(res, *gen.failure());
+    for (size_t i = 0; i < results.size(); ++i) {
+        if (!cr.logprobs) {
+            results[i].logprobs = nullptr;
+        } else if (cr.kind == ApiKind::Chat) {
+            results[i].logprobs = {{"content", std::move(chat_lp[i])}};
+        } else {
+            results[i].logprobs = lp[i].whole();
+        }
+    }
+    UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
+    res.status = 200;
+    res.set_content(dump(whole_response(meta, results, u)), "application/json");
+}
+
+// One call of httplib's content provider: write what is new; false when the client is gone.
+bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) {
+    const bool chat = st.cr.kind == ApiKind::Chat;
+    auto write = [&](const std::string& s) {
+        st.last_write = Clock::now();
+        return sink.write(s.data(), s.size());
+    };
+    if (!st.started) {
+        st.started = true;
+        // Chat streams open each choice with the assistant role, as OpenAI's do.
+        if (chat)
+            for (int32_t i = 0; i < st.gen->n_choices(); ++i)
+                if (!write(sse_event(dump(stream_chunk(st.meta, i, "", true, nullptr, std::nullopt,
+                                                       st.cr.include_usage)))))
+                    return false;
+    }
+    const auto wait = std::chrono::milliseconds(std::min(ctx.opts.heartbeat_ms, 250));
+    auto deltas = st.gen->poll(wait);
+    for (auto& d : deltas) {
+        if (d.text.empty() && d.tokens.empty() && !d.finish_reason) continue;
+        if (!d.text.empty() || !d.tokens.empty()) {
+            json lp = logprobs_for(ctx, st.cr, &st.lp[static_cast<size_t>(d.index)], d.tokens);
+            if (!write(sse_event(dump(stream_chunk(st.meta, d.index, d.text, false, std::move(lp),
+                                                   std::nullopt, st.cr.include_usage)))))
+                return false;
+        }
+        if (d.finish_reason &&
+            !write(sse_event(dump(stream_chunk(st.meta, d.index, "", false, nullptr,
+                                               d.finish_reason, st.cr.include_usage)))))
+            return false;
+    }
+    if (st.gen->failure()) {
+        // The status line is long gone: report in-band, as OpenAI does mid-stream.
+        const ApiError& e = *st.gen->failure();
+        json err = {{"error",
+                     {{"message", e.message}, {"type", e.type}, {"param", nullptr},
+                      {"code", e.code ? json(*e.code) : json(nullptr)}}}};
+        st.ended = true;
+        if (!write(sse_event(dump(err))) || !write(sse_done())) return false;
+        sink.done();
+        return true;
+    }
+    if (st.gen->done()) {
+        st.ended = true;
+        if (st.cr.include_usage) {
+            UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
+                          st.gen->cached_prompt_tokens()};
+            if (!write(sse_event(dump(usage_chunk(st.meta, u))))) return false;
+        }
+        if (!write(sse_done())) return false;
+        sink.done();
+        return true;
+    }
+    if (deltas.empty() &&
+        Clock::now() - st.last_write >= std::chrono::milliseconds(ctx.opts.heartbeat_ms)) {
+        // A write to a closed connection fails (on the second try at the latest), which is how
+        // a client that left while its request waits in the queue is found.
+        if (!write(sse_comment("keep-alive"))) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,
+                        httplib::Response& res) {
+    const Clock::time_point arrival = Clock::now();
+    auto body = parse_json_body(req.body);
+    if (!body.ok()) return send_error(res, body.error());
+    auto parsed = kind == ApiKind::Chat
+                      ? parse_chat_request(body.value(), ctx.opts.sampling, ctx.opts.limits)
+                      : parse_completion_request(body.value(), ctx.opts.sampling, ctx.opts.limits);
+    if (!parsed.ok()) return send_error(res, parsed.error());
+    CompletionRequest& cr = parsed.value();
+    if (!cr.model.empty() && cr.model != ctx.opts.model_id)
+        return send_error(res, model_not_found(cr.model));
+
+    auto prompts = prompt_tokens(ctx, cr);
+    if (!prompts.ok()) return send_error(res, prompts.error());
+    auto specs = choice_specs(ctx, cr, prompts.value());
+    if (!specs.ok()) return send_error(res, specs.error());
+    int32_t n_prompt_tokens = 0;
+    for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());
+
+    std::vector<std::string> stops = cr.stop;
+    if (kind == ApiKind::Chat)
+        for (const auto& s : ctx.model.chat_stop_strings) stops.push_back(s);
+    auto gen = Generation::start(*ctx.model.engine, *ctx.model.tok, std::move(specs.value()),
+                                 stops, &ctx.metrics, arrival);
+    if (!gen.ok()) return send_error(res, gen.error());
+    ctx.metrics.count_tokens(static_cast<uint64_t>(n_prompt_tokens), 0);
+
+    ResponseMeta meta;
+    meta.kind = kind;
+    meta.id = ctx.new_id(kind == ApiKind::Chat ? "chatcmpl-" : "cmpl-");
+    meta.created = static_cast<int64_t>(std::time(nullptr));
+    meta.model = ctx.opts.model_id;
+
+    if (!cr.stream)
+        return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, res);
+
+    auto st = std::make_shared<StreamState>();
+    st->gen = std::move(gen.value());
+    st->cr = std::move(cr);
+    st->meta = std::move(meta);
+    st->prompt_tokens = n_prompt_tokens;
+    st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
+    st->last_write = Clock::now();
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    ServingContext* c = &ctx;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [c, st](size_t /*offset*/, httplib::DataSink& sink) {
+            if (st->ended) {
+                sink.done();
+                return true;
+            }
+            return stream_step(*c, *st, sink);
+        },
+        [c, st](bool success) {
+            // The response is over: a stream that did not reach its end lost its client (or the
+            // server is stopping). Cancel at once so the KV blocks come back within a step.
+            if (!success || !st->ended) {
+                if (!st->ended) c->metrics.count_disconnect();
+                st->gen->cancel();
+            }
+        });
+}
+
+}  // namespace zinc::server

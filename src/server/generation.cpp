@@ -1,0 +1,199 @@
+// zinc/server/generation.cpp — see generation.h.
+#include "server/generation.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+namespace zinc::server {
+
+struct Generation::Channel {
+    struct Item {
+        int32_t choice = 0;
+        engine::Event event;
+        Clock::time_point at;
+    };
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Item> items;
+};
+
+struct Generation::Choice {
+    Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops)
+        : stream(tok, stops) {}
+    engine::RequestId id = 0;
+    bool submitted = false;
+    bool engine_done = false;  // the engine sent its final event
+    int32_t prompt_index = 0;
+    tokenizer::TextStream stream;
+    std::optional<std::string> finish_reason;
+    int32_t n_tokens = 0;
+    int32_t cached_prompt_tokens = 0;
+    Clock::time_point first_token{}, last_token{};
+};
+
+Generation::Generation(engine::Engine& eng, const tokenizer::Tokenizer& tok, Metrics* metrics,
+                       Clock::time_point arrival)
+    : eng_(eng), tok_(tok), metrics_(metrics), arrival_(arrival),
+      channel_(std::make_shared<Channel>()) {}
+
+ApiResult<std::unique_ptr<Generation>> Generation::start(engine::Engine& eng,
+                                                         const tokenizer::Tokenizer& tok,
+                                                         std::vector<ChoiceSpec> choices,
+                                                         const std::vector<std::string>& stops,
+                                                         Metrics* metrics,
+                                                         Clock::time_point arrival) {
+    std::unique_ptr<Generation> g(new Generation(eng, tok, metrics, arrival));
+    for (auto& spec : choices) {
+        auto c = std::make_unique<Choice>(tok, stops);
+        c->prompt_index = spec.prompt_index;
+        g->choices_.push_back(std::move(c));
+    }
+    for (size_t i = 0; i < choices.size(); ++i) {
+        std::shared_ptr<Channel> ch = g->channel_;
+        const auto idx = static_cast<int32_t>(i);
+        auto sink = [ch, idx](const engine::Event& ev) {
+            {
+                std::lock_guard<std::mutex> lk(ch->mu);
+                ch->items.push_back({idx, ev, Clock::now()});
+            }
+            ch->cv.notify_one();
+        };
+        auto r = eng.submit(std::move(choices[i].params), std::move(sink));
+        if (const auto* err = std::get_if<engine::SubmitError>(&r)) {
+            g->cancel();  // the ones already submitted
+            switch (err->kind) {
+                case engine::SubmitErrorKind::ContextLength:
+                    return context_length_exceeded(err->message, "messages");
+                case engine::SubmitErrorKind::QueueFull: return queue_full(err->message);
+                case engine::SubmitErrorKind::ShuttingDown: return shutting_down();
+                case engine::SubmitErrorKind::InvalidRequest: return bad_request(err->message);
+            }
+            return internal_error(err->message);
+        }
+        g->choices_[i]->id = std::get<engine::RequestId>(r);
+        g->choices_[i]->submitted = true;
+    }
+    return g;
+}
+
+Generation::~Generation() { cancel(); }
+
+void Generation::cancel() {
+    for (auto& c : choices_)
+        if (c->submitted && !c->engine_done) eng_.cancel(c->id);  // unknown/finished ids are ignored
+    for (auto& c : choices_) c->engine_done = true;  // nothing more is awaited from the engine
+}
+
+bool Generation::done() const {
+    if (failure_) return true;
+    for (const auto& c : choices_)
+        if (!c->finish_reason) return false;
+    return true;
+}
+
+int32_t Generation::completion_tokens() const {
+    int32_t n = 0;
+    for (const auto& c : choices_) n += c->n_tokens;
+    return n;
+}
+
+int32_t Generation::cached_prompt_tokens() const {
+    int32_t n = 0, last_prompt = -1;
+    for (const auto& c : choices_) {
+        if (c->prompt_index == last_prompt) continue;
+        last_prompt = c->prompt_index;
+        n += c->cached_prompt_tokens;
+    }
+    return n;
+}
+
+std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
+    std::deque<Channel::Item> items;
+    {
+        std::unique_lock<std::mutex> lk(channel_->mu);
+        channel_->cv.wait_for(lk, timeout, [&] { return !channel_->items.empty(); });
+        items.swap(channel_->items);
+    }
+    std::vector<ChoiceDelta> out;
+    auto delta_for = [&](int32_t idx) -> ChoiceDelta& {
+        for (auto& d : out)
+            if (d.index == idx) return d;
+        out.push_back(ChoiceDelta{idx, {}, {}, std::nullopt});
+        return out.back();
+    };
+    for (auto& item : items) {
+        Choice& c = *choices_[static_cast<size_t>(item.choice)];
+        const engine::Event& ev = item.event;
+        if (ev.finished) {
+            c.engine_done = true;
+            c.cached_prompt_tokens = ev.usage.cached_prompt_tokens;
+        }
+        if (c.finish_reason || failure_) continue;  // ended on our side (a stop string)
+        ChoiceDelta& d = delta_for(item.choice);
+        for (const auto& t : ev.tokens) {
+            if (c.n_tokens == 0) c.first_token = item.at;
+            if (metrics_) {
+                if (!first_token_seen_)
+                    metrics_->observe_ttft(std::chrono::duration<double>(item.at - arrival_).count());
+                else if (c.n_tokens > 0)
+                    metrics_->observe_itl(
+                        std::chrono::duration<double>(item.at - c.last_token).count());
+            }
+            first_token_seen_ = true;
+            c.last_token = item.at;
+            last_token_time_ = item.at;
+            ++c.n_tokens;
+            tokenizer::StreamStep step = c.stream.push(t.id);
+            d.text += step.text;
+            d.tokens.push_back(t);
+            if (step.status != tokenizer::StreamStatus::Continue) {
+                // A stop string completed (or an end-of-turn token the engine did not know):
+                // release the sequence now rather than when max_tokens runs out.
+                c.finish_reason = "stop";
+                if (!c.engine_done) eng_.cancel(c.id);
+                break;
+            }
+        }
+        if (c.finish_reason || !ev.finished) {
+            if (c.finish_reason) d.finish_reason = c.finish_reason;
+            continue;
+        }
+        switch (ev.reason) {
+            case engine::FinishReason::Length:
+            case engine::FinishReason::Context:
+                d.text += c.stream.finish();  // may still complete a stop string
+                c.finish_reason = c.stream.stopped() ? "stop" : "length";
+                break;
+            case engine::FinishReason::Eog:
+                d.text += c.stream.finish();
+                c.finish_reason = "stop";
+                break;
+            case engine::FinishReason::Cancelled:
+                failure_ = shutting_down();
+                break;
+            case engine::FinishReason::Error:
+                failure_ = internal_error("generation failed: " + ev.error);
+                break;
+        }
+        d.finish_reason = c.finish_reason;
+    }
+    if (failure_) cancel();
+    if (done() && !failure_) finish_metrics();
+    return out;
+}
+
+void Generation::finish_metrics() {
+    if (metrics_done_ || !metrics_) return;
+    metrics_done_ = true;
+    for (const auto& c : choices_)
+        if (c->n_tokens >= 2)
+            metrics_->observe_tpot(
+                std::chrono::duration<double>(c->last_token - c->first_token).count() /
+                (c->n_tokens - 1));
+    metrics_->count_tokens(0, static_cast<uint64_t>(completion_tokens()));
+    if (first_token_seen_)
+        metrics_->observe_e2e(std::chrono::duration<double>(last_token_time_ - arrival_).count());
+}
+
+}  // namespace zinc::server

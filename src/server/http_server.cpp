@@ -1,0 +1,307 @@
+// zinc/server/http_server.cpp — see http_server.h. Routes, auth, body limit, error shapes,
+// /health, /metrics, /v1/models, /tokenize, /detokenize; the completion endpoints are in
+// completion_handler.cpp.
+#include "server/http_server.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+
+#include "server/auth.h"
+#include "server/json_fields.h"
+#include "server/openai_format.h"
+#include "server/serving_context.h"
+
+namespace zinc::server {
+
+using nlohmann::json;
+
+uint64_t ServingContext::random_u64() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return rng_();
+}
+
+std::string ServingContext::new_id(const char* prefix) {
+    uint64_t a, b;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        a = rng_();
+        b = rng_();
+    }
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
+                  static_cast<unsigned long long>(b & 0xffffffffull));
+    return std::string(prefix) + buf;
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
+    res.set_content(error_body(e), "application/json");
+}
+
+void send_json(httplib::Response& res, const json& j, int status) {
+    res.status = status;
+    res.set_content(dump(j), "application/json");
+}
+
+namespace {
+
+// Routes with their own label in zinc_requests_total; anything else counts as "other" so a
+// scanner cannot grow the label set.
+std::string endpoint_label(const std::string& path) {
+    static const char* const known[] = {"/v1/chat/completions", "/v1/completions", "/v1/models",
+                                        "/health", "/metrics", "/tokenize", "/detokenize"};
+    for (const char* k : known)
+        if (path == k) return k;
+    if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+    return "other";
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+    Impl(ServedModel m, ServerOptions o) : ctx(std::move(m), std::move(o)) {}
+    ServingContext ctx;
+    httplib::Server http;
+    int port = 0;
+
+    void setup_routes();
+    void health(httplib::Response& res);
+    void models(const httplib::Request& req, httplib::Response& res);
+    void tokenize(const httplib::Request& req, httplib::Response& res);
+    void detokenize(const httplib::Request& req, httplib::Response& res);
+    json model_card() const;
+};
+
+json HttpServer::Impl::model_card() const {
+    const engine::EngineOptions& eo = ctx.model.engine->options();
+    return {{"id", ctx.opts.model_id},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "zinc"},
+            {"max_model_len", eo.n_ctx}};
+}
+
+void HttpServer::Impl::health(httplib::Response& res) {
+    const engine::EngineStats st = ctx.model.engine->stats();
+    const engine::EngineOptions& eo = ctx.model.engine->options();
+    json j = {{"status", "ok"},
+              {"model", ctx.opts.model_id},
+              {"slots", {{"total", eo.n_parallel}, {"busy", st.slots_busy}, {"idle", st.slots_idle}}},
+              {"queue_depth", st.queue_depth},
+              {"max_queue", eo.max_queue},
+              {"n_ctx", eo.n_ctx},
+              {"kv_blocks",
+               {{"total", st.kv_blocks_total},
+                {"used", st.kv_blocks_used},
+                {"free", st.kv_blocks_free},
+                {"cached", st.kv_blocks_cached},
+                {"block_size", eo.block_size}}},
+              {"prefix_cache", eo.prefix_cache},
+              {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
+    send_json(res, j);
+}
+
+void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
+    if (req.matches.size() >= 2) {
+        const std::string id = req.matches[1];
+        if (id != ctx.opts.model_id) return send_error(res, model_not_found(id));
+        return send_json(res, model_card());
+    }
+    send_json(res, json{{"object", "list"}, {"data", json::array({model_card()})}});
+}
+
+void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
+    auto body = parse_json_body(req.body);
+    if (!body.ok()) return send_error(res, body.error());
+    const json& b = body.value();
+    FieldReader r(b, "");
+    bool add_special = true, with_pieces = false;
+    r.get_bool("add_special", add_special);
+    r.get_bool("with_pieces", with_pieces);
+    std::string text;
+    std::vector<int32_t> ids;
+    const tokenizer::Tokenizer& tok = *ctx.model.tok;
+    if (r.find("messages")) {
+        // The prompt a chat request with these messages would get (template + generation prompt).
+        auto cr = parse_chat_request(json{{"messages", b["messages"]}}, ctx.opts.sampling,
+                                     ctx.opts.limits);
+        if (!cr.ok()) return send_error(res, cr.error());
+        auto t = ctx.model.render_chat(cr.value().messages);
+        if (!t.ok())
+            return send_error(res, bad_request("the chat template failed on these messages: " +
+                                                   t.error().message,
+                                               std::string("messages")));
+        ids = std::move(t.value());
+    } else {
+        const char* key = r.find("content") ? "content" : "prompt";
+        if (!r.get_string(key, text) && !r.error())
+            r.fail(invalid_value("content", "is required (a string), or give 'messages'"));
+        if (r.error()) return send_error(res, *r.error());
+        ids = tok.encode(text, add_special, /*parse_special=*/true);
+    }
+    if (r.error()) return send_error(res, *r.error());
+    json j = {{"tokens", ids}, {"count", ids.size()},
+              {"max_model_len", ctx.model.engine->options().n_ctx}};
+    if (with_pieces) {
+        json pieces = json::array();
+        for (int32_t id : ids) pieces.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        j["pieces"] = std::move(pieces);
+    }
+    send_json(res, j);
+}
+
+void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
+    auto body = parse_json_body(req.body);
+    if (!body.ok()) return send_error(res, body.error());
+    const json& b = body.value();
+    const tokenizer::Tokenizer& tok = *ctx.model.tok;
+    auto it = b.find("tokens");
+    if (it == b.end() || it->is_null())
+        return send_error(res, invalid_value("tokens", "is required (an array of token ids)"));
+    if (!it->is_array()) return send_error(res, wrong_type("tokens", "an array of token ids", *it));
+    std::vector<int32_t> ids;
+    for (size_t k = 0; k < it->size(); ++k) {
+        const json& v = (*it)[k];
+        const auto id = v.is_number() ? as_integer(v) : std::nullopt;
+        if (!id) return send_error(res, wrong_type(path_index("tokens", k), "a token id (integer)", v));
+        if (*id < 0 || *id >= tok.n_vocab())
+            return send_error(res, invalid_value(path_index("tokens", k),
+                                                 "token id " + std::to_string(*id) +
+                                                     " is out of range (vocabulary of " +
+                                                     std::to_string(tok.n_vocab()) + ")"));
+        ids.push_back(static_cast<int32_t>(*id));
+    }
+    send_json(res, json{{"content", tok.decode(ids)}});
+}
+
+void HttpServer::Impl::setup_routes() {
+    ServingContext* c = &ctx;
+    http.Post("/v1/chat/completions", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_completions(*c, ApiKind::Chat, req, res);
+    });
+    http.Post("/v1/completions", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_completions(*c, ApiKind::Completion, req, res);
+    });
+    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+        models(req, res);
+    });
+    http.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+        models(req, res);
+    });
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
+    http.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
+        res.status = 200;
+        res.set_content(c->metrics.render(c->model.engine->stats()),
+                        "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        tokenize(req, res);
+    });
+    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        detokenize(req, res);
+    });
+    // The right path with the wrong method is a 405, not a 404.
+    for (const char* p : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"})
+        http.Get(p, [](const httplib::Request& req, httplib::Response& res) {
+            send_error(res, method_not_allowed(req.method, req.path));
+        });
+    for (const char* p : {"/v1/models", "/health", "/metrics"})
+        http.Post(p, [](const httplib::Request& req, httplib::Response& res) {
+            send_error(res, method_not_allowed(req.method, req.path));
+        });
+
+    http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
+        if (c->opts.api_keys.empty() || !route_needs_key(req.path))
+            return httplib::Server::HandlerResponse::Unhandled;
+        if (api_key_ok(c->opts.api_keys, req.get_header_value("Authorization"),
+                       req.get_header_value("X-Api-Key")))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, unauthorized());
+        res.set_header("WWW-Authenticate", "Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    // Statuses httplib sets itself (no route, body over the limit, a malformed request line)
+    // come without a body: give them OpenAI's error shape. Our own errors already have one.
+    http.set_error_handler(httplib::Server::HandlerWithResponse(
+        [c](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e;
+        if (res.status == 404)
+            e = not_found_route(req.method, req.path);
+        else if (res.status == 413)
+            e = body_too_large(c->opts.max_body_bytes);
+        else
+            e = ApiError{res.status, "invalid_request_error",
+                         "the HTTP request could not be processed (status " +
+                             std::to_string(res.status) + ")",
+                         std::nullopt, std::nullopt, 0};
+        res.set_content(error_body(e), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string what = "unknown exception";
+            try {
+                if (ep) std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                what = e.what();
+            } catch (...) {
+            }
+            send_error(res, internal_error("internal error: " + what));
+        });
+    http.set_logger([c](const httplib::Request& req, const httplib::Response& res) {
+        c->metrics.count_request(endpoint_label(req.path), res.status);
+    });
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() { stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, ServerOptions opts) {
+    if (!model.engine || !model.tok || !model.render_chat)
+        return make_error("server: engine, tokenizer and chat renderer are required");
+    if (opts.port < 0 || opts.port > 65535)
+        return make_error("server: port " + std::to_string(opts.port) + " is out of range 0..65535");
+    if (opts.model_id.empty()) return make_error("server: the model id is empty");
+    int threads = opts.http_threads;
+    if (threads <= 0)
+        threads = 2 * std::max(model.engine->options().n_parallel, 16) + 32;
+    const size_t max_body = opts.max_body_bytes;
+    const int keepalive = opts.idle_keepalive_s;
+    const std::string host = opts.host;
+    const int port = opts.port;
+    auto impl = std::make_unique<Impl>(std::move(model), std::move(opts));
+    httplib::Server& h = impl->http;
+    h.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    h.set_payload_max_length(max_body);
+    h.set_keep_alive_max_count(100000);
+    h.set_keep_alive_timeout(keepalive);
+    h.set_read_timeout(30, 0);
+    h.set_write_timeout(10, 0);
+    h.set_tcp_nodelay(true);  // stream chunks go out as they are written
+    impl->setup_routes();
+    if (port == 0) {
+        const int p = h.bind_to_any_port(host);
+        if (p <= 0) return make_error("server: cannot bind " + host + " (any port)");
+        impl->port = p;
+    } else {
+        if (!h.bind_to_port(host, port))
+            return make_error("server: cannot listen on " + host + ":" + std::to_string(port) +
+                              " (in use, or not an address of this machine?)");
+        impl->port = port;
+    }
+    return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+bool HttpServer::run() { return impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() {
+    if (impl_) impl_->http.stop();
+}
+
+}  // namespace zinc::server

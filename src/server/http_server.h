@@ -1,0 +1,76 @@
+// zinc/server/http_server.h — the OpenAI-compatible HTTP server over one Engine: routes, auth,
+// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize.
+//
+// HTTP is cpp-httplib (Debian's libcpp-httplib, 0.11): a thread pool where each connection is
+// served by one thread for its lifetime, so a stream holds a thread while it runs; the pool is
+// sized from ServerOptions::http_threads. JSON is nlohmann-json. Endpoints, parameters, errors,
+// limits and metric names are documented in docs/server.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "server/completion_request.h"
+#include "tokenizer/tokenizer.h"
+#include "util/result.h"
+
+namespace zinc::server {
+
+/// Renders a conversation into prompt token ids with the model's chat template (with the
+/// generation prompt). An Err is the template's own message (a 400 on "messages").
+using ChatRenderer =
+    std::function<Result<std::vector<int32_t>>(const std::vector<chat::Message>& messages)>;
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                      // 0: any free port (see HttpServer::port())
+    std::vector<std::string> api_keys;    // empty: no auth
+    size_t max_body_bytes = 8u << 20;     // larger bodies get 413
+    int http_threads = 0;                 // connection threads; 0: 2 * max(parallel, 16) + 32
+    std::string model_id;                 // the name /v1/models lists and requests must use
+    engine::SamplerOptions sampling;      // defaults for fields a request leaves out (not seed)
+    RequestLimits limits;
+    int heartbeat_ms = 2000;  // idle streams get an SSE comment this often (finds gone clients)
+    int idle_keepalive_s = 5;  // an idle keep-alive connection is closed after this long
+};
+
+/// What the server serves. Everything must outlive the HttpServer.
+struct ServedModel {
+    engine::Engine* engine = nullptr;
+    const tokenizer::Tokenizer* tok = nullptr;
+    ChatRenderer render_chat;
+    /// Stop strings the template implies (e.g. ChatML markers as text), added to every chat
+    /// request's own.
+    std::vector<std::string> chat_stop_strings;
+};
+
+class HttpServer {
+  public:
+    /// Set up the routes and bind host:port. Error: the address cannot be bound (in use, bad
+    /// host), invalid options.
+    static Result<std::unique_ptr<HttpServer>> create(ServedModel model, ServerOptions opts);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    /// The bound port (the chosen one when ServerOptions::port was 0).
+    int port() const;
+    /// Serve until stop(). Returns false when the accept loop failed.
+    bool run();
+    /// Stop accepting and end the accept loop; open streams are cut. Thread-safe, idempotent;
+    /// may be called before run().
+    void stop();
+
+  private:
+    struct Impl;
+    explicit HttpServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zinc::server

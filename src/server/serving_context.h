@@ -1,0 +1,48 @@
+// zinc/server/serving_context.h — private to src/server: the state every HTTP handler shares
+// (the served model, options, metrics, an id/seed source) and the response helpers.
+#pragma once
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+
+namespace zinc::server {
+
+class ServingContext {
+  public:
+    ServingContext(ServedModel m, ServerOptions o)
+        : model(std::move(m)), opts(std::move(o)), rng_(std::random_device{}()) {}
+
+    const ServedModel model;
+    const ServerOptions opts;
+    Metrics metrics;
+
+    /// A fresh random 64-bit value (request seeds when a request gives none). Thread-safe.
+    uint64_t random_u64();
+    /// "PREFIX" + 24 random hex digits, e.g. "chatcmpl-3f9a...".
+    std::string new_id(const char* prefix);
+
+  private:
+    std::mutex mu_;
+    std::mt19937_64 rng_;
+};
+
+/// Write `e` as the response: status, OpenAI error body, Retry-After when set.
+void send_error(httplib::Response& res, const ApiError& e);
+/// Write a JSON body with `status`.
+void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+
+/// POST /v1/chat/completions (kind Chat) and POST /v1/completions (kind Completion).
+void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,
+                        httplib::Response& res);
+
+}  // namespace zinc::server
