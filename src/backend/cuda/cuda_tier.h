@@ -1,0 +1,82 @@
+// zinc/backend/cuda/cuda_tier.h — the public face of the CUDA tier: device probing, tier choice,
+// and the CUDA model::Runner. This header has no CUDA types, so the CLI and tests include it in
+// every build; with -DZINC_CUDA=OFF (or no nvcc) the same functions exist and report "built
+// without CUDA" (unavailable.cpp).
+//
+// The Runner follows model/batch.h exactly: step batches of token rows from several sequences
+// over a paged KV cache (f16, device memory), logits per sequence. See docs/cuda.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/model.h"
+#include "util/result.h"
+
+namespace zinc::cuda {
+
+struct DeviceInfo {
+    int index = 0;
+    std::string name;
+    int cc_major = 0, cc_minor = 0;
+    size_t mem_total = 0;  // bytes
+    size_t mem_free = 0;   // bytes, at probe time
+    int n_sm = 0;
+};
+
+struct Probe {
+    bool built = false;   // compiled with the CUDA tier
+    std::string reason;   // why no device is usable (empty when devices is non-empty)
+    int driver_version = 0;   // e.g. 13000 (CUDA 13.0); 0 when there is no driver
+    int runtime_version = 0;  // the runtime zinc was built against
+    std::vector<DeviceInfo> devices;  // usable devices (compute capability >= 7.0 ... 9.x)
+};
+
+/// Look for CUDA devices. Never fails: problems land in Probe::reason as one line.
+Probe probe();
+
+/// "13.0" from 13000.
+std::string version_string(int v);
+
+struct CudaOptions {
+    int device = 0;  // -d N
+};
+
+/// The CUDA Runner for `model` (an architecture of src/models: llama, qwen2, qwen3, gemma3).
+/// Uploads the weights (still quantized) and allocates opts.n_blocks KV blocks on the device.
+/// Errors (one line): no usable device, a bad device index, a tensor type without a CUDA
+/// kernel, or out of device memory (with the sizes).
+Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
+                                                     const model::RunnerOptions& opts,
+                                                     const CudaOptions& copts);
+
+/// Greedy decode without logits crossing to the host: for a Runner from create_runner, run the
+/// step and write the argmax token of each logits row (the rows forward() would write) into
+/// `tokens` (host). Errors as forward(); an error if `runner` is not a CUDA runner.
+Result<void> forward_argmax(model::Runner& runner, const model::Batch& batch, int32_t* tokens);
+
+/// Device bytes the weights and a KV cache of n_ctx positions need (for --check fit).
+size_t device_bytes_needed(const model::Model& model, int n_ctx);
+
+/// Per-step counters of a CUDA runner (for perf notes): kernel launches issued by the host in
+/// the last forward (0 when a CUDA graph was replayed), graph replays so far, host microseconds
+/// spent in the last forward call up to the sync.
+struct RunnerStats {
+    int launches_last_step = 0;
+    int64_t graph_replays = 0;
+    int64_t graph_captures = 0;
+    double host_us_last_step = 0;
+};
+RunnerStats runner_stats(const model::Runner& runner);
+
+/// A Context (model/model.h) over any Runner: one sequence, a contiguous block table of
+/// ceil(n_ctx / block_size) blocks, chunks of at most max_batch_tokens. Lets `zinc --prompt`
+/// run on the CUDA tier through the same interface as the CPU Context.
+Result<std::unique_ptr<model::Context>> make_runner_context(std::unique_ptr<model::Runner> runner,
+                                                            int n_ctx, int32_t n_vocab);
+
+}  // namespace zinc::cuda

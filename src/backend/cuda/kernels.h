@@ -1,0 +1,117 @@
+// zinc/backend/cuda/kernels.h — host-side launchers of the CUDA kernels (one .cu per op family).
+// Plain pointers to device memory and a stream; shapes in elements; row-major activations
+// (row r of a (n_rows, dim) buffer starts at r * dim). Launchers never synchronize.
+//
+// Activation packing (pack.cu): a row of dim floats (dim % 32 == 0) becomes dim int8 codes `aq`
+// and dim/32 float4 `ad` = (d, d * Σ codes[0..16), d * Σ codes[16..32), 0), as ggml's Q8_1 but
+// with two half sums; d = max|x| / 127 per 32 elements.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zinc::cuda {
+
+/// Destination of a row-finishing kernel: any of the three may be null.
+struct RowOut {
+    float* f = nullptr;     // (n_rows, dim) f32
+    uint16_t* h = nullptr;  // (n_rows, dim) f16 (for the cuBLAS path)
+    int8_t* q = nullptr;    // (n_rows, dim) int8 codes
+    float4* d = nullptr;    // (n_rows, dim / 32) scales and sums
+};
+
+// ---- pack.cu
+/// out = rms_norm(x) * w (w may be null), per row; eps as the model's.
+void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out,
+                  cudaStream_t s);
+/// out = x (pack only).
+void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s);
+/// out = act(gate) * up, act = SiLU (gelu = false) or tanh-GELU (gelu = true).
+void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim,
+             RowOut out, cudaStream_t s);
+/// x += rms_norm(h) * w (Gemma 3's post-norms), per row.
+void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim,
+                  cudaStream_t s);
+/// x += h over n elements.
+void add_inplace(float* x, const float* h, int64_t n, cudaStream_t s);
+
+// ---- dmmv.cu
+/// One weight matrix of a (possibly fused) matrix-vector job: y[j * ldy + r] (+)= W[r] . a_j.
+struct MatJob {
+    const uint8_t* w = nullptr;  // (n_out rows) of row_bytes each, GGUF block layout
+    size_t row_bytes = 0;
+    int n_out = 0;
+    float* y = nullptr;
+    int ldy = 0;
+    const float* bias = nullptr;  // (n_out) or null
+};
+/// Whether dmmv has a kernel for ggml type id `type`.
+bool dmmv_supports(int type);
+/// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
+/// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
+void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+          const float* xf, int n_act, bool accumulate, cudaStream_t s);
+
+// ---- gemm.cu
+/// Dequantize a (n_out, k) weight of `type` to f16 (row-major) into dst.
+void dequant_f16(int type, const uint8_t* w, size_t row_bytes, int n_out, int k, uint16_t* dst,
+                 cudaStream_t s);
+/// Dequantize row `rows[i]` of a (?, k) weight into out (n, k) f32 times `scale` (embedding).
+void get_rows(int type, const uint8_t* w, size_t row_bytes, const int32_t* rows, int n, int k,
+              float scale, float* out, cudaStream_t s);
+
+// ---- rope.cu
+struct RopeJob {
+    float* q = nullptr;  // (n_rows, q_ld) in/out; heads at h * head_dim
+    float* k = nullptr;  // (n_rows, k_ld)
+    const float* v = nullptr;  // (n_rows, v_ld)
+    int q_ld = 0, k_ld = 0, v_ld = 0;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // biases or null
+    const float *q_norm = nullptr, *k_norm = nullptr;         // per-head RMS weights or null
+    float eps = 1e-6f;
+    int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
+    bool neox = false;
+    float freq_base = 10000.f, freq_scale = 1.f;
+    const float* freq_factors = nullptr;
+    const int32_t* row_pos = nullptr;   // (n_rows) positions
+    const int32_t* row_slot = nullptr;  // (n_rows) physical KV slot = block * block_size + off
+    uint16_t* k_cache = nullptr;        // this layer: (slots, n_head_kv * head_dim) f16
+    uint16_t* v_cache = nullptr;        // (slots, n_head_kv * head_dim_v) f16
+};
+/// Bias, Q/K RMS norm, RoPE on q and k; K and V rows written to the cache as f16.
+void rope_kv(const RopeJob& j, int n_rows, cudaStream_t s);
+
+// ---- attention.cu
+struct AttnJob {
+    const float* q = nullptr;  // (n_rows, q_ld)
+    int q_ld = 0;
+    float* out = nullptr;  // (n_rows, out_ld) heads at h * head_dim_v
+    int out_ld = 0;
+    const uint16_t* k_cache = nullptr;
+    const uint16_t* v_cache = nullptr;
+    int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
+    float scale = 1.f;
+    int window = 0;  // 0: full causal
+    int block_size = 16;
+    const int32_t* row_pos = nullptr;    // (n_rows) query position
+    const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`
+    const int32_t* bt = nullptr;         // concatenated block tables
+    int max_pos = 0;  // most positions a row attends to (shared-memory scores), fixed per runner
+};
+/// Once per runner, before any launch or capture: allow the shared memory max_pos needs.
+cudaError_t attention_prepare(int max_pos, int head_dim_v);
+void attention(const AttnJob& j, int n_rows, cudaStream_t s);
+
+// ---- misc.cu
+/// out[i] = x[rows[i]] (rows of dim floats).
+void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t s);
+/// tokens[i] = argmax of logits row i (first index on ties).
+void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, cudaStream_t s);
+/// x = cap * tanh(x / cap).
+void softcap(float* x, int64_t n, float cap, cudaStream_t s);
+/// Convert f32 to f16 (n elements).
+void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+
+}  // namespace zinc::cuda

@@ -1,0 +1,74 @@
+// zinc/backend/cuda/misc.cu — small kernels: row gather (rows that want logits), argmax per
+// logits row (greedy sampling on the device), logit soft-capping, f32 -> f16.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace zinc::cuda {
+namespace {
+
+__global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ rows,
+                              int dim, float* __restrict__ out) {
+    const float* src = x + static_cast<size_t>(rows[blockIdx.x]) * dim;
+    float* dst = out + static_cast<size_t>(blockIdx.x) * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
+}
+
+// Larger value wins; equal values: the smaller index (the CPU tier's first-max rule).
+__device__ __forceinline__ void better(float& v, int& i, float v2, int i2) {
+    if (v2 > v || (v2 == v && i2 < i) || (v != v && v2 == v2)) {
+        v = v2;
+        i = i2;
+    }
+}
+
+__global__ void argmax_kernel(const float* __restrict__ logits, int n_vocab, int32_t* out) {
+    const float* l = logits + static_cast<size_t>(blockIdx.x) * n_vocab;
+    float bv = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int i = threadIdx.x; i < n_vocab; i += blockDim.x) better(bv, bi, l[i], i);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int i2 = __shfl_xor_sync(0xffffffffu, bi, o);
+        better(bv, bi, v2, i2);
+    }
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) {
+        sv[w] = bv;
+        si[w] = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k) better(bv, bi, sv[k], si[k]);
+        out[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
+    }
+}
+
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = cap * tanhf(x[i] / cap);
+}
+
+__global__ void f2h_kernel(const float* x, uint16_t* y, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __half_as_ushort(__float2half_rn(x[i]));
+}
+
+}  // namespace
+
+void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t s) {
+    gather_kernel<<<n, 256, 0, s>>>(x, rows, dim, out);
+}
+void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, cudaStream_t s) {
+    argmax_kernel<<<n_rows, 1024, 0, s>>>(logits, n_vocab, tokens);
+}
+void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
+    softcap_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(x, n, cap);
+}
+void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s) {
+    f2h_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(x, y, n);
+}
+
+}  // namespace zinc::cuda
