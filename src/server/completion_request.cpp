@@ -15,7 +15,7 @@ ApiResult<json> parse_json_body(std::string_view body) {
         j = json::parse(body.begin(), body.end());
     } catch (const json::parse_error& e) {
         // e.byte is 1-based, pointing just past the offending character.
-        return invalid_json("the request body is not valid JSON: parse error at byte " +
+        return invalid_json("the request body is not valid JSON: parse error at byte offset " +
                             std::to_string(e.byte) + " (expected a JSON object)");
     }
     if (!j.is_object())

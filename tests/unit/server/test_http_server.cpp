@@ -1,0 +1,386 @@
+// tests/unit/server/test_http_server.cpp — the HTTP server end to end over a FakeEngine (no
+// model): routes, status codes and error shapes, auth, the body limit, SSE streams, stop
+// strings cancelling the engine request, a client disconnect cancelling it, queue full.
+// The tokenizer and chat template are SmolLM2's real ones.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "chat/chat_template.h"
+#include "fake_engine.h"
+#include "gguf/gguf.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+using nlohmann::json;
+using namespace zinc;
+
+namespace {
+
+const char* kReply = "Hello there! The answer is 42. Goodbye.";
+
+struct Model {
+    std::unique_ptr<gguf::File> file;
+    std::unique_ptr<tokenizer::Tokenizer> tok;
+    std::optional<chat::ChatTemplate> tmpl;
+};
+
+Model& model() {
+    static Model m = [] {
+        Model m;
+        const char* src = std::getenv("ZINC_SOURCE_DIR");
+        auto path = std::filesystem::path(src ? src : ZINC_SOURCE_DIR) / "models" /
+                    "SmolLM2-135M-Instruct.Q4_1.gguf";
+        auto f = gguf::File::open(path.string());
+        if (!f.ok()) return m;
+        m.file = std::move(f.value());
+        m.tok = std::move(tokenizer::Tokenizer::from_gguf(*m.file).value());
+        auto src_t = chat::template_from_gguf(*m.file);
+        m.tmpl = chat::ChatTemplate::parse(src_t.value().text).value();
+        return m;
+    }();
+    return m;
+}
+
+class HttpServerTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!model().tok) GTEST_SKIP() << "models/SmolLM2-135M-Instruct.Q4_1.gguf missing";
+    }
+    void TearDown() override {
+        if (server_) server_->stop();
+        if (thread_.joinable()) thread_.join();
+        server_.reset();
+        if (engine_) engine_->shutdown();
+    }
+
+    void start(test::FakeEngine::Options eo = {}, server::ServerOptions so = {}) {
+        const tokenizer::Tokenizer& tok = *model().tok;
+        if (eo.reply.empty()) eo.reply = tok.encode(kReply, false, false);
+        engine_ = std::make_unique<test::FakeEngine>(eo);
+        server::ServedModel sm;
+        sm.engine = engine_.get();
+        sm.tok = &tok;
+        sm.render_chat = [&tok](const std::vector<chat::Message>& msgs)
+            -> Result<std::vector<int32_t>> {
+            auto text = model().tmpl->apply(msgs, chat::ApplyOptions{});
+            if (!text.ok()) return text.error();
+            return tok.encode(text.value(), false, true);
+        };
+        so.host = "127.0.0.1";
+        so.port = 0;
+        if (so.model_id.empty()) so.model_id = "smol";
+        so.heartbeat_ms = 100;
+        auto s = server::HttpServer::create(std::move(sm), so);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        server_ = std::move(s.value());
+        thread_ = std::thread([this] { server_->run(); });
+        client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+        client_->set_read_timeout(10, 0);
+        for (int i = 0; i < 200 && !client_->Get("/health"); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+
+    httplib::Result post(const std::string& path, const json& body, httplib::Headers h = {}) {
+        return client_->Post(path.c_str(), h, body.dump(), "application/json");
+    }
+
+    static json chat(json extra = json::object()) {
+        json b = {{"model", "smol"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+        for (auto& [k, v] : extra.items()) b[k] = v;
+        return b;
+    }
+
+    // The "data:" payloads of an SSE body, in order.
+    static std::vector<std::string> sse_data(const std::string& body) {
+        std::vector<std::string> out;
+        size_t pos = 0;
+        while ((pos = body.find("data: ", pos)) != std::string::npos) {
+            size_t end = body.find("\n\n", pos);
+            out.push_back(body.substr(pos + 6, end - pos - 6));
+            pos = end;
+        }
+        return out;
+    }
+
+    static void expect_error(const httplib::Result& r, int status, const std::string& param = "") {
+        ASSERT_TRUE(r) << "no response";
+        EXPECT_EQ(r->status, status) << r->body;
+        json j = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
+        EXPECT_TRUE(j["error"]["message"].is_string());
+        EXPECT_TRUE(j["error"]["type"].is_string());
+        if (!param.empty()) {
+            EXPECT_EQ(j["error"]["param"], param) << r->body;
+        }
+    }
+
+    std::unique_ptr<test::FakeEngine> engine_;
+    std::unique_ptr<server::HttpServer> server_;
+    std::unique_ptr<httplib::Client> client_;
+    std::thread thread_;
+};
+
+TEST_F(HttpServerTest, HealthModelsMetrics) {
+    start();
+    auto h = client_->Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    json j = json::parse(h->body);
+    EXPECT_EQ(j["status"], "ok");
+    EXPECT_EQ(j["slots"]["idle"], 4);
+    EXPECT_EQ(j["kv_blocks"]["total"], 64);
+    EXPECT_EQ(j["kv_blocks"]["used"], 0);
+    auto m = client_->Get("/v1/models");
+    ASSERT_TRUE(m);
+    json mj = json::parse(m->body);
+    EXPECT_EQ(mj["object"], "list");
+    EXPECT_EQ(mj["data"][0]["id"], "smol");
+    EXPECT_EQ(json::parse(client_->Get("/v1/models/smol")->body)["id"], "smol");
+    expect_error(client_->Get("/v1/models/other"), 404);
+    auto t = client_->Get("/metrics");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->status, 200);
+    EXPECT_NE(t->body.find("zinc_requests_total{endpoint=\"/v1/models\",status=\"404\"} 1"),
+              std::string::npos)
+        << t->body;
+}
+
+TEST_F(HttpServerTest, ChatWholeAndStreamed) {
+    start();
+    auto r = post("/v1/chat/completions", chat({{"max_tokens", 100}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json j = json::parse(r->body);
+    EXPECT_EQ(j["object"], "chat.completion");
+    EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+    EXPECT_EQ(j["choices"][0]["message"]["content"], kReply);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+    const auto n_reply = static_cast<int>(model().tok->encode(kReply, false, false).size());
+    EXPECT_EQ(j["usage"]["completion_tokens"], n_reply);
+    EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 3);
+    EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+
+    // The prompt the engine got is the template's rendering.
+    auto subs = engine_->submitted();
+    ASSERT_EQ(subs.size(), 1u);
+    const std::string prompt = model().tok->decode(subs[0].prompt, true);
+    EXPECT_NE(prompt.find("<|im_start|>user\nHi<|im_end|>"), std::string::npos) << prompt;
+    EXPECT_EQ(subs[0].top_logprobs, -1);
+    EXPECT_EQ(subs[0].max_tokens, 100);
+
+    // max_tokens cuts: finish_reason "length".
+    auto l = post("/v1/chat/completions", chat({{"max_tokens", 3}}));
+    json lj = json::parse(l->body);
+    EXPECT_EQ(lj["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(lj["usage"]["completion_tokens"], 3);
+
+    auto s = post("/v1/chat/completions",
+                  chat({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200);
+    EXPECT_EQ(s->get_header_value("Content-Type"), "text/event-stream");
+    auto data = sse_data(s->body);
+    ASSERT_GE(data.size(), 4u);
+    EXPECT_EQ(data.back(), "[DONE]");
+    std::string text;
+    json first = json::parse(data[0]);
+    EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+    for (size_t i = 0; i + 2 < data.size(); ++i) {
+        json c = json::parse(data[i]);
+        EXPECT_EQ(c["object"], "chat.completion.chunk");
+        EXPECT_TRUE(c["usage"].is_null());
+        const bool last = i + 3 == data.size();
+        EXPECT_EQ(c["choices"][0]["finish_reason"].is_null(), !last) << data[i];
+        if (c["choices"][0]["delta"].contains("content"))
+            text += c["choices"][0]["delta"]["content"].get<std::string>();
+    }
+    EXPECT_EQ(text, kReply);
+    json usage = json::parse(data[data.size() - 2]);
+    EXPECT_TRUE(usage["choices"].empty());
+    EXPECT_EQ(usage["usage"]["completion_tokens"], n_reply);
+}
+
+TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {
+    start();
+    auto r = post("/v1/chat/completions", chat({{"stop", {"answer", "zzz"}}}));
+    ASSERT_TRUE(r);
+    json j = json::parse(r->body);
+    EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello there! The ");
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+    for (int i = 0; i < 100 && engine_->n_cancelled() < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(engine_->n_cancelled(), 1u);
+}
+
+TEST_F(HttpServerTest, CompletionsNLogprobsAndSeeds) {
+    start();
+    auto r = post("/v1/completions",
+                  json{{"prompt", {"a", "b"}}, {"n", 2}, {"seed", 7}, {"logprobs", 2},
+                       {"max_tokens", 4}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json j = json::parse(r->body);
+    EXPECT_EQ(j["object"], "text_completion");
+    ASSERT_EQ(j["choices"].size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(j["choices"][i]["index"], i);
+        EXPECT_EQ(j["choices"][i]["finish_reason"], "length");
+        const json& lp = j["choices"][i]["logprobs"];
+        EXPECT_EQ(lp["tokens"].size(), 4u);
+        EXPECT_EQ(lp["token_logprobs"].size(), 4u);
+        EXPECT_EQ(lp["top_logprobs"][0].size(), 2u);
+        EXPECT_EQ(lp["text_offset"][0], 0);
+    }
+    auto subs = engine_->submitted();
+    ASSERT_EQ(subs.size(), 4u);
+    EXPECT_EQ(subs[0].sampling.seed, 7u);
+    EXPECT_EQ(subs[1].sampling.seed, 8u);
+    EXPECT_EQ(subs[2].sampling.seed, 7u);
+    EXPECT_EQ(subs[0].top_logprobs, 2);
+    EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+
+    auto c = post("/v1/chat/completions", chat({{"logprobs", true}, {"top_logprobs", 3},
+                                                {"max_tokens", 2}}));
+    json cj = json::parse(c->body);
+    const json& content = cj["choices"][0]["logprobs"]["content"];
+    ASSERT_EQ(content.size(), 2u);
+    EXPECT_FLOAT_EQ(content[0]["logprob"].get<float>(), -0.25f);
+    EXPECT_EQ(content[0]["top_logprobs"].size(), 3u);
+    EXPECT_TRUE(content[0]["bytes"].is_array());
+}
+
+TEST_F(HttpServerTest, BadRequestsGetCleanErrorsAndTheServerKeepsServing) {
+    server::ServerOptions so;
+    so.max_body_bytes = 1 << 20;
+    start({}, so);
+    expect_error(client_->Post("/v1/chat/completions", "{\"messages\": [", "application/json"), 400);
+    expect_error(post("/v1/chat/completions", chat({{"temperature", "x"}})), 400, "temperature");
+    expect_error(post("/v1/chat/completions", chat({{"messages", json::array()}})), 400, "messages");
+    expect_error(post("/v1/chat/completions",
+                      chat({{"messages", {{{"role", "robot"}, {"content", "x"}}}}})),
+                 400, "messages[0].role");
+    expect_error(post("/v1/chat/completions", chat({{"model", "gpt-4"}})), 404, "model");
+    expect_error(post("/v1/completions", json{{"prompt", {1, 999999}}}), 400, "prompt[1]");
+    expect_error(post("/v1/completions", json{{"prompt", ""}}), 400, "prompt");
+    // 256-position context: prompt + max_tokens must fit.
+    auto cl = post("/v1/chat/completions", chat({{"max_tokens", 300}}));
+    expect_error(cl, 400, "max_tokens");
+    EXPECT_EQ(json::parse(cl->body)["error"]["code"], "context_length_exceeded");
+    expect_error(client_->Get("/nope"), 404);
+    expect_error(client_->Get("/v1/chat/completions"), 405);
+    std::string big(2 << 20, 'x');
+    expect_error(client_->Post("/v1/chat/completions", big, "application/json"), 413);
+    // Unknown top-level fields are ignored.
+    auto ok = post("/v1/chat/completions", chat({{"frobnicate", true}, {"max_tokens", 2}}));
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    auto h = client_->Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+}
+
+TEST_F(HttpServerTest, ApiKeys) {
+    server::ServerOptions so;
+    so.api_keys = {"sk-test"};
+    start({}, so);
+    expect_error(post("/v1/chat/completions", chat()), 401);
+    expect_error(post("/v1/chat/completions", chat(), {{"Authorization", "Bearer wrong"}}), 401);
+    expect_error(client_->Get("/v1/models"), 401);
+    auto ok = post("/v1/chat/completions", chat({{"max_tokens", 2}}),
+                   {{"Authorization", "Bearer sk-test"}});
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_EQ(client_->Get("/health")->status, 200);
+}
+
+TEST_F(HttpServerTest, QueueFullIs429WithRetryAfter) {
+    test::FakeEngine::Options eo;
+    eo.max_queue = 2;
+    start(eo);
+    engine_->set_paused(true);
+    // Two requests wait in the queue (their HTTP calls block on other threads).
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < 2; ++i)
+        waiters.emplace_back([this] {
+            httplib::Client c("127.0.0.1", server_->port());
+            c.set_read_timeout(10, 0);
+            c.Post("/v1/chat/completions", chat({{"max_tokens", 2}}).dump(), "application/json");
+        });
+    for (int i = 0; i < 400 && engine_->stats().queue_depth < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(engine_->stats().queue_depth, 2);
+    auto r = post("/v1/chat/completions", chat());
+    expect_error(r, 429);
+    EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+    // n=2 needs two slots in the queue: all or nothing.
+    engine_->set_paused(false);
+    for (auto& t : waiters) t.join();
+    EXPECT_EQ(post("/v1/chat/completions", chat({{"max_tokens", 2}}))->status, 200);
+}
+
+TEST_F(HttpServerTest, ClientDisconnectMidStreamCancels) {
+    test::FakeEngine::Options eo;
+    eo.step = std::chrono::microseconds(2000);
+    eo.reply.assign(100000 / 1000 * 10, 0);  // long reply; token ids replaced below
+    for (size_t i = 0; i < eo.reply.size(); ++i) eo.reply[i] = 1000 + static_cast<int32_t>(i % 50);
+    eo.n_ctx = 4096;
+    start(eo);
+    for (int round = 0; round < 5; ++round) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(server_->port()));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const std::string body = chat({{"stream", true}, {"max_tokens", 900}}).dump();
+        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+        ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+        std::string got;
+        char buf[4096];
+        while (got.find("\"content\"", got.find("assistant") + 1) == std::string::npos) {
+            ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            ASSERT_GT(n, 0);
+            got.append(buf, static_cast<size_t>(n));
+        }
+        ::close(fd);
+    }
+    // Every stream's request is cancelled and its blocks freed within a few steps.
+    for (int i = 0; i < 400 && (engine_->n_cancelled() < 5 || engine_->stats().kv_blocks_used); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(engine_->n_cancelled(), 5u);
+    EXPECT_EQ(engine_->stats().kv_blocks_used, 0);
+    auto m = client_->Get("/metrics");
+    EXPECT_NE(m->body.find("zinc_client_disconnects_total 5"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, TokenizeDetokenize) {
+    start();
+    auto t = post("/tokenize", json{{"content", "Hello world"}, {"with_pieces", true}});
+    ASSERT_TRUE(t);
+    ASSERT_EQ(t->status, 200) << t->body;
+    json j = json::parse(t->body);
+    const auto want = model().tok->encode("Hello world", true, true);
+    EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), want);
+    EXPECT_EQ(j["pieces"].size(), want.size());
+    auto d = post("/detokenize", json{{"tokens", want}});
+    EXPECT_EQ(json::parse(d->body)["content"], "Hello world");
+    auto m = post("/tokenize", json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});
+    const std::string rendered =
+        model().tok->decode(json::parse(m->body)["tokens"].get<std::vector<int32_t>>(), true);
+    EXPECT_NE(rendered.find("<|im_start|>assistant\n"), std::string::npos) << rendered;
+    expect_error(post("/detokenize", json{{"tokens", {1, "x"}}}), 400, "tokens[1]");
+    expect_error(post("/detokenize", json{{"tokens", {-1}}}), 400, "tokens[0]");
+    expect_error(post("/tokenize", json{{"content", 5}}), 400, "content");
+}
+
+}  // namespace
