@@ -30,10 +30,11 @@ run: deps default-model $(BUILD)/CMakeCache.txt
 test: deps build models
 	ctest --test-dir $(BUILD) --output-on-failure -j 2
 
-# zinc vs llama.cpp's llama-bench on the real models (docs/benchmarks.md); builds llama-bench first.
+# zinc vs llama.cpp on the CPU (docs/benchmarks.md): microbenchmarks, server scenarios, load sweep
+# and shared prefix, each engine as a server on the same GGUF; builds llama.cpp's tools first.
 bench: build
 	./scripts/build-llama-cpp --jobs $(JOBS)
-	python3 bench/cpu_vs_llamacpp.py --zinc $(BUILD)/zinc
+	python3 bench/run --target cpu --zinc $(BUILD)/zinc --no-build
 
 fuzz:
 	./scripts/run-fuzz
