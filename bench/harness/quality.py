@@ -4,8 +4,9 @@ the scenario summaries (they are still in the raw JSON with their flags).
 
 Loop rule (documented in docs/benchmarks.md): with W the output's whitespace-separated words,
   - at least 24 words and fewer than half of its word 4-grams distinct, or
-  - the last 240 characters are one block of 1..80 characters repeated at least 4 times
-    (catches loops without spaces: "=====", "1111", "abcabcabc").
+  - the text ends in a run of one block of 1..80 characters repeated at least 4 times, the run
+    at least 16 characters long and covering at least min(240 characters, half the text)
+    (catches loops without spaces: "=====", "1212", "abcabcabc").
 """
 CONTROL_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "<|eot_id|>",
                   "<|start_header_id|>", "<|end_header_id|>", "<end_of_turn>", "<start_of_turn>",
@@ -26,14 +27,26 @@ def distinct_ngram_ratio(words, n=NGRAM):
     return len(set(grams)) / len(grams)
 
 
+MIN_RUN = 16
+
+
+def periodic_suffix(text, p):
+    """Length of the longest suffix of text that is p-periodic (text[i] == text[i - p])."""
+    n = len(text)
+    i = n - 1
+    while i - p >= 0 and text[i] == text[i - p]:
+        i -= 1
+    return min(n, n - 1 - i + p)
+
+
 def tail_period(text, tail=TAIL_CHARS, max_period=MAX_PERIOD, min_repeats=MIN_REPEATS):
-    """Smallest period p (1..max_period) such that the last `tail` characters (or the whole text
-    when shorter, but at least min_repeats * p characters) are p-periodic; None if none."""
-    t = text[-tail:]
+    """Smallest period p (1..max_period) of a looping ending: the longest p-periodic suffix holds
+    at least min_repeats blocks, MIN_RUN characters, and min(tail, half the text); None if
+    none."""
+    need = min(tail, len(text) / 2)
     for p in range(1, max_period + 1):
-        if len(t) < min_repeats * p:
-            break
-        if all(t[i] == t[i - p] for i in range(p, len(t))):
+        run = periodic_suffix(text, p)
+        if run >= max(min_repeats * p, MIN_RUN, need):
             return p
     return None
 
@@ -47,7 +60,7 @@ def check(text):
     words = text.split()
     if len(words) >= MIN_WORDS and distinct_ngram_ratio(words) < DISTINCT_MIN:
         flags.append("loop")
-    elif len(text) >= MIN_REPEATS and tail_period(text) is not None and len(text.strip()) >= 16:
+    elif tail_period(text) is not None:
         flags.append("loop")
     for tok in CONTROL_TOKENS:
         if tok in text:

@@ -1,0 +1,353 @@
+"""bench/run's harness (bench/harness/): statistics against numpy, the quality checks, the
+fairness rules, the streaming client's timings against a server whose timing we control, and one
+end-to-end `bench/run --quick` over fake engines (a fake `zinc`, `llama-server` and `llama-bench`
+written into a temporary folder), which checks the orchestration, the fairness verdicts, the
+exclusion of flagged outputs, the evidence line, the JSON, the markdown and the plots without
+needing real servers (those are benchmarked by `make bench`, not by the test suite)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(os.environ.get("ZINC_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import fairness, load, quality, scenarios, stats  # noqa: E402
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_percentile_matches_numpy():
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 3, 10, 101):
+        xs = list(rng.exponential(size=n))
+        for p in (0, 1, 50, 90, 99, 100):
+            assert stats.percentile(xs, p) == pytest.approx(float(np.percentile(xs, p)))
+    assert stats.percentile([], 50) is None
+
+
+def test_summarize_and_tpot():
+    s = stats.summarize([3, 1, 2, None])
+    assert s["n"] == 3 and s["median"] == 2 and s["mean"] == 2 and s["sd"] == pytest.approx(1.0)
+    assert stats.summarize([])["median"] is None
+    assert stats.tpot(1.0, 0.2, 9) == pytest.approx(0.1)
+    assert stats.tpot(1.0, 0.2, 1) is None
+
+
+def test_goodput_counts_only_requests_meeting_both_slos():
+    reqs = [{"ok": True, "ttft_s": 0.1, "tpot_s": 0.01, "completion_tokens": 10},   # good
+            {"ok": True, "ttft_s": 0.6, "tpot_s": 0.01, "completion_tokens": 10},   # TTFT miss
+            {"ok": True, "ttft_s": 0.1, "tpot_s": 0.06, "completion_tokens": 10},   # TPOT miss
+            {"ok": True, "ttft_s": 0.5, "tpot_s": 0.05, "completion_tokens": 10},   # at the edge
+            {"ok": False, "ttft_s": None, "tpot_s": None, "completion_tokens": 0}]
+    g = stats.goodput(reqs, duration_s=2.0)
+    assert g["good_requests"] == 2 and g["ok_requests"] == 4
+    assert g["share"] == pytest.approx(0.5)
+    assert g["req_per_s"] == pytest.approx(1.0) and g["tok_per_s"] == pytest.approx(10.0)
+
+
+# ---------------------------------------------------------------- quality checks
+
+GOOD = ("Basil, thyme and rosemary all like four hours of afternoon sun. Water basil every day "
+        "or two in summer, thyme and rosemary only when the top of the soil is dry, about twice "
+        "a week. Use pots with drainage holes and pinch off basil flowers to keep it bushy.")
+
+
+def test_quality_passes_normal_text_and_our_prompts():
+    assert quality.check(GOOD) == []
+    for s in scenarios.load_scenarios():
+        if not s.get("long"):  # the handbook is made from templates: repetitive by design
+            assert quality.check(s["text"]) == [], s["name"]
+
+
+def test_quality_flags():
+    assert quality.check("") == ["empty"]
+    assert quality.check("  \n ") == ["empty"]
+    assert quality.check("I am a helpful assistant. " * 10) == ["loop"]
+    assert quality.check("Answer: " + "=" * 100) == ["loop"]           # no spaces: tail period
+    assert quality.check("The result is 12121212121212121212") == ["loop"]
+    assert quality.check(GOOD + "<|im_end|>") == ["control-token:<|im_end|>"]
+    f = quality.check("<|im_start|>assistant\nhi")
+    assert "control-token:<|im_start|>" in f
+    # a short answer and a list with repeated structure but different content pass
+    assert quality.check("Paris.") == []
+    assert quality.check("\n".join(f"{i}. Step {i}: configure item {i * 7}" for i in range(12))) \
+        == []
+
+
+# ---------------------------------------------------------------- fairness
+
+def test_fairness_rules():
+    a = {"model_sha256": "ab", "ctx_per_seq": 8192, "slots": 16}
+    assert fairness.same_model(a, dict(a))["ok"]
+    assert not fairness.same_model(a, dict(a, model_sha256="cd"))["ok"]
+    assert not fairness.same_model({}, {})["ok"]
+    assert fairness.same_shape(a, dict(a))["ok"]
+    bad = fairness.same_shape(a, dict(a, ctx_per_seq=4096))
+    assert not bad["ok"] and "ctx_per_seq" in bad["why"]
+    tok = fairness.same_tokens([96, 96], [96, 80])
+    assert not tok["ok"] and "run 1" in tok["why"]
+    assert fairness.phase_score(2.0, 3.0, tok)["score"] is None
+    ok = fairness.same_tokens([96, 96], [96, 96])
+    assert fairness.phase_score(2.0, 3.0, ok)["score"] == pytest.approx(1.5)
+    order = fairness.engine_order(["zinc", "llama.cpp"], 3)
+    assert [o for _, o in order] == [["zinc", "llama.cpp"], ["llama.cpp", "zinc"],
+                                      ["zinc", "llama.cpp"]]
+
+
+# ---------------------------------------------------------------- fake engines
+
+FAKE_SERVER = r'''
+import asyncio, json, os, sys, time
+from aiohttp import web
+
+def arg(flag, default=None):
+    a = sys.argv
+    return a[a.index(flag) + 1] if flag in a else default
+
+TTFT = float(os.environ.get("FAKE_TTFT_S", "0.02"))
+ITL = float(os.environ.get("FAKE_ITL_S", "0.004"))
+LOOP = os.environ.get("FAKE_LOOP") == "1"
+CACHE = "--no-prefix-cache" not in sys.argv and "--cache-ram" not in sys.argv
+seen = set()
+
+async def health(req):
+    return web.json_response({"status": "ok"})
+
+async def tokenize(req):
+    body = await req.json()
+    return web.json_response({"tokens": list(range(len(body["content"].split())))})
+
+async def complete(req):
+    body = await req.json()
+    chat = req.path.endswith("chat/completions")
+    prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+    n_prompt = len(prompt.split())
+    n = int(body.get("max_tokens", 16))
+    key = prompt[:200]
+    cached = CACHE and body.get("cache_prompt", True) and key in seen
+    seen.add(key)
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(req)
+    await asyncio.sleep(TTFT / 10 if cached else TTFT)
+    for i in range(n):
+        if i:
+            await asyncio.sleep(ITL)
+        text = "again " if LOOP else f"w{i} "
+        ch = {"choices": [{"index": 0, "delta": {"content": text}} if chat else
+                          {"index": 0, "text": text}]}
+        if i == n - 1:
+            ch["choices"][0]["finish_reason"] = "length"
+        await resp.write(b"data: " + json.dumps(ch).encode() + b"\n\n")
+    fin = {"choices": [], "usage": {"prompt_tokens": n_prompt, "completion_tokens": n,
+                                    "total_tokens": n_prompt + n}}
+    await resp.write(b"data: " + json.dumps(fin).encode() + b"\n\ndata: [DONE]\n\n")
+    return resp
+
+def main():
+    print(os.environ.get("FAKE_BANNER", ""), flush=True)
+    c, np_ = arg("-c"), arg("-np")
+    if c and np_:
+        print(f"srv load_model: initializing, n_slots = {np_}, n_ctx_slot = {int(c) // int(np_)}",
+              flush=True)
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_post("/tokenize", tokenize)
+    app.router.add_post("/v1/chat/completions", complete)
+    app.router.add_post("/v1/completions", complete)
+    web.run_app(app, host="127.0.0.1", port=int(arg("--port")), print=None)
+
+main()
+'''
+
+FAKE_BENCH_JSON = r'''
+def bench_json(argv, tps_pp, tps_tg):
+    import json
+    def arg(f, d):
+        return argv[argv.index(f) + 1] if f in argv else d
+    p, n = int(arg("-p", 512)), int(arg("-n", 128))
+    out = []
+    if p:
+        out.append({"n_prompt": p, "n_gen": 0, "avg_ts": tps_pp, "samples_ts": [tps_pp]})
+    if n:
+        out.append({"n_prompt": 0, "n_gen": n, "avg_ts": tps_tg, "samples_ts": [tps_tg]})
+    print(json.dumps(out))
+'''
+
+
+def write_fakes(d: Path):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "fake_server.py").write_text(FAKE_SERVER)
+    (d / "fake_bench.py").write_text(FAKE_BENCH_JSON)
+    py = sys.executable
+    zinc = textwrap.dedent(f'''\
+        #!{py}
+        import os, sys
+        sys.path.insert(0, {str(d)!r})
+        a = sys.argv[1:]
+        if a == ["--version"]:
+            print("zinc 0.0.0-fake (commit fake)"); sys.exit(0)
+        if a[:1] == ["serve"]:
+            if "--help" in a:
+                print("--host --port --parallel --context --threads --no-prefix-cache"); sys.exit(0)
+            os.environ["FAKE_BANNER"] = "evidence: tier=fake-cpu kernels=none fallbacks=0"
+            sys.argv = ["fake"] + a[1:]
+            exec(open({str(d / "fake_server.py")!r}).read())
+            sys.exit(0)
+        if a[:1] == ["bench"]:
+            if "--help" in a:
+                print("-m -p -n -r -t --json"); sys.exit(0)
+            from fake_bench import bench_json
+            bench_json(a, 600.0, 300.0); sys.exit(0)
+        sys.exit(2)
+        ''')
+    server = textwrap.dedent(f'''\
+        #!{py}
+        import os, sys
+        if sys.argv[1:] == ["--version"]:
+            print("version: 0 (build 0, commit fake)", file=sys.stderr); sys.exit(0)
+        os.environ["FAKE_BANNER"] = "system_info: n_threads = 2 | CPU : AVX2 = 1 |"
+        os.environ["FAKE_TTFT_S"] = "0.04"
+        exec(open({str(d / "fake_server.py")!r}).read())
+        ''')
+    lbench = textwrap.dedent(f'''\
+        #!{py}
+        import sys
+        sys.path.insert(0, {str(d)!r})
+        from fake_bench import bench_json
+        bench_json(sys.argv[1:], 500.0, 200.0)
+        ''')
+    for name, text in (("zinc", zinc), ("llama-server", server), ("llama-bench", lbench)):
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
+    return d
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def fake_server(tmp_path):
+    d = write_fakes(tmp_path / "fakes")
+    port = free_port()
+    env = dict(os.environ, FAKE_TTFT_S="0.05", FAKE_ITL_S="0.01")
+    p = subprocess.Popen([sys.executable, str(d / "fake_server.py"), "--port", str(port)],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    yield url
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def test_client_timings_against_a_server_with_known_delays(fake_server):
+    # The fake waits 50 ms before the first token, then 10 ms between tokens, 20 tokens.
+    lv = load.run_level(fake_server, "m", "some filler words here", concurrency=4, n_requests=8,
+                        max_tokens=20)
+    s = lv["summary"]
+    assert s["n_ok"] == 8 and s["all_full_length"] and s["completion_tokens_all"] == [20]
+    assert 0.045 <= s["ttft_s"]["p50"] < 0.2
+    assert 0.009 <= s["itl_s"]["p50"] < 0.05
+    assert 0.009 <= s["tpot_s"]["p50"] < 0.05
+    # 8 requests x 20 tokens, 4 at a time, each ~0.05 + 19 x 0.01 s: about 0.5 s in all
+    assert s["output_tokens"] == 160
+    assert 160 / 2.0 < s["output_tok_per_s"] < 160 / 0.4
+    assert s["goodput"]["good_requests"] == 8  # TTFT ~50 ms, TPOT ~10 ms: inside both SLOs
+    assert all(r["flags"] == [] for r in lv["requests"])
+
+
+def test_long_context_fits_the_budget(fake_server):
+    scen = [s for s in scenarios.load_scenarios() if s.get("long")][0]
+    prompt, info = scenarios.fit_long_context(scen, 2048, fake_server)
+    budget = 2048 - scen["max_tokens"] - scenarios.TEMPLATE_MARGIN
+    assert info["count_method"] == "tokenize"
+    assert len(prompt.split()) == info["counted_tokens"] <= budget
+    secs = scenarios.long_sections(scen["text"])
+    one_more = scen["intro"] + "\n\n".join(secs[:info["sections"] + 1]) + scen["question"]
+    assert len(one_more.split()) > budget  # the largest number of whole sections that fits
+    assert prompt.endswith(scen["question"])
+
+
+def test_bench_run_quick_end_to_end_on_fake_engines(tmp_path):
+    d = write_fakes(tmp_path / "fakes")
+    out = tmp_path / "out"
+    model = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} missing (scripts/fetch-models)")
+    cmd = [sys.executable, str(ROOT / "bench" / "run"), "--target", "cpu", "--quick",
+           "--no-build", "--zinc", str(d / "zinc"), "--llama-bin-dir", str(d), "--out", str(out),
+           "--model", str(model), "--concurrency", "1", "8", "--runs", "2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=170,
+                       env=dict(os.environ, FAKE_ITL_S="0.002"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["fairness"]["same_model"]["ok"] and res["fairness"]["same_shape"]["ok"]
+    assert res["engines"]["zinc"]["ctx_per_seq"] == res["engines"]["llama.cpp"]["ctx_per_seq"]
+    assert any("tier=fake-cpu" in x for x in res["engines"]["zinc"]["evidence"])
+    mc = res["phases"]["micro"]["rows"]
+    assert mc[0]["ratio_median"] == pytest.approx(600 / 500)
+    assert mc[1]["ratio_median"] == pytest.approx(300 / 200)
+    sc = res["phases"]["scenarios"]
+    assert len(sc["scenarios"]) == 5
+    for e in sc["scenarios"]:
+        assert e["same_tokens"]["ok"] and e["score"]["score"] is not None
+        assert e["engines"]["zinc"]["summary"]["n_used"] == 2
+    # orders alternate scenario by scenario
+    assert sc["scenarios"][0]["order"] == list(reversed(sc["scenarios"][1]["order"]))
+    assert sc["overall"]["all_matched"] and sc["overall"]["score"] > 0
+    lv = {x["concurrency"]: x for x in res["phases"]["load"]["levels"]}
+    assert set(lv) == {1, 8}
+    assert lv[8]["same_tokens"]["ok"] and lv[8]["ratio_output_tok_per_s"] > 0
+    px = res["phases"]["prefix"]["engines"]
+    # the fake answers a cached prefix 10x sooner; the harness must see the difference
+    assert px["zinc"]["ttft_ratio_cached_over_uncached"] < 0.7
+    md = (out / "results.md").read_text()
+    for h in ("## Targets", "## Microbenchmarks", "## Scenarios", "## Load sweep",
+              "## Shared prefix", "concurrency 8"):
+        assert h in md
+    for png in ("scenarios.png", "load.png"):
+        assert (out / png).stat().st_size > 5000
+
+
+def test_flagged_outputs_are_excluded(tmp_path):
+    """A server whose every output loops: all runs are flagged, none is used in the medians."""
+    d = write_fakes(tmp_path / "fakes")
+    port = free_port()
+    p = subprocess.Popen([sys.executable, str(d / "fake_server.py"), "--port", str(port)],
+                         env=dict(os.environ, FAKE_LOOP="1"), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        scen = scenarios.load_scenarios(quick=False)[0]
+        res = scenarios.run_scenario(url, "m", scen, scen["text"], warmup=0, runs=3)
+        s = res["summary"]
+        assert s["n_runs"] == 3 and s["n_used"] == 0
+        assert all(f == ["loop"] for f in s["flagged"])
+        assert s["e2e_s"]["median"] is None
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
