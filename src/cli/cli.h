@@ -25,6 +25,9 @@ int inspect_main(int argc, char** argv);
 int chat_main(int argc, char** argv);
 /// `zinc bench [-m FILE] [-p N] [-n N] [-r N] [-t N] [--json]` (bench.cpp).
 int bench_main(int argc, char** argv);
+/// `zinc synth --preset NAME [--type T] [--seed N] -o FILE`: a GGUF of a real model's shapes
+/// with seeded random weights (synth.cpp).
+int synth_main(int argc, char** argv);
 
 /// Print "zinc: error: <msg>" on one line to stderr and return `code`.
 int report_error(std::string_view msg, int code = kExitBadInput);

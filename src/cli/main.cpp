@@ -13,6 +13,7 @@ int dispatch(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "inspect") == 0) return inspect_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "chat") == 0) return chat_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "synth") == 0) return synth_main(argc - 1, argv + 1);
     return run_main(argc, argv);
 }
 
