@@ -86,7 +86,14 @@ def model_info(path):
     the gguf pip package), plus file size and sha256."""
     info = {"path": str(path), "file_bytes": os.path.getsize(path), "sha256": sha256_file(path)}
     try:
-        import gguf
+        try:
+            import gguf
+        except ImportError:  # the GPU machine: llama.cpp's own copy from the packed sources
+            import sys
+            from pathlib import Path
+            sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build-peer" / "src" /
+                                   "llama.cpp" / "gguf-py"))
+            import gguf
         r = gguf.GGUFReader(str(path))
         arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
 

@@ -53,6 +53,8 @@ def parse_args(argv):
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--zinc-args", default="", help="extra args for zinc serve/bench (e.g. the "
                     "CUDA tier's device flag), space-separated")
+    ap.add_argument("--zinc-serve-args", default="", help="extra args for zinc serve only")
+    ap.add_argument("--zinc-bench-args", default="", help="extra args for zinc bench only")
     ap.add_argument("--llama-args", default="", help="extra args for llama-server/llama-bench")
     a = ap.parse_args(argv)
     q, cuda = a.quick, a.target == "cuda"
@@ -60,7 +62,9 @@ def parse_args(argv):
     a.slots = a.slots or (4 if q else (64 if cuda else 16))
     a.concurrency = a.concurrency or ([1, 2] if q else ([1, 2, 4, 8, 16, 32, 64] if cuda
                                                         else [1, 2, 4, 8, 16]))
-    a.load_prompt_tokens = a.load_prompt_tokens or (64 if q else 1024)
+    # On the 2-core CPU machine a 1024-token prompt takes ~2 s to prefill, so the sweep would
+    # measure prefill alone; 256 tokens there keeps decode batching in view. GPU: 1024.
+    a.load_prompt_tokens = a.load_prompt_tokens or (64 if q else (1024 if cuda else 256))
     a.load_output_tokens = a.load_output_tokens or (16 if q else 128)
     a.prefix_tokens = a.prefix_tokens or (256 if q else 1024)
     a.runs = a.runs or (2 if q else 5)
@@ -134,8 +138,24 @@ def depths_for(a, mi):
     return [0] + [d for d in (4096, 16384) if mi is None or d + a.load_prompt_tokens <= ctx]
 
 
+def renice_self(nice):
+    """Give this client the engines' niceness too (its own process and its session's autogroup),
+    so that with --nice the client is shielded from background work as much as the servers."""
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass
+    try:
+        os.nice(nice)
+    except OSError:
+        pass
+
+
 def main(argv=None):
     a = parse_args(argv if argv is not None else sys.argv[1:])
+    if a.nice:
+        renice_self(a.nice)
     run = Run(a)
     prog0 = progress.Progress(0, enabled=False)
     specs = locate(a, prog0)
@@ -170,14 +190,15 @@ def main(argv=None):
              f"slots {a.slots}, threads {a.threads or 'default'}, out {a.out}")
     prog.log(f"machine: {run.res['host']['uptime']}")
     zextra, lextra = a.zinc_args.split(), a.llama_args.split()
+    zserve, zbench = zextra + a.zinc_serve_args.split(), zextra + a.zinc_bench_args.split()
     try:
         if "micro" in a.phases and micro_engines:
             p, n = (64, 16) if a.quick else (512, 128)
             run.res["phases"]["micro"] = micro.run(
                 micro_bins, a.model, p, n, depths_for(a, mi), a.rounds, a.threads, a.target,
-                a.nice, prog, zextra, lextra)
+                a.nice, prog, zbench, lextra)
             run.save()
-        ctx = PhaseContext(a, specs, server_engines, mi, run, prog, zextra, lextra)
+        ctx = PhaseContext(a, specs, server_engines, mi, run, prog, zserve, lextra)
         if "scenarios" in a.phases and server_engines:
             run.res["phases"]["scenarios"] = ctx.scenarios_phase()
             run.save()
