@@ -21,6 +21,10 @@
 
 #include "util/result.h"
 
+namespace zinc::runtime {
+class ForwardHooks;  // runtime/forward_hooks.h
+}
+
 namespace zinc::model {
 
 class Model;
@@ -50,6 +54,10 @@ struct RunnerOptions {
     int32_t max_seqs = 16;         // most sequences in one forward
     int32_t max_seq_len = 4096;    // longest sequence (positions) the attention scratch allows
     int n_threads = 0;             // CPU tier: 0 = all hardware threads
+    /// Optional (not owned, must outlive the Runner): the forward pass counts every op it runs
+    /// here, captures named intermediates for validation and honours the runtime's debug/test
+    /// switches (runtime/forward_hooks.h). nullptr: no accounting.
+    runtime::ForwardHooks* hooks = nullptr;
 };
 
 /// Executes step batches of one model on one tier. Not thread-safe: one caller (the engine's
