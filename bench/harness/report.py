@@ -115,6 +115,11 @@ def scenario_table(res):
                          f"{s['completion_tokens']} | {ms(s['ttft_s']['median'])} ms | "
                          f"{f(s['decode_tps']['median'])} | {f(s['e2e_s']['median'], 2)} s | "
                          f"{s['n_used']}/{s['n_runs']} | {', '.join(flags) or '-'} | {score} |")
+    diff = [e["name"] for e in sc["scenarios"]
+            if not e.get("same_prompt_tokens", {"ok": True})["ok"]]
+    if diff:
+        lines += ["", "Prompt token counts differ between the engines (chat template or BOS "
+                  "handling) in: " + ", ".join(diff)]
     o = sc.get("overall")
     if o:
         lines += ["", f"Overall phase-wall-time score (sum of median totals, llama.cpp / zinc): "

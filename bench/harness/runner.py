@@ -289,6 +289,9 @@ class PhaseContext:
                 z, l = entry["engines"]["zinc"]["summary"], entry["engines"]["llama.cpp"]["summary"]
                 tok = fairness.same_tokens(z["completion_tokens"], l["completion_tokens"])
                 entry["same_tokens"] = tok
+                entry["same_prompt_tokens"] = {
+                    "ok": z["prompt_tokens"] == l["prompt_tokens"],
+                    "why": f"prompt tokens {z['prompt_tokens']} vs {l['prompt_tokens']}"}
                 entry["score"] = fairness.phase_score(z["e2e_s"]["median"],
                                                       l["e2e_s"]["median"], tok)
             out["scenarios"].append(entry)
