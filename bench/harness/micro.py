@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from . import fairness, stats
+from .engines import EVIDENCE_RE
 
 
 def _preexec(nice):
@@ -110,6 +111,8 @@ def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
                 section["samples"].append({
                     "engine": e, "depth": depth, "round": rnd, "cmd": cmd, "load_avg_1m": load,
                     "wall_s": wall, "peak_rss_bytes": rss, "results": raw,
+                    "evidence": [ln.strip() for ln in err.splitlines()
+                                 if EVIDENCE_RE.search(ln)][:10],
                     "stderr_tail": err[-1500:]})
                 progress.step(f"micro d{depth} round {rnd + 1}/{rounds} {e}: " + ", ".join(
                     f"{k}{p if k == 'pp' else n} {stats.median(v):.1f} t/s"

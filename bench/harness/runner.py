@@ -330,6 +330,7 @@ class PhaseContext:
                                          a.load_output_tokens, first_id=next_id)
                     res["load_avg_1m_before"] = lb
                     res["health_after"] = srv.fetch_health()
+                    res["evidence"] = srv.evidence()
                 level["engines"][name] = res
                 level["order"].append(name)
                 s = res["summary"]
