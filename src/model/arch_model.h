@@ -1,5 +1,5 @@
 // zinc/model/arch_model.h — internal base of every architecture's Model: the config, the bound
-// weights, and the forward pass the Context calls.
+// weights, and the forward pass a Runner calls.
 #pragma once
 
 #include <deque>
@@ -18,12 +18,13 @@ class ArchModel : public Model {
     explicit ArchModel(ModelConfig cfg) : cfg_(std::move(cfg)) {}
     const ModelConfig& config() const override { return cfg_; }
     std::string arch_name() const override { return cfg_.arch_name; }
-    size_t kv_cache_bytes(int n_ctx) const override { return KvCache::bytes(cfg_, n_ctx); }
+    size_t kv_cache_bytes(int n_ctx) const override { return KvPool::bytes(cfg_, n_ctx); }
     int32_t n_vocab() const override { return cfg_.n_vocab; }
     int32_t n_ctx_train() const override { return cfg_.n_ctx_train; }
 
-    /// Run tokens st.tokens[0..n_tokens) at positions st.pos0.. and write the logits. The
-    /// caller has validated ids and capacity.
+    /// Run the step batch in st (rows of any number of sequences, each at its own positions),
+    /// append every row's K/V to the pool and write the logits of st.out_rows. The caller (the
+    /// CPU Runner) has validated ids, positions and block tables.
     virtual void forward(ForwardState& st) const = 0;
 
     /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr (for other tiers,

@@ -1,54 +1,38 @@
-// zinc/model/context.cpp — the CPU inference context: KV cache, workspace, thread pool, and the
-// chunked eval loop that validates input and calls the architecture's forward pass.
+// zinc/model/context.cpp — the single-sequence inference context over a Runner: one sequence
+// owning a fixed, contiguous block table of the Runner's whole KV pool, and the chunked eval
+// loop that validates input and runs each chunk as a one-sequence step batch.
 #include <algorithm>
-#include <cstdlib>
+#include <numeric>
 
-#include "model/arch_model.h"
-#include "model/forward_state.h"
+#include "model/batch.h"
 #include "model/model.h"
+#include "util/check.h"
 
 namespace zinc::model {
-
-Workspace::Workspace(const ModelConfig& c, int nb, int n_ctx, int n_threads) : n_batch(nb) {
-    const size_t n = static_cast<size_t>(nb);
-    x.resize(n * c.n_embd);
-    xn.resize(n * c.n_embd);
-    proj.resize(n * c.n_embd);
-    q.resize(n * c.q_dim());
-    k.resize(n * c.kv_dim_k());
-    v.resize(n * c.kv_dim_v());
-    attn.resize(n * c.attn_out_dim());
-    gate.resize(n * c.n_ff);
-    up.resize(n * c.n_ff);
-    rope_cs.resize(n * c.n_rot);
-    scores.resize(
-        static_cast<size_t>(cpu::attention_scratch_floats(c.attention(0), n_threads, n_ctx)));
-}
-
 namespace {
+
+// Positions per KV block of a Context. The Context's table is contiguous, so the block size
+// only sets how often attention steps to the next block (a longer run per block is a little
+// cheaper); results do not depend on it.
+constexpr int kContextBlockSize = 256;
 
 class CpuContext : public Context {
   public:
-    CpuContext(const ArchModel& model, int n_ctx, int n_batch, int n_threads)
-        : model_(model),
-          cfg_(model.config()),
-          n_ctx_(n_ctx),
-          n_batch_(n_batch),
-          pool_(n_threads),
-          kv_(cfg_, n_ctx),
-          ws_(cfg_, n_batch, n_ctx, pool_.n_threads()) {
-        if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
-        logits_.resize(static_cast<size_t>(cfg_.n_vocab));
+    CpuContext(std::unique_ptr<Runner> runner, int n_ctx, int n_batch, int32_t n_vocab)
+        : runner_(std::move(runner)), n_ctx_(n_ctx), n_batch_(n_batch), n_vocab_(n_vocab) {
+        block_table_.resize(static_cast<size_t>(runner_->options().n_blocks));
+        std::iota(block_table_.begin(), block_table_.end(), 0);
+        logits_.resize(static_cast<size_t>(n_vocab_));
     }
 
     Result<void> eval(std::span<const int32_t> tokens, bool all_logits) override {
         const int64_t n = static_cast<int64_t>(tokens.size());
         if (n == 0) return make_error("eval: no tokens given");
         for (int64_t i = 0; i < n; ++i) {
-            if (tokens[i] < 0 || tokens[i] >= cfg_.n_vocab) {
+            if (tokens[i] < 0 || tokens[i] >= n_vocab_) {
                 return make_error("eval: token id " + std::to_string(tokens[i]) + " at index " +
                                   std::to_string(i) + " is out of range [0, " +
-                                  std::to_string(cfg_.n_vocab) + ")");
+                                  std::to_string(n_vocab_) + ")");
             }
         }
         if (n_past_ + n > n_ctx_) {
@@ -56,7 +40,7 @@ class CpuContext : public Context {
                               " positions used + " + std::to_string(n) + " new tokens > n_ctx " +
                               std::to_string(n_ctx_));
         }
-        const size_t need = (all_logits ? static_cast<size_t>(n) : 1) * cfg_.n_vocab;
+        const size_t need = (all_logits ? static_cast<size_t>(n) : 1) * n_vocab_;
         if (logits_.size() < need) logits_.resize(need);
         all_logits_ = all_logits;
         n_last_ = static_cast<int>(n);
@@ -64,17 +48,18 @@ class CpuContext : public Context {
         for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
             const int chunk = static_cast<int>(std::min<int64_t>(n_batch_, n - c0));
             const bool last_chunk = c0 + chunk == n;
-            ForwardState st{pool_, mm_, kv_, ws_, dump_};
-            st.tokens = tokens.data() + c0;
-            st.n_tokens = chunk;
-            st.pos0 = n_past_;
-            st.all_logits = all_logits;
-            if (all_logits) {
-                st.logits = logits_.data() + static_cast<size_t>(c0) * cfg_.n_vocab;
-            } else {
-                st.logits = last_chunk ? logits_.data() : nullptr;
-            }
-            model_.forward(st);
+            BatchSeq seq;
+            seq.row0 = 0;
+            seq.n_tokens = chunk;
+            seq.pos0 = n_past_;
+            seq.block_table = block_table_;
+            seq.want_logits = last_chunk || all_logits;
+            seq.all_logits = all_logits;
+            const Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
+                              std::span<const BatchSeq>(&seq, 1)};
+            float* out = all_logits ? logits_.data() + static_cast<size_t>(c0) * n_vocab_
+                                    : logits_.data();
+            ZINC_TRY(runner_->forward(batch, out));
             n_past_ += chunk;
         }
         return {};
@@ -87,7 +72,7 @@ class CpuContext : public Context {
             return logits_.data();
         }
         ZINC_CHECK(i >= 0 && i < n_last_);
-        return logits_.data() + static_cast<size_t>(i) * cfg_.n_vocab;
+        return logits_.data() + static_cast<size_t>(i) * n_vocab_;
     }
     int n_past() const override { return n_past_; }
     int n_ctx() const override { return n_ctx_; }
@@ -97,15 +82,11 @@ class CpuContext : public Context {
     }
 
   private:
-    const ArchModel& model_;
-    const ModelConfig& cfg_;
+    std::unique_ptr<Runner> runner_;
     int n_ctx_;
     int n_batch_;
-    cpu::ThreadPool pool_;
-    cpu::MatmulScratch mm_;
-    KvCache kv_;
-    Workspace ws_;
-    DumpFilter dump_;
+    int32_t n_vocab_;
+    std::vector<int32_t> block_table_;  // 0, 1, 2, ...: the whole pool, in order
     std::vector<float> logits_;
     int n_past_ = 0;
     int n_last_ = 0;
@@ -126,11 +107,17 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
         return make_error("context: n_threads " + std::to_string(opts.n_threads) +
                           " out of range [0, 1024]");
     }
-    const auto* am = dynamic_cast<const ArchModel*>(&model);
-    ZINC_CHECK(am != nullptr);
-    const int n_batch = std::min(opts.n_batch, opts.n_ctx);
-    return std::unique_ptr<Context>(
-        std::make_unique<CpuContext>(*am, opts.n_ctx, n_batch, opts.n_threads));
+    RunnerOptions ro;
+    ro.block_size = std::min(kContextBlockSize, opts.n_ctx);
+    ro.n_blocks = (opts.n_ctx + ro.block_size - 1) / ro.block_size;
+    ro.max_batch_tokens = std::min(opts.n_batch, opts.n_ctx);
+    ro.max_seqs = 1;
+    ro.max_seq_len = opts.n_ctx;
+    ro.n_threads = opts.n_threads;
+    auto runner = Runner::create_cpu(model, ro);
+    if (!runner) return runner.error();
+    return std::unique_ptr<Context>(std::make_unique<CpuContext>(
+        std::move(runner.value()), opts.n_ctx, ro.max_batch_tokens, model.n_vocab()));
 }
 
 }  // namespace zinc::model

@@ -2,8 +2,9 @@
 //
 // Model::load reads hyperparameters (model/config.h) and binds every weight declaratively by
 // name, shape and allowed types; a mismatch is an Error naming the tensor. Weights stay in the
-// GGUF mapping, quantized. Context owns a KV cache (f16, n_ctx positions) and runs the forward
-// pass for a chunk of tokens of one sequence.
+// GGUF mapping, quantized. Context runs one sequence: it owns a CPU Runner (model/batch.h) whose
+// paged f16 KV pool holds n_ctx positions under one fixed, contiguous block table, and runs each
+// chunk of tokens as a one-sequence step batch. Many sequences at once: engine/engine.h.
 #pragma once
 
 #include <cstdint>

@@ -39,7 +39,7 @@ void dump(const ForwardState& st, std::string_view name, int il, const float* da
         il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name) : std::string(name);
     if (!st.dump.wants(full)) return;
     std::fprintf(stderr, "ZINC_DUMP %s pos0=%lld shape=[%lld, %d]:", full.c_str(),
-                 static_cast<long long>(st.pos0), static_cast<long long>(dim), st.n_tokens);
+                 static_cast<long long>(st.dump_pos0), static_cast<long long>(dim), st.n_tokens);
     for (int64_t i = 0; i < dim * st.n_tokens; ++i) std::fprintf(stderr, " %.6g", data[i]);
     std::fprintf(stderr, "\n");
 }
@@ -82,9 +82,8 @@ void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const Atte
     const float* kn = w.k_norm ? w.k_norm->f32() : nullptr;
     parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
-            const int64_t pos = st.pos0 + t;
             float* cs = ws.rope_cs.data() + t * cfg.n_rot;
-            cpu::rope_cache(rp, pos, cs);
+            cpu::rope_cache(rp, st.pos[t], cs);
             float* qt = ws.q.data() + t * q_dim;
             float* kt = ws.k.data() + t * kd;
             if (qn) {
@@ -101,13 +100,13 @@ void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const Atte
             }
             cpu::rope_apply(rp, cs, qt, cfg.n_head, cfg.head_dim_k);
             cpu::rope_apply(rp, cs, kt, cfg.n_head_kv, cfg.head_dim_k);
-            cpu::f32_to_f16_row(kt, st.kv.k_row(il, pos), kd);
-            cpu::f32_to_f16_row(ws.v.data() + t * vd, st.kv.v_row(il, pos), vd);
+            cpu::f32_to_f16_row(kt, st.kv.k_row(il, st.kv_slot[t]), kd);
+            cpu::f32_to_f16_row(ws.v.data() + t * vd, st.kv.v_row(il, st.kv_slot[t]), vd);
         }
     });
 
-    cpu::attention(st.pool, cfg.attention(il), ws.q.data(), q_dim, n, st.pos0, st.kv.view(il),
-                   ws.attn.data(), cfg.attn_out_dim(), ws.scores.data());
+    cpu::paged_attention(st.pool, cfg.attention(il), ws.q.data(), q_dim, st.seqs, st.kv.view(il),
+                         ws.attn.data(), cfg.attn_out_dim(), ws.scores.data());
     dump(st, "kqv_out", il, ws.attn.data(), cfg.attn_out_dim());
     cpu::matmul(st.pool, st.mm, w.wo->mat, ws.attn.data(), n, cfg.attn_out_dim(), out, cfg.n_embd);
     dump(st, "attn_out", il, out, cfg.n_embd);
@@ -137,12 +136,30 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
 }
 
 void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim) {
-    if (st.all_logits || st.n_tokens == 1) return;
-    const int64_t last = st.n_tokens - 1;
-    for (float* b : bufs) std::memmove(b, b + last * dim, sizeof(float) * dim);
-    st.tokens += last;
-    st.pos0 += last;
-    st.n_tokens = 1;
+    if (st.n_out == st.n_tokens) return;  // every row's logits are wanted
+    if (st.n_out == 0) {
+        // Nobody wants logits (a prefill chunk): finish the last row only, for ZINC_DUMP.
+        const int64_t last = st.n_tokens - 1;
+        for (float* b : bufs) std::memmove(b, b + last * dim, sizeof(float) * dim);
+        st.dump_pos0 = st.pos[last];
+        st.n_tokens = 1;
+    } else {
+        // Gather the output rows to the front (out_rows ascending, so row i <= out_rows[i] and
+        // the forward copy never overwrites a row still to be read).
+        for (float* b : bufs) {
+            for (int i = 0; i < st.n_out; ++i) {
+                const int64_t r = st.out_rows[i];
+                if (r != i) std::memcpy(b + i * dim, b + r * dim, sizeof(float) * dim);
+            }
+        }
+        st.dump_pos0 = st.pos[st.out_rows[0]];
+        st.n_tokens = st.n_out;
+    }
+    // Rows no longer match the batch's tokens, positions and sequences.
+    st.tokens = nullptr;
+    st.pos = nullptr;
+    st.kv_slot = nullptr;
+    st.seqs = {};
 }
 
 void add_residual(ForwardState& st, float* x, const float* y, int64_t dim) {
@@ -154,11 +171,11 @@ void add_residual(ForwardState& st, float* x, const float* y, int64_t dim) {
 void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
                  const Weight& lm_head, float softcap) {
     if (!st.logits) return;  // a prefill chunk whose logits nobody asked for
+    ZINC_CHECK(st.n_tokens == st.n_out);  // keep_output_rows has run
     model::Workspace& ws = st.ws;
     const int64_t d = cfg.n_embd;
-    const int first = st.all_logits ? 0 : st.n_tokens - 1;  // 0 after keep_output_rows
-    const int n_out = st.n_tokens - first;
-    cpu::rms_norm_rows(ws.x.data() + first * d, norm.f32(), ws.xn.data(), n_out, d, cfg.rms_eps);
+    const int n_out = st.n_out;
+    cpu::rms_norm_rows(ws.x.data(), norm.f32(), ws.xn.data(), n_out, d, cfg.rms_eps);
     cpu::matmul(st.pool, st.mm, lm_head.mat, ws.xn.data(), n_out, d, st.logits, cfg.n_vocab);
     if (softcap > 0.0f) {
         cpu::softcap(st.logits, softcap, static_cast<int64_t>(n_out) * cfg.n_vocab);

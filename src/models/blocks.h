@@ -1,6 +1,6 @@
 // zinc/models/blocks.h — the shared transformer blocks the architecture files compose.
 //
-// Each block reads and writes row-major activations (st.n_tokens rows) and uses the Context's
+// Each block reads and writes row-major activations (st.n_tokens rows) and uses the Runner's
 // thread pool for its matmuls and per-token work. Names passed to dump() follow llama.cpp's
 // callback names where one exists (attn_norm, attn_out, ffn_out, l_out, result_norm), prefixed
 // with "blk.<il>." for per-layer tensors, so ZINC_DUMP=blk.3.l_out prints that intermediate.
@@ -59,15 +59,17 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
                Activation act, const float* xn, float* out);
 
 /// In the last layer, after attention has written its K/V, only the rows whose logits are
-/// wanted matter: unless st.all_logits, move the last token's row of each buffer to row 0 and
-/// set st.n_tokens = 1, so the final FFN and norms run on one row (as llama.cpp's inp_out_ids).
+/// wanted matter: move rows st.out_rows to the front of each buffer and set st.n_tokens =
+/// st.n_out, so the final FFN and norms run on those rows only (as llama.cpp's inp_out_ids).
+/// With no output rows, the last row is kept (its results are only dumped). Afterwards
+/// st.tokens, st.pos, st.kv_slot and st.seqs are cleared: rows no longer match them.
 void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim);
 
 /// x += y over (n_tokens, dim).
 void add_residual(ForwardState& st, float* x, const float* y, int64_t dim);
 
-/// Final norm and LM head on the output rows of st.ws.x (the last token, or all tokens when
-/// st.all_logits), into st.logits; softcap > 0 applies cap * tanh(logit / cap).
+/// Final norm and LM head on the output rows of st.ws.x (rows [0, n_out) after
+/// keep_output_rows), into st.logits; softcap > 0 applies cap * tanh(logit / cap).
 void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
                  const Weight& lm_head, float softcap = 0.0f);
 

@@ -2,13 +2,22 @@
 // (Vaswani et al. 2017), with grouped-query heads (Ainslie et al. 2023) and an optional sliding
 // window. Math is f32: K/V rows are widened from f16 as they are read.
 //
-// Query token t sits at position pos0 + t and attends to cache positions j with
-// j <= pos0 + t and, when window > 0, pos0 + t - j < window (the window counts the token itself,
-// as llama.cpp's LLAMA_SWA_TYPE_STANDARD and HF's sliding_window do). Query head h reads KV head
-// h / (n_head / n_head_kv).
+// Query token t of a sequence sits at position pos0 + t and attends to that sequence's cache
+// positions j with j <= pos0 + t and, when window > 0, pos0 + t - j < window (the window counts
+// the token itself, as llama.cpp's LLAMA_SWA_TYPE_STANDARD and HF's sliding_window do). Query
+// head h reads KV head h / (n_head / n_head_kv).
+//
+// The cache is paged (Kwon et al. 2023, "PagedAttention"): one layer's K (and V) storage is a
+// pool of physical rows, grouped in blocks of block_size rows; position j of a sequence lives in
+// physical row block_table[j / block_size] * block_size + j % block_size. paged_attention runs
+// the rows of many sequences in one call (varlen: each row attends only to its own sequence's
+// positions); the result of a row does not depend on which other rows share the call, on the
+// thread count, or on the block size (the scores and the V sum are accumulated in position
+// order either way).
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "backend/cpu/thread_pool.h"
 
@@ -23,7 +32,8 @@ struct AttentionParams {
     int window = 0;      // 0: full causal
 };
 
-/// The cache of one layer: position j's K row is k + j * k_stride (n_head_kv * head_dim_k f16).
+/// A contiguous cache of one layer: position j's K row is k + j * k_stride (n_head_kv *
+/// head_dim_k f16).
 struct KvView {
     const uint16_t* k = nullptr;
     const uint16_t* v = nullptr;
@@ -31,13 +41,38 @@ struct KvView {
     int64_t v_stride = 0;
 };
 
-/// q: (n_tokens, ldq) with heads at h * head_dim_k; out: (n_tokens, ldo) with heads at
-/// h * head_dim_v. The cache must already hold positions [0, pos0 + n_tokens). `scores` is
-/// scratch of attention_scratch_floats(p, pool.n_threads(), pos0 + n_tokens) floats.
+/// A paged cache of one layer: physical row r's K is k + r * k_stride, V is v + r * v_stride.
+struct PagedKvView {
+    const uint16_t* k = nullptr;
+    const uint16_t* v = nullptr;
+    int64_t k_stride = 0;
+    int64_t v_stride = 0;
+    int64_t block_size = 0;  // physical rows per block
+};
+
+/// One sequence's query rows in a paged_attention call.
+struct AttentionSeq {
+    int32_t row0 = 0;      // first query row (rows of the sequences are consecutive, in order)
+    int32_t n_tokens = 0;  // query rows at positions pos0 .. pos0 + n_tokens - 1
+    int64_t pos0 = 0;
+    const int32_t* block_table = nullptr;  // physical blocks covering [0, pos0 + n_tokens)
+};
+
+/// Scratch floats for attention over at most n_pos positions per query row.
 inline int64_t attention_scratch_floats(const AttentionParams& p, int n_threads, int64_t n_pos) {
     return static_cast<int64_t>(n_threads) * (p.n_head / p.n_head_kv) * n_pos;
 }
 
+/// q: (n_rows, ldq) with heads at h * head_dim_k; out: (n_rows, ldo) with heads at
+/// h * head_dim_v, n_rows = the rows of all seqs. The cache must already hold every sequence's
+/// positions [0, pos0 + n_tokens). `scores` is scratch of attention_scratch_floats(p,
+/// pool.n_threads(), longest pos0 + n_tokens) floats.
+void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64_t ldq,
+                     std::span<const AttentionSeq> seqs, const PagedKvView& kv, float* out,
+                     int64_t ldo, float* scores);
+
+/// One sequence over a contiguous cache: q (n_tokens, ldq) at positions pos0 ... Same math as
+/// paged_attention (a single block covering every position).
 void attention(ThreadPool& pool, const AttentionParams& p, const float* q, int64_t ldq,
                int n_tokens, int64_t pos0, const KvView& kv, float* out, int64_t ldo,
                float* scores);

@@ -188,7 +188,7 @@ void dot_f32_rows(const float* a, int64_t a_stride, int n_a, const float* b, int
 }
 
 void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_stride, float* out,
-                      int64_t dim) {
+                      int64_t dim, bool accumulate) {
     int64_t d = 0;
 #ifdef ZINC_F16_SIMD
     if (use_simd()) {
@@ -196,8 +196,10 @@ void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_st
             return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         };
         for (; d + 32 <= dim; d += 32) {
-            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-            __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+            __m256 a0 = accumulate ? _mm256_loadu_ps(out + d) : _mm256_setzero_ps();
+            __m256 a1 = accumulate ? _mm256_loadu_ps(out + d + 8) : _mm256_setzero_ps();
+            __m256 a2 = accumulate ? _mm256_loadu_ps(out + d + 16) : _mm256_setzero_ps();
+            __m256 a3 = accumulate ? _mm256_loadu_ps(out + d + 24) : _mm256_setzero_ps();
             const uint16_t* vp = v + d;
             for (int64_t j = 0; j < n; ++j, vp += v_stride) {
                 const __m256 s = _mm256_broadcast_ss(w + j);
@@ -212,7 +214,7 @@ void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_st
             _mm256_storeu_ps(out + d + 24, a3);
         }
         for (; d + 8 <= dim; d += 8) {
-            __m256 a0 = _mm256_setzero_ps();
+            __m256 a0 = accumulate ? _mm256_loadu_ps(out + d) : _mm256_setzero_ps();
             const uint16_t* vp = v + d;
             for (int64_t j = 0; j < n; ++j, vp += v_stride) {
                 a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), load(vp), a0);
@@ -222,7 +224,7 @@ void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_st
     }
 #endif
     for (; d < dim; ++d) {
-        float acc = 0.0f;
+        float acc = accumulate ? out[d] : 0.0f;
         for (int64_t j = 0; j < n; ++j) acc += w[j] * quant::fp16_to_fp32(v[j * v_stride + d]);
         out[d] = acc;
     }

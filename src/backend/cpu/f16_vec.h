@@ -23,8 +23,10 @@ void axpy_f32(float s, const float* x, float* y, int64_t n);
 /// all rows (bit-identical to dot_f32 per row).
 void dot_f32_rows(const float* a, int64_t a_stride, int n_a, const float* b, int64_t n, float* out);
 /// out[d] = sum_{j < n} w[j] * f16(v[j * v_stride + d]) for d < dim, accumulated in registers
-/// in j order (bit-identical to zeroing out and calling axpy_f16 for j = 0, 1, ...).
+/// in j order (bit-identical to zeroing out and calling axpy_f16 for j = 0, 1, ...). With
+/// accumulate, the sum starts from out's values instead of 0, so a sum cut into consecutive
+/// runs of j (the blocks of a paged KV cache) is bit-identical to one call over all of them.
 void weighted_sum_f16(const float* w, int64_t n, const uint16_t* v, int64_t v_stride, float* out,
-                      int64_t dim);
+                      int64_t dim, bool accumulate = false);
 
 }  // namespace zinc::cpu

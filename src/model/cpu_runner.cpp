@@ -1,0 +1,186 @@
+// zinc/model/cpu_runner.cpp — the CPU tier's Runner: the paged KV pool, the activation
+// workspace, the thread pool, and the validation of a step batch before the architecture's
+// forward pass runs it.
+//
+// One forward runs every row of the batch together: embeddings, norms, the Q/K/V, output and FFN
+// matmuls go over all rows at once (one pass over the weights for all sequences: this is where
+// batching pays on a memory-bound decode), RoPE and the K/V append use each row's own position
+// and slot, and attention reads each sequence's own blocks (cpu::paged_attention). Each row's
+// result depends only on its own sequence: the matmul kernels give the same bits for a row
+// whatever other rows share the call (quant::gemm_tile and vec_dot_multi are bit-identical to
+// vec_dot), and every other op is per row.
+#include <algorithm>
+#include <cstdlib>
+
+#include "model/arch_model.h"
+#include "model/batch.h"
+#include "model/forward_state.h"
+
+namespace zinc::model {
+
+Workspace::Workspace(const ModelConfig& c, int nb, int max_seq_len, int n_threads) : n_batch(nb) {
+    const size_t n = static_cast<size_t>(nb);
+    x.resize(n * c.n_embd);
+    xn.resize(n * c.n_embd);
+    proj.resize(n * c.n_embd);
+    q.resize(n * c.q_dim());
+    k.resize(n * c.kv_dim_k());
+    v.resize(n * c.kv_dim_v());
+    attn.resize(n * c.attn_out_dim());
+    gate.resize(n * c.n_ff);
+    up.resize(n * c.n_ff);
+    rope_cs.resize(n * c.n_rot);
+    scores.resize(static_cast<size_t>(
+        cpu::attention_scratch_floats(c.attention(0), n_threads, max_seq_len)));
+}
+
+namespace {
+
+class CpuRunner : public Runner {
+  public:
+    CpuRunner(const ArchModel& model, const RunnerOptions& opts)
+        : model_(model),
+          cfg_(model.config()),
+          opts_(opts),
+          pool_(opts.n_threads),
+          kv_(cfg_, opts.n_blocks, opts.block_size),
+          ws_(cfg_, opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()) {
+        if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
+        opts_.n_threads = pool_.n_threads();
+        const size_t rows = static_cast<size_t>(opts.max_batch_tokens);
+        pos_.resize(rows);
+        slot_.resize(rows);
+        out_rows_.resize(rows);
+        seqs_.reserve(static_cast<size_t>(opts.max_seqs));
+    }
+
+    Result<void> forward(const Batch& batch, float* logits) override {
+        ZINC_TRY(validate(batch));
+        const int64_t bs = opts_.block_size;
+        seqs_.clear();
+        int n_out = 0;
+        for (const BatchSeq& s : batch.seqs) {
+            seqs_.push_back({s.row0, s.n_tokens, s.pos0, s.block_table.data()});
+            for (int32_t i = 0; i < s.n_tokens; ++i) {
+                const int32_t r = s.row0 + i;
+                const int64_t p = static_cast<int64_t>(s.pos0) + i;
+                pos_[r] = static_cast<int32_t>(p);
+                slot_[r] = static_cast<int64_t>(s.block_table[p / bs]) * bs + p % bs;
+                if (s.all_logits || (s.want_logits && i == s.n_tokens - 1)) out_rows_[n_out++] = r;
+            }
+        }
+        ForwardState st{pool_, mm_, kv_, ws_, dump_};
+        st.tokens = batch.tokens.data();
+        st.pos = pos_.data();
+        st.kv_slot = slot_.data();
+        st.n_tokens = static_cast<int>(batch.tokens.size());
+        st.seqs = seqs_;
+        st.out_rows = out_rows_.data();
+        st.n_out = n_out;
+        st.logits = n_out > 0 ? logits : nullptr;
+        st.dump_pos0 = pos_[0];
+        if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
+        model_.forward(st);
+        return {};
+    }
+
+    void copy_block(int32_t src, int32_t dst) override { kv_.copy_block(src, dst); }
+    const RunnerOptions& options() const override { return opts_; }
+    std::string tier() const override { return "cpu"; }
+    size_t kv_bytes() const override { return kv_.bytes(); }
+
+  private:
+    Result<void> validate(const Batch& batch) const {
+        const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
+        if (n_rows == 0 || batch.seqs.empty()) return make_error("forward: empty batch");
+        if (n_rows > opts_.max_batch_tokens) {
+            return make_error("forward: " + std::to_string(n_rows) + " rows > max_batch_tokens " +
+                              std::to_string(opts_.max_batch_tokens));
+        }
+        if (static_cast<int64_t>(batch.seqs.size()) > opts_.max_seqs) {
+            return make_error("forward: " + std::to_string(batch.seqs.size()) +
+                              " sequences > max_seqs " + std::to_string(opts_.max_seqs));
+        }
+        for (int64_t i = 0; i < n_rows; ++i) {
+            if (batch.tokens[i] < 0 || batch.tokens[i] >= cfg_.n_vocab) {
+                return make_error("forward: token id " + std::to_string(batch.tokens[i]) +
+                                  " at row " + std::to_string(i) + " is out of range [0, " +
+                                  std::to_string(cfg_.n_vocab) + ")");
+            }
+        }
+        int64_t next_row = 0;
+        for (size_t si = 0; si < batch.seqs.size(); ++si) {
+            const BatchSeq& s = batch.seqs[si];
+            const std::string where = "forward: sequence " + std::to_string(si) + ": ";
+            if (s.row0 != next_row || s.n_tokens < 1) {
+                return make_error(where + "rows [" + std::to_string(s.row0) + ", +" +
+                                  std::to_string(s.n_tokens) + ") do not follow row " +
+                                  std::to_string(next_row) + " (expected >= 1 rows there)");
+            }
+            next_row += s.n_tokens;
+            const int64_t end = static_cast<int64_t>(s.pos0) + s.n_tokens;
+            if (s.pos0 < 0 || end > opts_.max_seq_len) {
+                return make_error(where + "positions [" + std::to_string(s.pos0) + ", " +
+                                  std::to_string(end) + ") outside [0, max_seq_len " +
+                                  std::to_string(opts_.max_seq_len) + "]");
+            }
+            const int64_t need = (end + opts_.block_size - 1) / opts_.block_size;
+            if (static_cast<int64_t>(s.block_table.size()) < need) {
+                return make_error(where + "block table has " +
+                                  std::to_string(s.block_table.size()) + " blocks, " +
+                                  std::to_string(need) + " needed for " + std::to_string(end) +
+                                  " positions");
+            }
+            for (int64_t b = 0; b < need; ++b) {
+                if (s.block_table[b] < 0 || s.block_table[b] >= opts_.n_blocks) {
+                    return make_error(where + "block id " + std::to_string(s.block_table[b]) +
+                                      " at index " + std::to_string(b) + " out of range [0, " +
+                                      std::to_string(opts_.n_blocks) + ")");
+                }
+            }
+        }
+        if (next_row != n_rows) {
+            return make_error("forward: sequences cover " + std::to_string(next_row) + " of " +
+                              std::to_string(n_rows) + " rows");
+        }
+        return {};
+    }
+
+    const ArchModel& model_;
+    const ModelConfig& cfg_;
+    RunnerOptions opts_;
+    cpu::ThreadPool pool_;
+    cpu::MatmulScratch mm_;
+    KvPool kv_;
+    Workspace ws_;
+    DumpFilter dump_;
+    std::vector<int32_t> pos_;                // (max_batch_tokens) position of each row
+    std::vector<int64_t> slot_;               // (max_batch_tokens) physical KV row of each row
+    std::vector<int32_t> out_rows_;           // rows whose logits are wanted
+    std::vector<cpu::AttentionSeq> seqs_;     // this step's sequences
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Runner>> Runner::create_cpu(const Model& model, const RunnerOptions& opts) {
+    auto bad = [](const char* what, int64_t v, const char* range) {
+        return make_error(std::string("cpu runner: ") + what + " " + std::to_string(v) +
+                          " out of range " + range);
+    };
+    if (opts.n_blocks < 1) return bad("n_blocks", opts.n_blocks, "[1, ...)");
+    if (opts.block_size < 1 || opts.block_size > (1 << 24))
+        return bad("block_size", opts.block_size, "[1, 16777216]");
+    if (opts.max_batch_tokens < 1 || opts.max_batch_tokens > (1 << 20))
+        return bad("max_batch_tokens", opts.max_batch_tokens, "[1, 1048576]");
+    if (opts.max_seqs < 1 || opts.max_seqs > opts.max_batch_tokens)
+        return bad("max_seqs", opts.max_seqs, "[1, max_batch_tokens]");
+    if (opts.max_seq_len < 1 || opts.max_seq_len > (1 << 24))
+        return bad("max_seq_len", opts.max_seq_len, "[1, 16777216]");
+    if (opts.n_threads < 0 || opts.n_threads > 1024)
+        return bad("n_threads", opts.n_threads, "[0, 1024]");
+    const auto* am = dynamic_cast<const ArchModel*>(&model);
+    ZINC_CHECK(am != nullptr);
+    return std::unique_ptr<Runner>(std::make_unique<CpuRunner>(*am, opts));
+}
+
+}  // namespace zinc::model
