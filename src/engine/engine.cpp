@@ -1,0 +1,350 @@
+// zinc/engine/engine.cpp — the Engine: submission and cancellation from any thread, and the step
+// thread that owns the Runner, the block manager and the scheduler.
+//
+// Each iteration of the step thread: take the requests and cancellations that arrived (under the
+// one mutex), finish cancelled sequences (releasing their blocks before the next batch is
+// built: "within one step"), plan a step (engine/scheduler.h), run it as one Batch, commit it,
+// and sample one token for every sequence whose logits came back. Sinks are called on this
+// thread without the mutex held, so a sink may call cancel().
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/block_manager.h"
+#include "engine/engine.h"
+#include "engine/logprobs.h"
+#include "engine/policy.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "model/model.h"
+
+namespace zinc::engine {
+
+const char* to_string(FinishReason r) {
+    switch (r) {
+        case FinishReason::Length: return "length";
+        case FinishReason::Eog: return "eog";
+        case FinishReason::Cancelled: return "cancelled";
+        case FinishReason::Context: return "context";
+        case FinishReason::Error: return "error";
+    }
+    return "?";
+}
+
+namespace {
+
+class EngineImpl : public Engine {
+  public:
+    EngineImpl(const model::Model& model, const EngineOptions& opts,
+               std::unique_ptr<model::Runner> runner)
+        : opts_(opts),
+          n_vocab_(model.n_vocab()),
+          runner_(std::move(runner)),
+          bm_(runner_->options().n_blocks, opts.block_size, opts.prefix_cache),
+          policy_(make_fcfs_policy()),
+          sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens}, bm_, *policy_,
+                 [this](int32_t src, int32_t dst) { runner_->copy_block(src, dst); }),
+          eog_(opts.eog_tokens) {
+        std::sort(eog_.begin(), eog_.end());
+        logits_.resize(static_cast<size_t>(runner_->options().max_seqs) * n_vocab_);
+        batch_tokens_.reserve(static_cast<size_t>(opts.max_batch_tokens));
+        publish();
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~EngineImpl() override { shutdown(); }
+
+    std::variant<RequestId, SubmitError> submit(RequestParams params, EventSink sink) override {
+        auto invalid = [](std::string m) {
+            return SubmitError{SubmitErrorKind::InvalidRequest, std::move(m)};
+        };
+        if (params.prompt.empty()) return invalid("prompt: empty (expected at least one token)");
+        for (size_t i = 0; i < params.prompt.size(); ++i) {
+            if (params.prompt[i] < 0 || params.prompt[i] >= n_vocab_) {
+                return invalid("prompt[" + std::to_string(i) + "]: token id " +
+                               std::to_string(params.prompt[i]) + " out of range [0, " +
+                               std::to_string(n_vocab_) + ")");
+            }
+        }
+        if (params.max_tokens < 1) {
+            return invalid("max_tokens: " + std::to_string(params.max_tokens) +
+                           " (expected >= 1)");
+        }
+        if (params.top_logprobs < -1 || params.top_logprobs > 20) {
+            return invalid("top_logprobs: " + std::to_string(params.top_logprobs) +
+                           " (expected -1 or 0..20)");
+        }
+        if (static_cast<int64_t>(params.prompt.size()) + params.max_tokens > opts_.n_ctx) {
+            return SubmitError{SubmitErrorKind::ContextLength,
+                               "prompt of " + std::to_string(params.prompt.size()) +
+                                   " tokens + max_tokens " + std::to_string(params.max_tokens) +
+                                   " > context " + std::to_string(opts_.n_ctx)};
+        }
+        std::lock_guard<std::mutex> lk(mu_);
+        if (!accepting_) return SubmitError{SubmitErrorKind::ShuttingDown, "engine is shutting down"};
+        const int64_t queued = static_cast<int64_t>(inbox_.size()) + n_waiting_;
+        if (queued >= opts_.max_queue) {
+            return SubmitError{SubmitErrorKind::QueueFull,
+                               "queue full: " + std::to_string(queued) + " requests waiting"};
+        }
+        const RequestId id = next_id_++;
+        inbox_.push_back(std::make_unique<Sequence>(id, id, std::move(params), std::move(sink)));
+        cv_.notify_one();
+        return id;
+    }
+
+    void cancel(RequestId id) override {
+        std::lock_guard<std::mutex> lk(mu_);
+        cancels_.push_back(id);
+        cv_.notify_one();
+    }
+
+    EngineStats stats() const override {
+        std::lock_guard<std::mutex> lk(mu_);
+        EngineStats s = snapshot_;
+        s.queue_depth += static_cast<int32_t>(inbox_.size());
+        return s;
+    }
+
+    const EngineOptions& options() const override { return opts_; }
+
+    void shutdown() override {
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            accepting_ = false;
+            stop_ = true;
+            cv_.notify_one();
+        }
+        std::lock_guard<std::mutex> jl(join_mu_);
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    void loop() {
+        while (true) {
+            std::vector<std::unique_ptr<Sequence>> incoming;
+            std::vector<RequestId> cancels;
+            bool stopping = false;
+            {
+                std::unique_lock<std::mutex> lk(mu_);
+                cv_.wait(lk, [&] {
+                    return stop_ || !inbox_.empty() || !cancels_.empty() || !sched_.idle();
+                });
+                incoming.swap(inbox_);
+                cancels.swap(cancels_);
+                stopping = stop_;
+                n_waiting_ += static_cast<int32_t>(incoming.size());
+            }
+            for (auto& s : incoming) {
+                counters_.prompt_tokens += static_cast<uint64_t>(s->n_prompt);
+                s->usage.prompt_tokens = s->n_prompt;
+                Sequence* p = s.get();
+                live_.emplace(p->id, std::move(s));
+                sched_.add(p);
+            }
+            for (RequestId id : cancels) {
+                auto it = live_.find(id);
+                if (it != live_.end()) finish(*it->second, FinishReason::Cancelled);
+            }
+            if (stopping) {
+                while (!live_.empty()) finish(*live_.begin()->second, FinishReason::Cancelled);
+                publish();
+                return;
+            }
+            if (!sched_.idle()) run_step();
+            publish();
+        }
+    }
+
+    void run_step() {
+        StepPlan plan = sched_.schedule();
+        if (plan.empty()) {
+            // Nothing fits although nothing runs: the first waiting sequence can never start.
+            if (sched_.running().empty() && !sched_.waiting().empty()) {
+                finish(*sched_.waiting().front(), FinishReason::Error,
+                       "KV cache too small for this request's first chunk");
+            }
+            return;
+        }
+        batch_tokens_.clear();
+        batch_seqs_.clear();
+        for (const ScheduledSeq& ss : plan.seqs) {
+            const Sequence& s = *ss.seq;
+            model::BatchSeq bs;
+            bs.row0 = static_cast<int32_t>(batch_tokens_.size());
+            bs.n_tokens = ss.n_tokens;
+            bs.pos0 = s.n_computed;
+            bs.block_table = s.blocks;
+            bs.want_logits = ss.want_logits;
+            batch_tokens_.insert(batch_tokens_.end(), s.tokens.begin() + s.n_computed,
+                                 s.tokens.begin() + s.n_computed + ss.n_tokens);
+            batch_seqs_.push_back(bs);
+        }
+        const model::Batch batch{batch_tokens_, batch_seqs_};
+        if (auto r = runner_->forward(batch, logits_.data()); !r) {
+            for (const ScheduledSeq& ss : plan.seqs) {
+                finish(*ss.seq, FinishReason::Error, r.error().message);
+            }
+            return;
+        }
+        sched_.commit(plan);
+        ++counters_.steps;
+        size_t row = 0;
+        for (const ScheduledSeq& ss : plan.seqs) {
+            if (!ss.want_logits) continue;
+            const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
+            ++row;
+            on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
+        }
+    }
+
+    bool is_eog(int32_t t) const { return std::binary_search(eog_.begin(), eog_.end(), t); }
+
+    void on_logits(Sequence& s, std::span<const float> logits) {
+        const int32_t tok = s.sampler.sample(logits, s.tokens);
+        if (!s.params.ignore_eos && is_eog(tok)) {
+            finish(s, FinishReason::Eog);
+            return;
+        }
+        Event ev;
+        GeneratedToken g;
+        g.id = tok;
+        if (s.params.top_logprobs >= 0) token_logprobs(logits, tok, s.params.top_logprobs, g);
+        ev.tokens.push_back(std::move(g));
+        s.tokens.push_back(tok);
+        ++s.usage.completion_tokens;
+        ++counters_.generated_tokens;
+        if (s.n_generated() >= s.params.max_tokens) {
+            finish(s, FinishReason::Length, {}, &ev);
+        } else if (static_cast<int32_t>(s.tokens.size()) >= opts_.n_ctx) {
+            finish(s, FinishReason::Context, {}, &ev);
+        } else {
+            ev.usage = s.usage;
+            s.sink(ev);
+        }
+    }
+
+    // The sequence's last event; releases its blocks and forgets it.
+    void finish(Sequence& s, FinishReason reason, std::string error = {}, Event* with = nullptr) {
+        Event local;
+        Event& ev = with ? *with : local;
+        ev.finished = true;
+        ev.reason = reason;
+        ev.error = std::move(error);
+        ev.usage = s.usage;
+        if (reason == FinishReason::Cancelled) {
+            ++counters_.requests_cancelled;
+        } else {
+            ++counters_.requests_finished;
+        }
+        sched_.remove(&s);
+        const RequestId id = s.id;
+        EventSink sink = std::move(s.sink);
+        live_.erase(id);  // s is gone from here on
+        if (sink) sink(ev);
+    }
+
+    void publish() {
+        const PrefixCounters& pc = sched_.counters();
+        EngineStats s = counters_;
+        s.slots_busy = static_cast<int32_t>(sched_.running().size());
+        s.slots_idle = opts_.n_parallel - s.slots_busy;
+        s.queue_depth = static_cast<int32_t>(sched_.waiting().size());
+        s.kv_blocks_total = bm_.n_blocks();
+        s.kv_blocks_used = bm_.n_used();
+        s.kv_blocks_free = bm_.n_free();
+        s.kv_blocks_cached = bm_.n_cached();
+        s.prefix_hits_blocks = pc.hits;
+        s.prefix_miss_cold = pc.miss_cold;
+        s.prefix_miss_evicted = pc.miss_evicted;
+        s.prefix_miss_partial = pc.miss_partial;
+        s.prefix_miss_disabled = pc.miss_disabled;
+        s.preemptions = pc.preemptions;
+        std::lock_guard<std::mutex> lk(mu_);
+        snapshot_ = s;
+        n_waiting_ = s.queue_depth;
+    }
+
+    const EngineOptions opts_;
+    const int32_t n_vocab_;
+    std::unique_ptr<model::Runner> runner_;
+
+    // Step thread only.
+    BlockManager bm_;
+    std::unique_ptr<SchedulingPolicy> policy_;
+    Scheduler sched_;
+    std::vector<int32_t> eog_;  // sorted
+    std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
+    std::vector<int32_t> batch_tokens_;
+    std::vector<model::BatchSeq> batch_seqs_;
+    std::vector<float> logits_;  // (max_seqs, n_vocab)
+    EngineStats counters_;       // cumulative counters (the gauges are filled by publish)
+
+    // Shared, under mu_.
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<std::unique_ptr<Sequence>> inbox_;
+    std::vector<RequestId> cancels_;
+    bool stop_ = false;
+    bool accepting_ = true;
+    RequestId next_id_ = 1;
+    int32_t n_waiting_ = 0;
+    EngineStats snapshot_;
+
+    std::mutex join_mu_;
+    std::thread thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
+                                               const EngineOptions& opts) {
+    auto bad = [](const char* what, int64_t v, const char* range) {
+        return make_error(std::string("engine: ") + what + " " + std::to_string(v) +
+                          " out of range " + range);
+    };
+    if (opts.n_parallel < 1 || opts.n_parallel > 4096)
+        return bad("n_parallel", opts.n_parallel, "[1, 4096]");
+    if (opts.n_ctx < 2 || opts.n_ctx > (1 << 24)) return bad("n_ctx", opts.n_ctx, "[2, 16777216]");
+    if (opts.block_size < 1 || opts.block_size > 4096)
+        return bad("block_size", opts.block_size, "[1, 4096]");
+    if (opts.max_batch_tokens < 1 || opts.max_batch_tokens > (1 << 20))
+        return bad("max_batch_tokens", opts.max_batch_tokens, "[1, 1048576]");
+    if (opts.max_queue < 0) return bad("max_queue", opts.max_queue, "[0, ...)");
+    if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
+    if (opts.n_threads < 0 || opts.n_threads > 1024)
+        return bad("n_threads", opts.n_threads, "[0, 1024]");
+    const int64_t per_seq = (static_cast<int64_t>(opts.n_ctx) + opts.block_size - 1) /
+                            opts.block_size;
+    const int64_t n_blocks =
+        opts.n_kv_blocks > 0 ? opts.n_kv_blocks : per_seq * static_cast<int64_t>(opts.n_parallel);
+    if (n_blocks < per_seq) {
+        return make_error("engine: " + std::to_string(n_blocks) + " KV blocks of " +
+                          std::to_string(opts.block_size) +
+                          " positions cannot hold one full sequence of n_ctx " +
+                          std::to_string(opts.n_ctx) + " (expected >= " +
+                          std::to_string(per_seq) + " blocks)");
+    }
+    if (n_blocks > (int64_t{1} << 30)) return bad("n_kv_blocks", n_blocks, "[1, 2^30]");
+    model::RunnerOptions ro;
+    ro.n_blocks = static_cast<int32_t>(n_blocks);
+    ro.block_size = opts.block_size;
+    ro.max_batch_tokens = opts.max_batch_tokens;
+    ro.max_seqs = std::min(opts.n_parallel, opts.max_batch_tokens);
+    ro.max_seq_len = opts.n_ctx;
+    ro.n_threads = opts.n_threads;
+    Result<std::unique_ptr<model::Runner>> runner =
+        opts.make_runner ? opts.make_runner(ro) : model::Runner::create_cpu(model, ro);
+    if (!runner) return runner.error();
+    const model::RunnerOptions& got = runner.value()->options();
+    if (got.n_blocks != ro.n_blocks || got.block_size != ro.block_size ||
+        got.max_batch_tokens < ro.max_batch_tokens || got.max_seqs < ro.max_seqs ||
+        got.max_seq_len < ro.max_seq_len) {
+        return make_error("engine: the Runner's options do not match what the engine asked for");
+    }
+    return std::unique_ptr<Engine>(
+        std::make_unique<EngineImpl>(model, opts, std::move(runner.value())));
+}
+
+}  // namespace zinc::engine

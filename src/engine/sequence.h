@@ -1,0 +1,52 @@
+// zinc/engine/sequence.h — one request as the scheduler and the step loop see it: its tokens,
+// its block table, how much of it is in the KV cache, and its sampler.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/sampler.h"
+
+namespace zinc::engine {
+
+enum class SeqState { Waiting, Running, Finished };
+
+struct Sequence {
+    Sequence(RequestId id_, uint64_t arrival_, RequestParams params_, EventSink sink_)
+        : id(id_),
+          arrival(arrival_),
+          params(std::move(params_)),
+          sink(std::move(sink_)),
+          tokens(params.prompt),
+          n_prompt(static_cast<int32_t>(params.prompt.size())),
+          sampler(params.sampling) {}
+
+    RequestId id;
+    uint64_t arrival;  // submission order (FCFS key)
+    RequestParams params;
+    EventSink sink;
+
+    std::vector<int32_t> tokens;  // prompt, then every generated token
+    int32_t n_prompt;
+    /// Positions [0, n_computed) have their K/V in the blocks of `blocks`.
+    int32_t n_computed = 0;
+    /// Block table: physical block of positions [i * block_size, (i + 1) * block_size).
+    std::vector<int32_t> blocks;
+    /// Chained hash of full blocks 0, 1, ... of `tokens` (computed lazily, kept across
+    /// preemption: it depends only on the tokens).
+    std::vector<uint64_t> block_hashes;
+    /// Full blocks of `blocks` already offered to the prefix cache.
+    int32_t n_blocks_registered = 0;
+
+    SeqState state = SeqState::Waiting;
+    bool admitted_once = false;
+    Usage usage;
+    Sampler sampler;
+
+    int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
+    /// Tokens still to run through the model before the next sample.
+    int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+};
+
+}  // namespace zinc::engine
