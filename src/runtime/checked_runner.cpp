@@ -1,0 +1,198 @@
+// zinc/runtime/checked_runner.cpp — the evidence-keeping, optionally validating Runner wrapper
+// and the factory that picks the tier.
+#include "runtime/checked_runner.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "model/config.h"
+#include "runtime/validator.h"
+
+namespace zinc::runtime {
+namespace {
+
+class CheckedRunner final : public model::Runner {
+  public:
+    CheckedRunner(std::unique_ptr<ForwardHooks> hooks, std::unique_ptr<model::Runner> primary,
+                  std::unique_ptr<ForwardHooks> oracle_hooks, std::unique_ptr<model::Runner> oracle,
+                  std::shared_ptr<Evidence> ev, const RuntimeOptions& ro, int n_layer,
+                  int32_t n_vocab)
+        : hooks_(std::move(hooks)),
+          primary_(std::move(primary)),
+          oracle_hooks_(std::move(oracle_hooks)),
+          oracle_(std::move(oracle)),
+          ev_(std::move(ev)),
+          ro_(ro),
+          n_layer_(n_layer),
+          n_vocab_(n_vocab) {}
+
+    Result<void> forward(const model::Batch& batch, float* logits) override {
+        const uint64_t step = step_++;
+        int n_out = 0;
+        for (const model::BatchSeq& s : batch.seqs)
+            n_out += s.all_logits ? s.n_tokens : (s.want_logits ? 1 : 0);
+        const size_t n_logits = static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab_);
+
+        if (fell_back_) return forward_on_oracle(batch, logits);
+
+        const bool validate = oracle_ && validated_ < static_cast<uint64_t>(ro_.validate_steps);
+        hooks_->begin_step(validate);
+        ZINC_TRY(primary_->forward(batch, logits));
+        if (validate && logits && n_out > 0)
+            hooks_->capture_host("result_output", -1, logits, n_out, n_vocab_);
+        ev_->record_step(hooks_->step, hooks_->shortcuts, hooks_->fallbacks);
+        hooks_->shortcuts.clear();
+        hooks_->fallbacks.clear();
+
+        if (validate) {
+            oracle_logits_.resize(n_logits);
+            oracle_hooks_->begin_step(true);
+            ZINC_TRY(oracle_->forward(batch, n_out > 0 ? oracle_logits_.data() : nullptr));
+            if (n_out > 0)
+                oracle_hooks_->capture_host("result_output", -1, oracle_logits_.data(), n_out,
+                                            n_vocab_);
+            ev_->record_oracle_step(oracle_hooks_->step);
+            const StepComparison c =
+                compare_step(step, hooks_->captured, oracle_hooks_->captured, ro_.thresholds,
+                             n_layer_);
+            ev_->record_validation(c.ok, c.failure);
+            ++validated_;
+            if (!c.ok) {
+                ++failures_;
+                std::fprintf(stderr, "zinc: validation failed: %s%s\n", c.failure.c_str(),
+                             ro_.validate_strict ? "; finishing on the CPU (ZINC_VALIDATE_STRICT)"
+                                                 : "");
+                if (ro_.validate_strict) {
+                    // The oracle computed this very step: its logits replace the serving tier's.
+                    if (n_out > 0 && logits)
+                        std::copy(oracle_logits_.begin(), oracle_logits_.end(), logits);
+                    fell_back_ = true;
+                    ev_->record_fallback("forward");
+                    return {};
+                }
+            }
+            if (validated_ == static_cast<uint64_t>(ro_.validate_steps)) {
+                ev_->set_trust_promoted(failures_ == 0);
+                oracle_.reset();  // promotion (or the validation budget is spent): free the oracle
+                oracle_hooks_.reset();
+            }
+            return {};
+        }
+        // Unvalidated step: only finiteness of what the model consumes.
+        if (logits && n_out > 0) {
+            const bool ok = all_finite(logits, n_logits);
+            const std::string failure =
+                ok ? std::string()
+                   : "step " + std::to_string(step) + " layer - op output head: non-finite logits";
+            ev_->record_finiteness(ok, failure);
+            if (!ok && ro_.validate_strict && ro_.validate_steps > 0)
+                return make_error("validation: " + failure +
+                                  " after trust promotion; the CPU oracle is released, so strict "
+                                  "mode cannot fall back");
+        }
+        return {};
+    }
+
+    void copy_block(int32_t src, int32_t dst) override {
+        primary_->copy_block(src, dst);
+        if (oracle_) oracle_->copy_block(src, dst);
+    }
+    const model::RunnerOptions& options() const override { return primary_->options(); }
+    std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }
+    size_t kv_bytes() const override {
+        return primary_->kv_bytes() + (oracle_ ? oracle_->kv_bytes() : 0);
+    }
+
+  private:
+    Result<void> forward_on_oracle(const model::Batch& batch, float* logits) {
+        oracle_hooks_->begin_step(false);
+        ZINC_TRY(oracle_->forward(batch, logits));
+        ev_->record_step(oracle_hooks_->step, oracle_hooks_->shortcuts, oracle_hooks_->fallbacks);
+        oracle_hooks_->shortcuts.clear();
+        oracle_hooks_->fallbacks.clear();
+        ev_->record_fallback("forward");
+        return {};
+    }
+
+    std::unique_ptr<ForwardHooks> hooks_;
+    std::unique_ptr<model::Runner> primary_;
+    std::unique_ptr<ForwardHooks> oracle_hooks_;
+    std::unique_ptr<model::Runner> oracle_;
+    std::shared_ptr<Evidence> ev_;
+    RuntimeOptions ro_;
+    int n_layer_;
+    int32_t n_vocab_;
+    uint64_t step_ = 0, validated_ = 0, failures_ = 0;
+    bool fell_back_ = false;
+    std::vector<float> oracle_logits_;
+};
+
+}  // namespace
+
+Result<TieredRunner> create_tiered_runner(const model::Model& model, const model::RunnerOptions& ro,
+                                          const RuntimeOptions& ropts, const TierChoice& choice) {
+    TieredRunner out;
+    out.choice = choice;
+    out.evidence = std::make_shared<Evidence>();
+
+    auto hooks = std::make_unique<ForwardHooks>();
+    hooks->skip_layers = ropts.skip_layers;
+    hooks->cpu_ops = ropts.cpu_ops;
+    hooks->corrupt = ropts.corrupt;
+    model::RunnerOptions pro = ro;
+    pro.hooks = hooks.get();
+
+    std::unique_ptr<model::Runner> primary;
+    if (choice.tier == Tier::Cuda) {
+        cuda::CudaOptions co;
+        co.device = choice.device;
+        auto r = cuda::create_runner(model, pro, co);
+        if (r) {
+            primary = std::move(r.value());
+        } else if (ropts.tier == TierRequest::Cuda) {
+            return make_error(r.error().message);
+        } else {
+            out.choice.tier = Tier::Cpu;
+            out.choice.reason = "auto: the CUDA runner could not be created (" +
+                                r.error().message + "); using the CPU tier";
+        }
+    }
+    if (!primary) {
+        auto r = model::Runner::create_cpu(model, pro);
+        if (!r) return r.error();
+        primary = std::move(r.value());
+    }
+
+    std::unique_ptr<ForwardHooks> oracle_hooks;
+    std::unique_ptr<model::Runner> oracle;
+    if (ropts.validate_steps > 0) {
+        oracle_hooks = std::make_unique<ForwardHooks>();  // the oracle takes no debug switches
+        model::RunnerOptions oro = ro;
+        oro.hooks = oracle_hooks.get();
+        auto r = model::Runner::create_cpu(model, oro);
+        if (!r) return make_error("validation oracle: " + r.error().message);
+        oracle = std::move(r.value());
+    }
+    out.evidence->set_tier(to_string(out.choice.tier), out.choice.reason);
+    out.evidence->set_validate_limit(static_cast<uint64_t>(ropts.validate_steps));
+    out.runner = std::make_unique<CheckedRunner>(std::move(hooks), std::move(primary),
+                                                 std::move(oracle_hooks), std::move(oracle),
+                                                 out.evidence, ropts, model.config().n_layer,
+                                                 model.n_vocab());
+    return out;
+}
+
+Result<TieredRunner> create_tiered_runner(const model::Model& model, const model::RunnerOptions& ro,
+                                          const RuntimeOptions& ropts) {
+    cuda::Probe probe;
+    if (ropts.tier != TierRequest::Cpu) probe = cuda::probe();
+    const size_t need =
+        ropts.tier == TierRequest::Cpu
+            ? 0
+            : cuda::device_bytes_needed(model, ro.n_blocks * ro.block_size);
+    auto choice = choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device);
+    if (!choice) return choice.error();
+    return create_tiered_runner(model, ro, ropts, choice.value());
+}
+
+}  // namespace zinc::runtime

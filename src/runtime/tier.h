@@ -1,0 +1,65 @@
+// zinc/runtime/tier.h — tier selection (`--tier auto|cuda|cpu`, ZINC_TIER) and the runtime's
+// environment switches (ZINC_VALIDATE, ZINC_VALIDATE_STRICT, ZINC_VALIDATE_TOL,
+// ZINC_SKIP_LAYERS, ZINC_CPU_OPS, ZINC_TEST_CORRUPT), parsed once into RuntimeOptions.
+//
+// choose_tier is a pure function of the request, the device probe (backend/cuda/cuda_tier.h)
+// and the bytes the model needs, so its decisions are unit-tested without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/cuda/cuda_tier.h"
+#include "runtime/forward_hooks.h"
+#include "util/result.h"
+
+namespace zinc::runtime {
+
+enum class TierRequest { Auto, Cpu, Cuda };
+enum class Tier { Cpu, Cuda };
+const char* to_string(TierRequest t);
+const char* to_string(Tier t);
+
+/// "auto" | "cpu" | "cuda". Error names `what` (e.g. "--tier" or "ZINC_TIER").
+Result<TierRequest> parse_tier(std::string_view s, std::string_view what);
+
+struct TierChoice {
+    Tier tier = Tier::Cpu;
+    int device = 0;      // CUDA device index when tier == Cuda
+    std::string reason;  // one line: why this tier
+};
+
+/// Auto picks CUDA when the build has it, a usable device `device` exists and its free memory
+/// holds `bytes_needed`; otherwise the CPU, saying why. An explicit Cuda request that cannot be
+/// met is an error (one line, with the probe's reason); Cpu is always granted.
+/// `source` names where the request came from ("--tier", "ZINC_TIER", "default").
+Result<TierChoice> choose_tier(TierRequest req, std::string_view source, const cuda::Probe& probe,
+                               size_t bytes_needed, int device);
+
+/// Relative-L2 thresholds of validation (|a - b|_2 / |b|_2 per intermediate).
+struct Thresholds {
+    double residual = 5e-2;  // per-layer residual stream (ffn_inp, l_out) and other intermediates
+    double logits = 5e-2;    // final logits
+};
+
+struct RuntimeOptions {
+    TierRequest tier = TierRequest::Auto;
+    std::string tier_source = "default";  // "--tier", "ZINC_TIER" or "default"
+    int device = 0;
+    int validate_steps = 0;       // ZINC_VALIDATE=N
+    bool validate_strict = false;  // ZINC_VALIDATE_STRICT=1: finish on the CPU after a failure
+    Thresholds thresholds;         // ZINC_VALIDATE_TOL=residual[,logits]
+    std::vector<int> skip_layers;  // ZINC_SKIP_LAYERS=3,5 (debug shortcut)
+    std::vector<std::string> cpu_ops;  // ZINC_CPU_OPS=glu (force ops of a device tier to the CPU)
+    CorruptSpec corrupt;               // ZINC_TEST_CORRUPT=name:layer (test-only fault injection)
+};
+
+/// Read the switches from `env` (std::getenv in production). `tier_flag` is the --tier value,
+/// empty when the flag was not given (then ZINC_TIER, then auto). Errors name the variable.
+Result<RuntimeOptions> runtime_options(const std::string& tier_flag,
+                                       const std::function<const char*(const char*)>& env);
+
+}  // namespace zinc::runtime

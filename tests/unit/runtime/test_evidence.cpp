@@ -1,0 +1,183 @@
+// Evidence accounting and rendering (runtime/evidence.h), and the validator's comparison
+// (runtime/validator.h) on hand-made captures.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/evidence.h"
+#include "runtime/validator.h"
+
+namespace rt = zinc::runtime;
+
+TEST(Evidence, StepsMergeOpsPerDevice) {
+    rt::Evidence ev;
+    ev.set_tier("cuda", "auto: test");
+    rt::OpTally t;
+    t.add(rt::Device::Cuda, rt::Op::Matmul, 1000, 10);
+    t.add(rt::Device::Cuda, rt::Op::Matmul, 1000, 10);
+    t.add(rt::Device::Cuda, rt::Op::Attention, 0, 5);
+    ev.record_step(t, {}, {});
+    ev.record_step(t, {}, {});
+    const auto s = ev.snapshot();
+    EXPECT_EQ(s.steps, 2u);
+    EXPECT_EQ(s.ops.total_ops(rt::Device::Cuda), 6u);
+    EXPECT_EQ(s.ops.total_ops(rt::Device::Cpu), 0u);
+    EXPECT_EQ(s.ops.ops[1][static_cast<int>(rt::Op::Matmul)], 4u);
+    EXPECT_EQ(s.ops.weight_bytes[1], 4000u);
+    EXPECT_EQ(s.ops.act_bytes[1], 50u);
+    EXPECT_EQ(s.execution_tier, "cuda");
+    EXPECT_TRUE(s.shortcut_free);
+    EXPECT_EQ(s.cpu_fallback, 0u);
+    const std::string line = rt::evidence_line(s);
+    EXPECT_NE(line.find("tier=cuda"), std::string::npos) << line;
+    EXPECT_NE(line.find("ops=cuda:6,cpu:0"), std::string::npos) << line;
+    EXPECT_NE(line.find("shortcut_free=true"), std::string::npos) << line;
+    EXPECT_NE(line.find("validated=off"), std::string::npos) << line;
+}
+
+TEST(Evidence, FallbacksAndShortcutsAreNamed) {
+    rt::Evidence ev;
+    ev.set_tier("cuda", "r");
+    rt::OpTally t;
+    t.add(rt::Device::Cpu, rt::Op::Glu, 0, 8);
+    ev.record_step(t, {{"layer 3 skipped (ZINC_SKIP_LAYERS)"}}, {{"glu", 0}, {"glu", 1}});
+    const auto s = ev.snapshot();
+    EXPECT_EQ(s.cpu_fallback, 2u);
+    EXPECT_EQ(s.fallback_ops.at("glu"), 2u);
+    EXPECT_FALSE(s.shortcut_free);
+    EXPECT_EQ(s.execution_tier, "cuda+cpu");
+    const std::string line = rt::evidence_line(s);
+    EXPECT_NE(line.find("cpu_fallback=2"), std::string::npos) << line;
+    EXPECT_NE(line.find("fallback_ops=glu:2"), std::string::npos) << line;
+    EXPECT_NE(line.find("shortcut_free=false"), std::string::npos) << line;
+    EXPECT_NE(line.find("layer 3 skipped"), std::string::npos) << line;
+    const std::string js = rt::evidence_json(s);
+    EXPECT_NE(js.find("\"shortcut_free\":false"), std::string::npos) << js;
+    EXPECT_NE(js.find("\"fallback_ops\":{\"glu\":2}"), std::string::npos) << js;
+    EXPECT_NE(js.find("\"execution_tier\":\"cuda+cpu\""), std::string::npos) << js;
+    const std::string prom = rt::evidence_prometheus(s);
+    EXPECT_NE(prom.find("zinc_evidence_cpu_fallback_total{op=\"glu\"} 2"), std::string::npos)
+        << prom;
+    EXPECT_NE(prom.find("zinc_evidence_shortcut_free 0"), std::string::npos) << prom;
+    EXPECT_NE(prom.find("zinc_evidence_ops_total{device=\"cpu\",op=\"glu\"} 1"), std::string::npos)
+        << prom;
+}
+
+TEST(Evidence, ValidationAndPromotion) {
+    rt::Evidence ev;
+    ev.set_validate_limit(3);
+    ev.record_validation(true, "");
+    ev.record_validation(false, "step 1 layer 2 op x: y");
+    ev.record_validation(false, "step 2 layer 0 op z: w");
+    auto s = ev.snapshot();
+    EXPECT_EQ(s.validated_steps, 3u);
+    EXPECT_EQ(s.validation_failures, 2u);
+    EXPECT_EQ(s.first_failure, "step 1 layer 2 op x: y");
+    EXPECT_FALSE(s.trust_promoted);
+    const std::string line = rt::evidence_line(s);
+    EXPECT_NE(line.find("validated=3/3 failures=2 trust=unpromoted"), std::string::npos) << line;
+    ev.set_trust_promoted(true);
+    EXPECT_TRUE(ev.snapshot().trust_promoted);
+}
+
+TEST(Evidence, JsonEscapesAndDelta) {
+    rt::Evidence ev;
+    ev.set_tier("cpu", "quote \" backslash \\ newline \n");
+    const std::string js = rt::evidence_json(ev.snapshot());
+    EXPECT_NE(js.find("quote \\\" backslash \\\\ newline \\n"), std::string::npos) << js;
+    rt::OpTally t;
+    t.add(rt::Device::Cpu, rt::Op::Add, 0, 4);
+    ev.record_step(t, {}, {});
+    const auto a = ev.snapshot();
+    ev.record_step(t, {}, {});
+    ev.record_step(t, {}, {});
+    const auto d = rt::evidence_delta(ev.snapshot(), a);
+    EXPECT_EQ(d.steps, 2u);
+    EXPECT_EQ(d.ops.total_ops(rt::Device::Cpu), 2u);
+    EXPECT_EQ(d.ops.act_bytes[0], 8u);
+}
+
+namespace {
+
+rt::Captured cap(const std::string& base, int il, std::vector<float> v, int rows = 1) {
+    rt::Captured c;
+    c.name = il >= 0 ? "blk." + std::to_string(il) + "." + base : base;
+    c.il = il;
+    c.n_rows = rows;
+    c.dim = static_cast<int64_t>(v.size()) / rows;
+    c.data = std::move(v);
+    return c;
+}
+
+std::vector<rt::Captured> model_caps(int n_layer, float bump_layer_out = -1) {
+    std::vector<rt::Captured> v;
+    for (int il = 0; il < n_layer; ++il) {
+        v.push_back(cap("ffn_inp", il, {1.0f, 2.0f, 3.0f, 4.0f}));
+        v.push_back(cap("l_out", il,
+                        {il == bump_layer_out ? -1.0f : 1.0f, 2.0f, 3.0f, 4.0f}));
+    }
+    v.push_back(cap("result_output", -1, {0.5f, 0.25f}));
+    return v;
+}
+
+}  // namespace
+
+TEST(Validator, IdenticalPasses) {
+    const auto o = model_caps(4);
+    const auto r = rt::compare_step(0, o, o, {}, 4);
+    EXPECT_TRUE(r.ok) << r.failure;
+    EXPECT_EQ(r.n_compared, 9);
+    EXPECT_EQ(r.worst_rel, 0.0);
+}
+
+TEST(Validator, NamesTheFirstDivergingLayerAndOp) {
+    const auto o = model_caps(4);
+    auto s = model_caps(4, 2);  // layer 2's ffn output is off (and everything after in reality)
+    const auto r = rt::compare_step(7, s, o, {}, 4);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("step 7 layer 2 op ffn block"), std::string::npos) << r.failure;
+    EXPECT_NE(r.failure.find("blk.2.l_out"), std::string::npos) << r.failure;
+}
+
+TEST(Validator, SmallDifferencesWithinTolerancePass) {
+    const auto o = model_caps(2);
+    auto s = o;
+    s[0].data[0] += 1e-3f;
+    EXPECT_TRUE(rt::compare_step(0, s, o, {}, 2).ok);
+    rt::Thresholds tight;
+    tight.residual = 1e-6;
+    const auto r = rt::compare_step(0, s, o, tight, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("layer 0 op attention block"), std::string::npos) << r.failure;
+}
+
+TEST(Validator, NonFiniteFails) {
+    const auto o = model_caps(2);
+    auto s = o;
+    s.back().data[1] = NAN;
+    const auto r = rt::compare_step(0, s, o, {}, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("result_output has non-finite"), std::string::npos) << r.failure;
+}
+
+TEST(Validator, ATierThatCapturesNothingCannotPass) {
+    const auto o = model_caps(3);
+    const auto r = rt::compare_step(0, {}, o, {}, 3);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("layer 0 op l_out"), std::string::npos) << r.failure;
+    EXPECT_NE(r.failure.find("missing"), std::string::npos) << r.failure;
+    // Only the logits: still missing layers.
+    const auto r2 = rt::compare_step(0, {o.back()}, o, {}, 3);
+    EXPECT_FALSE(r2.ok);
+}
+
+TEST(Validator, RowCountMismatchIsSkippedButLastLayerMayDiffer) {
+    auto o = model_caps(2);
+    auto s = o;
+    // Last layer on the serving tier covers 2 rows (before the output rows are gathered).
+    s[3] = cap("l_out", 1, {1, 2, 3, 4, 5, 6, 7, 8}, 2);
+    const auto r = rt::compare_step(0, s, o, {}, 2);
+    EXPECT_TRUE(r.ok) << r.failure;
+    EXPECT_EQ(r.n_compared, 4);
+}
