@@ -7,7 +7,8 @@ transformers.utils.chat_template_utils builds for apply_chat_template. The varia
 the ones apply_chat_template passes (messages, tools=None, documents=None, add_generation_prompt,
 bos_token, eos_token, plus enable_thinking when set).
 
-Templates: SmolLM2's real template (read from its GGUF with the gguf package), the ChatML fallback
+Templates: SmolLM2's real template (read from its GGUF with the gguf package), Qwen2.5-Coder's
+(read by llama.cpp; tests/py/test_qwen_real.py adds tool-call conversations), the ChatML fallback
 (what zinc uses for a GGUF without a template, e.g. Gemma 3's file), and the templates written
 for these tests in tests/data/jinja/*.jinja. Every template is rendered over every conversation
 in tests/data/jinja/conversations.json with several variable sets; outputs must be
@@ -106,6 +107,17 @@ def smollm2_template():
     return bytes(field.parts[field.data[0]]).decode("utf-8")
 
 
+def qwen25_coder_template():
+    """Qwen2.5-Coder-0.5B-Instruct's template (ChatML with a default system prompt and a tools
+    branch), read by llama.cpp: gguf.GGUFReader would parse its 151936-token vocabulary first."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    path = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    if not path.exists():
+        pytest.skip(f"{path} missing (make models)")
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    return llm.metadata["tokenizer.chat_template"]
+
+
 def fallback_template():
     """The fallback as zinc reports it for a GGUF without a template (Gemma 3's file)."""
     path = MODELS / "gemma-3-270m-q4_k_m.gguf"
@@ -182,6 +194,11 @@ def test_written_templates_cover_at_least_twelve():
 def test_real_and_fallback_templates():
     n_ok, _ = compare({"smollm2": smollm2_template(), "fallback": fallback_template()})
     assert n_ok == 2 * len(conversations()) * len(VARIANTS)
+
+
+def test_qwen25_coder_template():
+    n_ok, _ = compare({"qwen2.5-coder": qwen25_coder_template()})
+    assert n_ok == len(conversations()) * len(VARIANTS)
 
 
 def test_gguf_template_is_read_verbatim():
