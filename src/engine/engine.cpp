@@ -242,6 +242,7 @@ class EngineImpl : public Engine {
         const RequestId id = s.id;
         EventSink sink = std::move(s.sink);
         live_.erase(id);  // s is gone from here on
+        publish();        // stats() reflects the release before the caller hears of it
         if (sink) sink(ev);
     }
 

@@ -182,3 +182,366 @@ TEST(Engine, SingleGreedyRequestMatchesContext) {
     EXPECT_EQ(c.usage.completion_tokens, 12);
     EXPECT_EQ(c.events_after_finish, 0);
 }
+
+namespace {
+
+// Run every request of `prompts` at once through one engine and return each one's tokens.
+std::vector<std::vector<int32_t>> run_all(const zm::Model& model, const ze::EngineOptions& o,
+                                          const std::vector<std::vector<int32_t>>& prompts,
+                                          int n_gen, ze::EngineStats* stats = nullptr) {
+    auto eng = ze::Engine::create(model, o);
+    EXPECT_TRUE(eng.ok()) << (eng.ok() ? "" : eng.error().message);
+    if (!eng.ok()) return {};
+    std::vector<std::unique_ptr<Collector>> cs;
+    for (const auto& p : prompts) {
+        cs.push_back(std::make_unique<Collector>());
+        submit_ok(*eng.value(), greedy(p, n_gen), *cs.back());
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& c : cs) {
+        EXPECT_TRUE(c->wait());
+        EXPECT_EQ(c->reason, ze::FinishReason::Length);
+        out.push_back(c->ids());
+    }
+    const ze::EngineStats s = wait_stats(*eng.value(), [](const ze::EngineStats& s) {
+        return s.kv_blocks_used == 0 && s.slots_busy == 0;
+    });
+    EXPECT_EQ(s.kv_blocks_used, 0);
+    EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+    if (stats) *stats = s;
+    return out;
+}
+
+std::vector<std::vector<int32_t>> oracle(const zm::Model& model,
+                                         const std::vector<std::vector<int32_t>>& prompts,
+                                         int n_gen) {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& p : prompts) out.push_back(context_greedy(model, p, n_gen));
+    return out;
+}
+
+// 16 prompts of mixed lengths; half of them share a 37-token prefix (two full blocks + 5).
+std::vector<std::vector<int32_t>> sixteen_prompts(int32_t n_vocab) {
+    const auto shared = prompt_of(100, 37, n_vocab);
+    std::vector<std::vector<int32_t>> ps;
+    for (int i = 0; i < 16; ++i) {
+        auto own = prompt_of(200 + i, 3 + (i * 7) % 29, n_vocab);
+        if (i % 2 == 0) own.insert(own.begin(), shared.begin(), shared.end());
+        ps.push_back(own);
+    }
+    return ps;
+}
+
+}  // namespace
+
+TEST(Engine, SixteenConcurrentGreedyEqualEachAlone) {
+    NEED_MODEL();
+    const auto prompts = sixteen_prompts(model.n_vocab());
+    const int n_gen = 8;
+    const auto expect = oracle(model, prompts, n_gen);
+    ze::EngineStats s;
+    const auto got = run_all(model, base_options(), prompts, n_gen, &s);
+    ASSERT_EQ(got.size(), expect.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expect[i]) << "request " << i;
+    EXPECT_EQ(s.requests_finished, 16u);
+    EXPECT_EQ(s.generated_tokens, 16u * n_gen);
+    // They were batched: far fewer steps than 16 requests one after another would take.
+    EXPECT_LT(s.steps, 16u * n_gen / 2);
+}
+
+TEST(Engine, ChunkedPrefillAnyChunkSizeSameTokens) {
+    NEED_MODEL();
+    auto prompts = sixteen_prompts(model.n_vocab());
+    prompts.resize(4);
+    const int n_gen = 6;
+    const auto expect = oracle(model, prompts, n_gen);
+    for (int chunk : {5, 16, 41}) {
+        ze::EngineOptions o = base_options();
+        o.max_batch_tokens = chunk;
+        const auto got = run_all(model, o, prompts, n_gen);
+        ASSERT_EQ(got.size(), expect.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i], expect[i]) << "request " << i << " max_batch_tokens " << chunk;
+        }
+    }
+}
+
+TEST(Engine, PrefixCacheHitEqualsMiss) {
+    NEED_MODEL();
+    // 48 tokens: three full blocks, so a repeat is a full hit (the last token is recomputed in
+    // a private copy of the last block); 45 tokens: two full blocks hit, a partial one not.
+    for (int n_prompt : {48, 45}) {
+        const auto prompt = prompt_of(7, n_prompt, model.n_vocab());
+        const auto expect = context_greedy(model, prompt, 10);
+        auto eng = ze::Engine::create(model, base_options());
+        ASSERT_TRUE(eng.ok());
+        Collector first;
+        submit_ok(*eng.value(), greedy(prompt, 10), first);
+        ASSERT_TRUE(first.wait());
+        EXPECT_EQ(first.ids(), expect);
+        EXPECT_EQ(first.usage.cached_prompt_tokens, 0);
+        // Twice more at once: both hit the cache and share its blocks with each other.
+        Collector a, b;
+        submit_ok(*eng.value(), greedy(prompt, 10), a);
+        submit_ok(*eng.value(), greedy(prompt, 10), b);
+        ASSERT_TRUE(a.wait() && b.wait());
+        EXPECT_EQ(a.ids(), expect) << n_prompt;
+        EXPECT_EQ(b.ids(), expect) << n_prompt;
+        const int full = n_prompt / 16;
+        EXPECT_EQ(a.usage.cached_prompt_tokens, std::min(full * 16, n_prompt - 1));
+        const ze::EngineStats s = wait_stats(*eng.value(), [](const ze::EngineStats& s) {
+            return s.kv_blocks_used == 0;
+        });
+        EXPECT_EQ(s.prefix_hits_blocks, 2u * full);
+        EXPECT_EQ(s.prefix_miss_cold, static_cast<uint64_t>(full));
+        EXPECT_EQ(s.prefix_miss_partial, n_prompt % 16 ? 3u : 0u);
+        EXPECT_EQ(s.kv_blocks_used, 0);
+        EXPECT_GT(s.kv_blocks_cached, 0);
+    }
+}
+
+TEST(Engine, PrefixCacheOffSameTokensAndCountsDisabled) {
+    NEED_MODEL();
+    const auto prompt = prompt_of(8, 40, model.n_vocab());
+    const auto expect = context_greedy(model, prompt, 6);
+    ze::EngineOptions o = base_options();
+    o.prefix_cache = false;
+    ze::EngineStats s;
+    const auto got = run_all(model, o, {prompt, prompt}, 6, &s);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0], expect);
+    EXPECT_EQ(got[1], expect);
+    EXPECT_EQ(s.prefix_hits_blocks, 0u);
+    EXPECT_EQ(s.prefix_miss_disabled, 2u * 3u);  // 2 full blocks + 1 partial, twice
+    EXPECT_EQ(s.kv_blocks_cached, 0);
+}
+
+TEST(Engine, PreemptionUnderTinyPoolSameTokens) {
+    NEED_MODEL();
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(300 + i, 18 + 3 * i, model.n_vocab()));
+    const int n_gen = 24;
+    const auto expect = oracle(model, prompts, n_gen);
+    ze::EngineOptions o = base_options();
+    o.n_ctx = 64;
+    o.n_kv_blocks = 5;  // one full sequence (4 blocks) + 1: four requests cannot all fit
+    o.n_parallel = 4;
+    ze::EngineStats s;
+    const auto got = run_all(model, o, prompts, n_gen, &s);
+    ASSERT_EQ(got.size(), expect.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expect[i]) << "request " << i;
+    EXPECT_GT(s.preemptions, 0u);
+}
+
+TEST(Engine, SeededSamplingSameAloneOrBatched) {
+    NEED_MODEL();
+    const auto prompt = prompt_of(9, 30, model.n_vocab());
+    auto sampled = [&](ze::Engine& e, Collector& c) {
+        ze::RequestParams p = greedy(prompt, 12);
+        p.sampling.temperature = 0.9f;
+        p.sampling.top_k = 0;
+        p.sampling.top_p = 1.0f;
+        p.sampling.min_p = 0.0f;
+        p.sampling.seed = 42;
+        submit_ok(e, std::move(p), c);
+    };
+    auto e1 = ze::Engine::create(model, base_options());
+    ASSERT_TRUE(e1.ok());
+    Collector alone;
+    sampled(*e1.value(), alone);
+    ASSERT_TRUE(alone.wait());
+    auto e2 = ze::Engine::create(model, base_options());
+    ASSERT_TRUE(e2.ok());
+    std::vector<std::unique_ptr<Collector>> others;
+    for (int i = 0; i < 7; ++i) {
+        others.push_back(std::make_unique<Collector>());
+        submit_ok(*e2.value(), greedy(prompt_of(400 + i, 10 + i, model.n_vocab()), 12),
+                  *others.back());
+    }
+    Collector batched;
+    sampled(*e2.value(), batched);
+    ASSERT_TRUE(batched.wait());
+    for (auto& c : others) ASSERT_TRUE(c->wait());
+    EXPECT_EQ(alone.ids(), batched.ids());
+    EXPECT_EQ(alone.ids().size(), 12u);
+}
+
+TEST(Engine, LogprobsAreLogSoftmaxOfRawLogits) {
+    NEED_MODEL();
+    const auto prompt = prompt_of(10, 15, model.n_vocab());
+    zm::ContextOptions co;
+    co.n_ctx = 64;
+    co.n_threads = 2;
+    auto ctx = zm::Context::create(model, co);
+    ASSERT_TRUE(ctx.ok());
+    auto eng = ze::Engine::create(model, base_options());
+    ASSERT_TRUE(eng.ok());
+    Collector c;
+    ze::RequestParams p = greedy(prompt, 3);
+    p.top_logprobs = 5;
+    p.sampling.repeat_penalty = 1.3f;  // changes the pick's logits, not the reported logprobs
+    submit_ok(*eng.value(), std::move(p), c);
+    ASSERT_TRUE(c.wait());
+    std::vector<ze::GeneratedToken> toks;
+    {
+        std::lock_guard<std::mutex> lk(c.mu);
+        toks = c.tokens;
+    }
+    ASSERT_EQ(toks.size(), 3u);
+    std::vector<int32_t> feed = prompt;
+    for (const auto& g : toks) {
+        ASSERT_TRUE(ctx.value()->eval(feed).ok());
+        const float* l = ctx.value()->logits(-1);
+        const int32_t n = model.n_vocab();
+        double mx = -1e300, sum = 0;
+        for (int32_t i = 0; i < n; ++i) mx = std::max(mx, double(l[i]));
+        for (int32_t i = 0; i < n; ++i) sum += std::exp(double(l[i]) - mx);
+        const double lse = mx + std::log(sum);
+        EXPECT_NEAR(g.logprob, double(l[g.id]) - lse, 1e-4);
+        ASSERT_EQ(g.top.size(), 5u);
+        std::vector<int32_t> order(static_cast<size_t>(n));
+        for (int32_t i = 0; i < n; ++i) order[i] = i;
+        std::partial_sort(order.begin(), order.begin() + 5, order.end(),
+                          [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+        for (int k = 0; k < 5; ++k) {
+            EXPECT_EQ(g.top[k].id, order[k]);
+            EXPECT_NEAR(g.top[k].logprob, double(l[order[k]]) - lse, 1e-4);
+        }
+        feed = {g.id};
+    }
+}
+
+TEST(Engine, EogStopsWithoutReportingTheToken) {
+    NEED_MODEL();
+    const auto prompt = prompt_of(11, 12, model.n_vocab());
+    const auto expect = context_greedy(model, prompt, 8);
+    size_t stop_at = 3;
+    while (stop_at < expect.size() &&
+           std::find(expect.begin(), expect.begin() + stop_at, expect[stop_at]) !=
+               expect.begin() + stop_at) {
+        ++stop_at;
+    }
+    ASSERT_LT(stop_at, expect.size());
+    ze::EngineOptions o = base_options();
+    o.eog_tokens = {expect[stop_at]};
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_TRUE(eng.ok());
+    Collector c;
+    ze::RequestParams p = greedy(prompt, 8);
+    p.ignore_eos = false;
+    submit_ok(*eng.value(), std::move(p), c);
+    ASSERT_TRUE(c.wait());
+    EXPECT_EQ(c.reason, ze::FinishReason::Eog);
+    EXPECT_EQ(c.ids(), std::vector<int32_t>(expect.begin(), expect.begin() + stop_at));
+    EXPECT_EQ(c.usage.completion_tokens, static_cast<int32_t>(stop_at));
+}
+
+TEST(Engine, CancelReleasesBlocksWithinAStep) {
+    NEED_MODEL();
+    ze::EngineOptions o = base_options();
+    o.n_parallel = 2;
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_TRUE(eng.ok());
+    ze::Engine& e = *eng.value();
+    // 1. A running request, cancelled after a few tokens from the test thread.
+    Collector running;
+    const ze::RequestId id = submit_ok(e, greedy(prompt_of(12, 40, model.n_vocab()), 200), running);
+    for (int i = 0; i < 4000 && running.ids().size() < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_GE(running.ids().size(), 3u);
+    EXPECT_GT(e.stats().kv_blocks_used, 0);
+    e.cancel(id);
+    ASSERT_TRUE(running.wait());
+    EXPECT_EQ(running.reason, ze::FinishReason::Cancelled);
+    EXPECT_LT(running.ids().size(), 200u);
+    // 2. A request that cancels itself from its own sink at its first token.
+    Collector self;
+    ze::RequestId self_id = 0;
+    std::mutex id_mu;
+    auto inner = self.sink();
+    auto r = e.submit(greedy(prompt_of(13, 20, model.n_vocab()), 100),
+                      [&](const ze::Event& ev) {
+                          inner(ev);
+                          if (!ev.finished) {
+                              std::lock_guard<std::mutex> lk(id_mu);
+                              e.cancel(self_id);
+                          }
+                      });
+    {
+        std::lock_guard<std::mutex> lk(id_mu);
+        self_id = std::get<ze::RequestId>(r);
+    }
+    ASSERT_TRUE(self.wait());
+    EXPECT_EQ(self.reason, ze::FinishReason::Cancelled);
+    EXPECT_LE(self.ids().size(), 3u);
+    // 3. Requests cancelled while still waiting for a slot (n_parallel = 2).
+    std::vector<std::unique_ptr<Collector>> cs;
+    std::vector<ze::RequestId> ids;
+    for (int i = 0; i < 5; ++i) {
+        cs.push_back(std::make_unique<Collector>());
+        ids.push_back(submit_ok(e, greedy(prompt_of(500 + i, 25, model.n_vocab()), 100), *cs.back()));
+    }
+    for (ze::RequestId i : ids) e.cancel(i);
+    for (auto& c : cs) {
+        ASSERT_TRUE(c->wait());
+        EXPECT_EQ(c->reason, ze::FinishReason::Cancelled);
+        EXPECT_EQ(c->events_after_finish, 0);
+    }
+    e.cancel(id);  // finished: ignored
+    e.cancel(987654321);  // unknown: ignored
+    const ze::EngineStats s = wait_stats(e, [](const ze::EngineStats& s) {
+        return s.requests_cancelled == 7 && s.kv_blocks_used == 0 && s.slots_busy == 0 &&
+               s.queue_depth == 0;
+    });
+    EXPECT_EQ(s.kv_blocks_used, 0);
+    EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+    EXPECT_EQ(s.requests_cancelled, 7u);
+}
+
+TEST(Engine, SubmitRefusals) {
+    NEED_MODEL();
+    ze::EngineOptions o = base_options();
+    o.n_ctx = 64;
+    o.n_parallel = 1;
+    o.max_queue = 2;
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_TRUE(eng.ok());
+    ze::Engine& e = *eng.value();
+    auto kind = [&](ze::RequestParams p) {
+        auto r = e.submit(std::move(p), [](const ze::Event&) {});
+        EXPECT_TRUE(std::holds_alternative<ze::SubmitError>(r));
+        return std::holds_alternative<ze::SubmitError>(r) ? std::get<ze::SubmitError>(r).kind
+                                                          : ze::SubmitErrorKind::ShuttingDown;
+    };
+    EXPECT_EQ(kind(greedy({}, 4)), ze::SubmitErrorKind::InvalidRequest);
+    EXPECT_EQ(kind(greedy({1, model.n_vocab()}, 4)), ze::SubmitErrorKind::InvalidRequest);
+    EXPECT_EQ(kind(greedy({1, 2}, 0)), ze::SubmitErrorKind::InvalidRequest);
+    EXPECT_EQ(kind(greedy(prompt_of(1, 60, model.n_vocab()), 5)), ze::SubmitErrorKind::ContextLength);
+    // Fill the slot and the queue with long requests, then one more is QueueFull.
+    std::vector<std::unique_ptr<Collector>> cs;
+    std::vector<ze::RequestId> ids;
+    for (int i = 0; i < 3; ++i) {
+        cs.push_back(std::make_unique<Collector>());
+        ids.push_back(submit_ok(e, greedy(prompt_of(600 + i, 8, model.n_vocab()), 50), *cs.back()));
+        if (i == 0) wait_stats(e, [](const ze::EngineStats& s) { return s.slots_busy == 1; });
+    }
+    EXPECT_EQ(kind(greedy({1, 2, 3}, 4)), ze::SubmitErrorKind::QueueFull);
+    e.shutdown();
+    EXPECT_EQ(kind(greedy({1, 2, 3}, 4)), ze::SubmitErrorKind::ShuttingDown);
+    for (auto& c : cs) {
+        ASSERT_TRUE(c->wait());
+        EXPECT_EQ(c->reason, ze::FinishReason::Cancelled);
+    }
+    e.shutdown();  // idempotent
+}
+
+TEST(Engine, CreateRejectsAPoolSmallerThanOneSequence) {
+    NEED_MODEL();
+    ze::EngineOptions o = base_options();
+    o.n_ctx = 256;
+    o.n_kv_blocks = 15;  // 16 needed
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_FALSE(eng.ok());
+    EXPECT_NE(eng.error().message.find("cannot hold one full sequence"), std::string::npos);
+}
