@@ -79,6 +79,7 @@ class CpuRunner : public Runner {
         st.n_out = n_out;
         st.logits = n_out > 0 ? logits : nullptr;
         st.dump_pos0 = pos_[0];
+        st.hooks = opts_.hooks;
         if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
         model_.forward(st);
         return {};

@@ -18,6 +18,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "model/config.h"
 #include "model/kv_pool.h"
+#include "runtime/forward_hooks.h"
 
 namespace zinc::model {
 
@@ -60,6 +61,9 @@ struct ForwardState {
     int n_out = 0;
     float* logits = nullptr;  // (n_out, n_vocab); nullptr when n_out == 0
     int64_t dump_pos0 = 0;    // position of row 0 (for ZINC_DUMP lines)
+    /// Optional (RunnerOptions::hooks): each block counts the ops it runs, dump() points
+    /// capture intermediates for validation, and the debug/test switches are honoured there.
+    runtime::ForwardHooks* hooks = nullptr;
 };
 
 }  // namespace zinc::model

@@ -1,6 +1,7 @@
 // zinc/models/blocks.cpp — shared transformer blocks over the CPU ops.
 #include "models/blocks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
+#include "runtime/forward_hooks.h"
 
 namespace zinc::models {
 namespace {
@@ -31,9 +33,28 @@ void parallel_rows(ForwardState& st, int64_t n_rows, F&& fn) {
     });
 }
 
+// Evidence (runtime/forward_hooks.h): one count per CPU op call, with the weight bytes it reads
+// (each tensor once per call) and the f32 activation (and f16 KV) bytes it reads and writes.
+using runtime::Op;
+void count(ForwardState& st, Op op, uint64_t w_bytes, uint64_t a_bytes) {
+    if (st.hooks) st.hooks->count(runtime::Device::Cpu, op, w_bytes, a_bytes);
+}
+uint64_t mat_bytes(const Weight* w) {
+    return w ? static_cast<uint64_t>(w->mat.row_bytes) * static_cast<uint64_t>(w->mat.n_rows) : 0;
+}
+uint64_t vec_bytes(const Weight* w) {
+    return w ? static_cast<uint64_t>(w->ne[0]) * sizeof(float) : 0;
+}
+constexpr uint64_t kF32 = sizeof(float);
+
 }  // namespace
 
-void dump(const ForwardState& st, std::string_view name, int il, const float* data, int64_t dim) {
+void dump(ForwardState& st, std::string_view name, int il, float* data, int64_t dim) {
+    if (st.hooks) {
+        if (st.hooks->corrupts(name, il))  // test-only (ZINC_TEST_CORRUPT)
+            for (int64_t i = 0; i < dim; ++i) data[i] = runtime::corrupt_value(data[i]);
+        st.hooks->capture_host(name, il, data, st.n_tokens, dim);
+    }
     if (st.dump.name.empty()) return;
     std::string full =
         il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name) : std::string(name);
@@ -50,6 +71,8 @@ void embed(ForwardState& st, const Weight& tok_embd, float scale) {
         cpu::get_rows(tok_embd.mat, st.tokens + r0, static_cast<int>(r1 - r0),
                       st.ws.x.data() + r0 * dim, scale);
     });
+    count(st, Op::Embed, st.n_tokens * static_cast<uint64_t>(tok_embd.mat.row_bytes),
+          kF32 * st.n_tokens * dim);
     dump(st, "inp_embd", -1, st.ws.x.data(), dim);
 }
 
@@ -58,6 +81,7 @@ void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, floa
     parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
         cpu::rms_norm_rows(x + r0 * dim, wd, y + r0 * dim, r1 - r0, dim, eps);
     });
+    count(st, Op::RmsNorm, kF32 * dim, 2 * kF32 * st.n_tokens * dim);
 }
 
 void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const AttentionWeights& w,
@@ -72,6 +96,10 @@ void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const Atte
         {&w.wv->mat, ws.v.data(), vd, w.bv ? w.bv->f32() : nullptr},
     };
     cpu::matmul(st.pool, st.mm, qkv, xn, n, cfg.n_embd);
+    count(st, Op::Matmul,
+          mat_bytes(w.wq) + mat_bytes(w.wk) + mat_bytes(w.wv) + vec_bytes(w.bq) + vec_bytes(w.bk) +
+              vec_bytes(w.bv),
+          kF32 * n * (cfg.n_embd + q_dim + kd + vd));
     dump(st, "Qcur", il, ws.q.data(), q_dim);
     dump(st, "Kcur", il, ws.k.data(), kd);
     dump(st, "Vcur", il, ws.v.data(), vd);
@@ -105,10 +133,20 @@ void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const Atte
         }
     });
 
+    // RoPE (+ Q/K norms) and the K/V append above: one op over all rows.
+    count(st, Op::RopeKv, vec_bytes(w.q_norm) + vec_bytes(w.k_norm),
+          2 * kF32 * n * (q_dim + kd) + (kF32 + 2) * n * (kd + vd));
+    uint64_t n_attended = 0;  // K/V positions read, over all rows
+    for (const cpu::AttentionSeq& s : st.seqs)
+        for (int32_t i = 0; i < s.n_tokens; ++i)
+            n_attended += runtime::attended_positions(s.pos0 + i, cfg.window(il));
     cpu::paged_attention(st.pool, cfg.attention(il), ws.q.data(), q_dim, st.seqs, st.kv.view(il),
                          ws.attn.data(), cfg.attn_out_dim(), ws.scores.data());
+    count(st, Op::Attention, 0,
+          2 * n_attended * (kd + vd) + kF32 * n * (q_dim + cfg.attn_out_dim()));
     dump(st, "kqv_out", il, ws.attn.data(), cfg.attn_out_dim());
     cpu::matmul(st.pool, st.mm, w.wo->mat, ws.attn.data(), n, cfg.attn_out_dim(), out, cfg.n_embd);
+    count(st, Op::Matmul, mat_bytes(w.wo), kF32 * n * (cfg.attn_out_dim() + cfg.n_embd));
     dump(st, "attn_out", il, out, cfg.n_embd);
 }
 
@@ -122,6 +160,7 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
         {&w.up->mat, ws.up.data(), ff, nullptr},
     };
     cpu::matmul(st.pool, st.mm, gu, xn, n, cfg.n_embd);
+    count(st, Op::Matmul, mat_bytes(w.gate) + mat_bytes(w.up), kF32 * n * (cfg.n_embd + 2 * ff));
     parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
         float* g = ws.gate.data() + t0 * ff;
         const float* u = ws.up.data() + t0 * ff;
@@ -131,12 +170,16 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
             cpu::geglu(g, u, g, (t1 - t0) * ff);
         }
     });
+    count(st, Op::Glu, 0, 3 * kF32 * n * ff);
     cpu::matmul(st.pool, st.mm, w.down->mat, ws.gate.data(), n, ff, out, cfg.n_embd);
+    count(st, Op::Matmul, mat_bytes(w.down), kF32 * n * (ff + cfg.n_embd));
     dump(st, "ffn_out", il, out, cfg.n_embd);
 }
 
 void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim) {
     if (st.n_out == st.n_tokens) return;  // every row's logits are wanted
+    count(st, Op::Gather, 0,
+          2 * kF32 * bufs.size() * static_cast<uint64_t>(std::max(st.n_out, 1)) * dim);
     if (st.n_out == 0) {
         // Nobody wants logits (a prefill chunk): finish the last row only, for ZINC_DUMP.
         const int64_t last = st.n_tokens - 1;
@@ -166,6 +209,7 @@ void add_residual(ForwardState& st, float* x, const float* y, int64_t dim) {
     parallel_rows(st, st.n_tokens, [&](int64_t r0, int64_t r1) {
         cpu::add(x + r0 * dim, y + r0 * dim, x + r0 * dim, (r1 - r0) * dim);
     });
+    count(st, Op::Add, 0, 3 * kF32 * st.n_tokens * dim);
 }
 
 void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
@@ -176,9 +220,12 @@ void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
     const int64_t d = cfg.n_embd;
     const int n_out = st.n_out;
     cpu::rms_norm_rows(ws.x.data(), norm.f32(), ws.xn.data(), n_out, d, cfg.rms_eps);
+    count(st, Op::RmsNorm, kF32 * d, 2 * kF32 * n_out * d);
     cpu::matmul(st.pool, st.mm, lm_head.mat, ws.xn.data(), n_out, d, st.logits, cfg.n_vocab);
+    count(st, Op::Matmul, mat_bytes(&lm_head), kF32 * n_out * (d + cfg.n_vocab));
     if (softcap > 0.0f) {
         cpu::softcap(st.logits, softcap, static_cast<int64_t>(n_out) * cfg.n_vocab);
+        count(st, Op::Softcap, 0, 2 * kF32 * n_out * cfg.n_vocab);
     }
 }
 

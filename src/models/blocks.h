@@ -74,6 +74,9 @@ void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
                  const Weight& lm_head, float softcap = 0.0f);
 
 /// Print (n_tokens, dim) values to stderr when ZINC_DUMP names "<name>" or "blk.<il>.<name>".
-void dump(const ForwardState& st, std::string_view name, int il, const float* data, int64_t dim);
+/// With st.hooks: first the test-only fault injection of that intermediate (ZINC_TEST_CORRUPT
+/// rewrites row 0 in place, so the forward pass continues on the wrong value), then its capture
+/// for validation (runtime/forward_hooks.h).
+void dump(ForwardState& st, std::string_view name, int il, float* data, int64_t dim);
 
 }  // namespace zinc::models

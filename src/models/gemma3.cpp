@@ -78,12 +78,14 @@ class Gemma3 : public model::ArchModel {
         float* h = ws.proj.data();
         embed(st, *tok_embd_, std::sqrt(static_cast<float>(c.n_embd)));
         for (int il = 0; il < c.n_layer; ++il) {
+            if (st.hooks && st.hooks->skip_layer(il, c.n_layer)) continue;  // ZINC_SKIP_LAYERS
             const Layer& L = layers_[il];
             rms_norm(st, x, *L.attn_norm, c.rms_eps, xn, c.n_embd);
             self_attention(st, c, il, L.attn, xn, h);
             if (il == c.n_layer - 1) keep_output_rows(st, {x, h}, c.n_embd);
             rms_norm(st, h, *L.post_attn_norm, c.rms_eps, h, c.n_embd);
             add_residual(st, x, h, c.n_embd);
+            dump(st, "ffn_inp", il, x, c.n_embd);
             rms_norm(st, x, *L.ffn_norm, c.rms_eps, xn, c.n_embd);
             ffn_gated(st, c, il, L.ffn, Activation::GeluTanh, xn, h);
             rms_norm(st, h, *L.post_ffn_norm, c.rms_eps, h, c.n_embd);

@@ -61,11 +61,13 @@ void PrenormDecoder::forward(ForwardState& st) const {
     float* x = ws.x.data();
     embed(st, *tok_embd_, 1.0f);
     for (int il = 0; il < c.n_layer; ++il) {
+        if (st.hooks && st.hooks->skip_layer(il, c.n_layer)) continue;  // ZINC_SKIP_LAYERS (debug)
         const Layer& L = layers_[il];
         rms_norm(st, x, *L.attn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
         self_attention(st, c, il, L.attn, ws.xn.data(), ws.proj.data());
         if (il == c.n_layer - 1) keep_output_rows(st, {x, ws.proj.data()}, c.n_embd);
         add_residual(st, x, ws.proj.data(), c.n_embd);
+        dump(st, "ffn_inp", il, x, c.n_embd);
         rms_norm(st, x, *L.ffn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
         ffn_gated(st, c, il, L.ffn, Activation::SiLU, ws.xn.data(), ws.proj.data());
         add_residual(st, x, ws.proj.data(), c.n_embd);
