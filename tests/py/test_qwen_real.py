@@ -18,8 +18,8 @@ Checks:
     tests/py/test_model_goldens.py: the free-running greedy tokens must be identical until a
     near-tie (zinc's pick in llama.cpp's top-5 less than NEAR_TIE = 1.0 below its best); after it,
     zinc teacher-forced along llama.cpp's tokens must pick llama.cpp's token at every step, again
-    except near-ties; top-20 logits of the first 8 prompt positions within 1.0 + 6 % and the best
-    logit of every forced step within the same tolerance. Exceptions are printed (pytest -s);
+    except near-ties; top-20 logits of the first 8 prompt positions (short prompts) within
+    1.0 + 6 % and the best logit of every forced step within the same tolerance. Exceptions are printed (pytest -s);
   * the chat template through zinc's Jinja interpreter vs jinja2 (transformers' settings), over
     conversations that also use the tools branch, tool calls and tool responses;
   * `zinc --chat`: the prompt it prefills has as many tokens as jinja2's rendering tokenized by
@@ -298,6 +298,17 @@ PROMPTS = [
 ]
 
 
+def long_prompt():
+    """About 630 tokens: RoPE (base 1e6) and the KV cache far past the short prompts."""
+    parts = ["Here is a long list of facts about numbers, one per line.\n"]
+    for i in range(1, 23):
+        parts.append(f"Fact {i}: the square of {i} is {i * i}, and {i} plus {i} is {2 * i}.\n")
+    return "".join(parts) + "Fact 23: the square of 23 is"
+
+
+N_PREDICT_LONG = 16
+
+
 def top_pairs(row, k):
     idx = np.lexsort((np.arange(len(row)), -row))[:k]
     return [[int(j), float(row[j])] for j in idx]
@@ -328,15 +339,38 @@ def oracle_runs(model):
             llm.eval([best[0][0]])
         runs.append({"text": full, "tokens": toks, "top_logits": top, "greedy": greedy,
                      "greedy_top": step_top})
+    del llm
+    # The long prompt without logits_all (llama.cpp then computes the LM head for the last
+    # position only, reading it with llama_get_logits_ith).
+    llm = llama_cpp.Llama(model_path=str(model), n_ctx=1024, n_batch=1024, n_ubatch=1024,
+                          n_threads=1, n_threads_batch=1, logits_all=False, flash_attn=False,
+                          seed=0, verbose=False)
+    n_vocab = llm.n_vocab()
+    last = lambda: np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                         shape=(n_vocab,)).astype(np.float64)
+    text = long_prompt()
+    toks = llm.tokenize(text.encode(), add_bos=True, special=False)
+    llm.eval(toks)
+    greedy, step_top = [], []
+    for _ in range(N_PREDICT_LONG):
+        best = top_pairs(last(), 5)
+        greedy.append(best[0][0])
+        step_top.append(best)
+        llm.eval([best[0][0]])
+    runs.append({"text": text, "tokens": toks, "top_logits": [], "greedy": greedy,
+                 "greedy_top": step_top})
     return runs
 
 
 def run_logits_tool(tokens, logit_ids, forced):
     need(LOGITS_TOOL)
+    top_positions = 8 if logit_ids else 0
     cmd = [str(LOGITS_TOOL), "--model", str(MODEL), "--tokens", ",".join(map(str, tokens)),
-           "--top-positions", "8", "--top-k", "20", "--n-predict", str(N_PREDICT),
-           "--threads", "2", "--n-ctx", str(len(tokens) + N_PREDICT + 8),
-           "--logit-ids", ",".join(map(str, logit_ids)), "--forced", ",".join(map(str, forced))]
+           "--top-positions", str(top_positions), "--top-k", "20", "--n-predict", str(len(forced)),
+           "--threads", "2", "--n-ctx", str(len(tokens) + len(forced) + 8),
+           "--forced", ",".join(map(str, forced))]
+    if logit_ids:
+        cmd += ["--logit-ids", ",".join(map(str, logit_ids))]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"logits_tool failed: {r.stderr}"
     return json.loads(r.stdout)
@@ -352,7 +386,7 @@ def within(got, want):
     return abs(got - want) <= LOGIT_ABS_TOL + LOGIT_REL_TOL * abs(want)
 
 
-@pytest.mark.parametrize("k", range(len(PROMPTS)))
+@pytest.mark.parametrize("k", range(len(PROMPTS) + 1))
 def test_forward_matches_llama_cpp(oracle_runs, k):
     o = oracle_runs[k]
     label = f"prompt {o['text'][-40:]!r}"
