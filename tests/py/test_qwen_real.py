@@ -25,6 +25,8 @@ Checks:
   * `zinc --chat`: the prompt it prefills has as many tokens as jinja2's rendering tokenized by
     llama.cpp; "What is the capital of France?" is answered with Paris; a coding request is
     answered with a Python code block whose function runs and is right on -3..59.
+  * `zinc chat` piped, two turns: Paris then Rome; the second turn prefills only the new tokens
+    and its prompt has as many tokens as jinja2 + llama.cpp give for the two-turn conversation.
 """
 import functools
 import hashlib
@@ -512,3 +514,27 @@ def test_chat_coding_question():
     assert r.returncode == 0, r.stderr
     primes = [n for n in range(2, 60) if all(n % d for d in range(2, n))]
     assert r.stdout.strip() == str(primes), r.stdout
+
+
+def test_zinc_chat_two_turns_reuses_kv(vocab):
+    """`zinc chat` piped: two turns; the second prefills only what follows the first turn's
+    prompt and reply (its stats line), and the whole second prompt has as many tokens as jinja2's
+    rendering of the two-turn conversation tokenized by llama.cpp."""
+    need(ZINC)
+    r = subprocess.run([str(ZINC), "chat", "-m", str(MODEL), "--temp", "0", "-n", "40", "-t", "2"],
+                       input=b"What is the capital of France?\nAnd of Italy?\n", capture_output=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    out, err = r.stdout.decode("utf-8"), r.stderr.decode("utf-8", "replace")
+    replies = [p for p in out[2:].split("\n> ") if p.strip()] if out.startswith("> ") else []
+    assert len(replies) == 2 and "Paris" in replies[0] and "Rome" in replies[1], out
+    stats = [tuple(map(int, m)) for m in re.findall(
+        r"\[prefilled (\d+) tok, reused (\d+) tok, .*? generated (\d+) tok", err)]
+    assert len(stats) == 2, err
+    q1 = [{"role": "user", "content": "What is the capital of France?"}]
+    first = vocab.tokenize(render(q1).encode(), add_bos=True, special=True)
+    assert stats[0][:2] == (len(first), 0), err
+    q2 = q1 + [{"role": "assistant", "content": replies[0].strip()},
+               {"role": "user", "content": "And of Italy?"}]
+    second = vocab.tokenize(render(q2).encode(), add_bos=True, special=True)
+    assert stats[1][1] >= len(first) + 1 and stats[1][0] + stats[1][1] == len(second), err
