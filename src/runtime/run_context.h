@@ -1,0 +1,35 @@
+// zinc/runtime/run_context.h — a one-sequence model::Context on the chosen tier, with its
+// evidence: what `zinc --prompt`, `zinc chat` and `zinc bench` run on. The tier comes from
+// --tier (passed in), else ZINC_TIER, else auto (runtime/tier.h); the other ZINC_* runtime
+// switches are read here once. The Context is cuda::make_runner_context over the checked
+// Runner (runtime/checked_runner.h): blocks 0..n-1 in order, chunks of at most n_batch rows.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "runtime/evidence.h"
+#include "runtime/tier.h"
+#include "util/result.h"
+
+namespace zinc::runtime {
+
+struct RunContextOptions {
+    int n_ctx = 4096;
+    int n_threads = 0;
+    int n_batch = 512;      // most rows in one forward
+    std::string tier_flag;  // --tier value; empty: not given
+};
+
+struct RunContext {
+    std::unique_ptr<model::Context> ctx;
+    std::shared_ptr<Evidence> evidence;
+    TierChoice choice;  // the tier actually used and why (one line)
+};
+
+/// Errors (one line): a bad --tier / ZINC_* value, an explicit CUDA request that cannot be met,
+/// Runner creation failures. std::bad_alloc propagates (the caller reports the sizes).
+Result<RunContext> create_run_context(const model::Model& model, const RunContextOptions& o);
+
+}  // namespace zinc::runtime
