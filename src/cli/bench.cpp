@@ -3,7 +3,9 @@
 //   ppN: from an empty KV cache, one eval of N tokens (BOS then random ids), timed.
 //   tgN: from an empty KV cache, N single-token evals (BOS then random ids, no sampling), timed.
 // One untimed warm-up of each, then -r repetitions; tokens/s is reported as mean ± sample
-// standard deviation over repetitions. Also reports peak resident memory (getrusage).
+// standard deviation over repetitions. Also reports peak resident memory (getrusage) and the
+// runtime evidence (runtime/evidence.h): the tier, ops per device, fallbacks, validation and
+// shortcuts, per test in --json and as one line at the end.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cinttypes>
@@ -22,6 +24,7 @@
 #include "cli/validators.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "runtime/run_context.h"
 
 namespace zinc::cli {
 
@@ -35,6 +38,7 @@ struct BenchOptions {
     int n_threads = 0;
     int n_batch = 512;
     bool json = false;
+    std::string tier;  // --tier; empty: ZINC_TIER or auto
 };
 
 struct TestResult {
@@ -42,6 +46,7 @@ struct TestResult {
     int n_prompt = 0, n_gen = 0;
     std::vector<double> samples_ns;
     std::vector<double> samples_ts;
+    std::string evidence_json;  // this test's evidence (warm-up and repetitions)
     double avg_ts() const {
         double s = 0;
         for (double x : samples_ts) s += x;
@@ -150,6 +155,7 @@ int bench_main(int argc, char** argv) {
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
     app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
+    app.add_option("--tier", o.tier, "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
 
     if (o.n_prompt == 0 && o.n_gen == 0)
@@ -175,10 +181,19 @@ int bench_main(int argc, char** argv) {
         return report_error(fit.error().message);
     warn_if_oversubscribed(o.n_threads);  // once the run is known to go ahead
     std::unique_ptr<model::Context> ctx_owner;
+    runtime::RunContext rc;
     try {
-        auto ctx_r = model::Context::create(*m.model, co);
+        runtime::RunContextOptions rco;
+        rco.n_ctx = co.n_ctx;
+        rco.n_threads = co.n_threads;
+        rco.n_batch = co.n_batch;
+        rco.tier_flag = o.tier;
+        auto ctx_r = runtime::create_run_context(*m.model, rco);
         if (!ctx_r) return report_error(ctx_r.error().message);
-        ctx_owner = std::move(ctx_r.value());
+        rc = std::move(ctx_r.value());
+        ctx_owner = std::move(rc.ctx);
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                     rc.choice.reason.c_str());
     } catch (const std::bad_alloc&) {
         return report_error("out of memory allocating a context of " + std::to_string(co.n_ctx) +
                             " positions (KV cache " +
@@ -189,8 +204,8 @@ int bench_main(int argc, char** argv) {
 
     std::vector<TestResult> results;
     if (o.n_prompt > 0)
-        results.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, 0, {}, {}});
-    if (o.n_gen > 0) results.push_back({"tg" + std::to_string(o.n_gen), 0, o.n_gen, {}, {}});
+        results.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, 0, {}, {}, {}});
+    if (o.n_gen > 0) results.push_back({"tg" + std::to_string(o.n_gen), 0, o.n_gen, {}, {}, {}});
 
     uint64_t weight_bytes = 0, n_params = 0;
     for (const auto& t : m.file->tensors()) {
@@ -211,6 +226,7 @@ int bench_main(int argc, char** argv) {
     for (auto& t : results) {
         const int n = t.n_prompt > 0 ? t.n_prompt : t.n_gen;
         auto once = [&]() { return t.n_prompt > 0 ? run.pp(n) : run.tg(n); };
+        const runtime::EvidenceSnapshot ev0 = rc.evidence->snapshot();
         // Warm-up (untimed), as llama-bench does: one pp of the same size, or one tg token.
         if (auto w = t.n_prompt > 0 ? run.pp(n) : run.tg(1); !w)
             return report_error(w.error().message, kExitFailure);
@@ -220,12 +236,16 @@ int bench_main(int argc, char** argv) {
             t.samples_ns.push_back(ns.value());
             t.samples_ts.push_back(1e9 * n / ns.value());
         }
+        t.evidence_json = runtime::evidence_json(
+            runtime::evidence_delta(rc.evidence->snapshot(), ev0));
         if (!o.json) {
             char ts[64];
             std::snprintf(ts, sizeof ts, "%.2f ± %.2f", t.avg_ts(), t.sd_ts());
             std::printf("| %-40s | %10s | %7.2f M | %-7s | %7d | %8s | %18s |\n",
                         model_desc.c_str(), format_bytes(weight_bytes).c_str(),
-                        static_cast<double>(n_params) / 1e6, "CPU", n_threads, t.name.c_str(), ts);
+                        static_cast<double>(n_params) / 1e6,
+                        rc.choice.tier == runtime::Tier::Cuda ? "CUDA" : "CPU", n_threads,
+                        t.name.c_str(), ts);
             std::fflush(stdout);
         }
     }
@@ -245,12 +265,12 @@ int bench_main(int argc, char** argv) {
                 "\"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"test\": \"%s\", "
                 "\"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": %s, "
                 "\"samples_ts\": %s, \"peak_rss_bytes\": %" PRIu64 ", \"kv_cache_bytes\": %" PRIu64
-                "}%s\n",
+                ", \"evidence\": %s}%s\n",
                 json_escape(version_line()).c_str(), quant::simd_level(), json_escape(path).c_str(),
                 json_escape(model_desc).c_str(), weight_bytes, n_params, m.file->file_size(),
                 n_threads, o.n_batch, t.n_prompt, t.n_gen, ctx.n_ctx(), t.name.c_str(), t.avg_ns(),
                 t.avg_ts(), t.sd_ts(), json_array(t.samples_ns, "%.0f").c_str(),
-                json_array(t.samples_ts, "%.6f").c_str(), rss, kv,
+                json_array(t.samples_ts, "%.6f").c_str(), rss, kv, t.evidence_json.c_str(),
                 i + 1 < results.size() ? "," : "");
         }
         std::printf("]\n");
@@ -262,6 +282,8 @@ int bench_main(int argc, char** argv) {
             format_bytes(kv).c_str(), ctx.n_ctx(), format_bytes(budget).c_str(),
             rss <= budget ? "within" : "OVER");
     }
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
     return kExitOk;
 }
 
