@@ -3,6 +3,7 @@
 #include "cli/check.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "chat/chat_template.h"
@@ -11,6 +12,7 @@
 #include "cli/host_info.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "runtime/tier.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zinc::cli {
@@ -168,6 +170,17 @@ int run_check(const CheckOptions& o) {
         r.warn("memory", msg + ", over 80% of the " + format_bytes(h.mem_available) + " available");
     else
         r.ready("memory", msg + " of " + format_bytes(h.mem_available) + " available");
+
+    // Execution tier (runtime/tier.h): what `zinc --prompt` would run on, and why.
+    if (auto ro = runtime::runtime_options("", [](const char* k) { return std::getenv(k); }); !ro) {
+        r.fail("tier", ro.error().message);
+    } else {
+        const cuda::Probe p = cuda::probe();
+        auto c = runtime::choose_tier(ro.value().tier, ro.value().tier_source, p,
+                                      cuda::device_bytes_needed(model, n_ctx), ro.value().device);
+        if (!c) r.fail("tier", c.error().message);
+        else r.ready("tier", std::string(runtime::to_string(c.value().tier)) + ": " + c.value().reason);
+    }
     return r.finish();
 }
 
