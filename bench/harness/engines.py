@@ -93,6 +93,7 @@ class Server:
         self.proc = None
         self.base_url = f"http://127.0.0.1:{port}"
         self.health = None
+        self.model_id = None
 
     def _preexec(self):
         os.setsid()
@@ -122,11 +123,23 @@ class Server:
             status, body = asyncio.run(self._health())
             if status == 200:
                 self.health = body
+                self.model_id = self._model_id()
                 return self
             time.sleep(0.25)
         self.stop()
         raise RuntimeError(f"{self.name} not ready after {timeout_s} s (last /health status "
                            f"{status}): {self.log_tail()}")
+
+    def _model_id(self):
+        """The id GET /v1/models lists first (servers may insist on it in the `model` field)."""
+        async def get():
+            async with client.new_session(1) as s:
+                return await client.get_json(s, self.base_url, "/v1/models", timeout_s=5)
+        status, body = asyncio.run(get())
+        try:
+            return body["data"][0]["id"]
+        except (TypeError, KeyError, IndexError):
+            return None
 
     async def _health(self):
         async with client.new_session(1) as s:

@@ -265,7 +265,7 @@ class PhaseContext:
                      "order": []}
             order = self.names if k % 2 == 0 else list(reversed(self.names))
             for name in order:
-                with self.server(name) as srv:
+                with self.server(name, prefix_cache=False) as srv:
                     prompt = scen["text"]
                     if scen.get("long"):
                         if self.long_prompt is None:
@@ -274,13 +274,18 @@ class PhaseContext:
                             out["long_context"] = self.long_prompt[1]
                         prompt = self.long_prompt[0]
                     load_before = os.getloadavg()[0]
-                    res = scenarios.run_scenario(srv.base_url, self.model_name, scen, prompt,
-                                                 a.warmup, a.runs)
+                    model = srv.model_id or self.model_name
+                    res = scenarios.run_scenario(
+                        srv.base_url, model, scen, prompt, a.warmup, a.runs,
+                        extra_body=None if name == "zinc" else {"cache_prompt": False})
                     res["load_avg_1m_before"] = load_before
                     res["evidence"] = srv.evidence()
                     entry["engines"][name] = res
                     entry["order"].append(name)
                 s = res["summary"]
+                errs = [m["error"] for m in res["runs"] if m["error"]]
+                if errs:
+                    self.prog.log(f"{scen['name']} {name}: {len(errs)} failed runs: {errs[0][:300]}")
                 self.prog.step(f"{scen['name']} {name}: TTFT {fmt_ms(s['ttft_s']['median'])}, "
                                f"decode {fmt(s['decode_tps']['median'])} t/s, tokens "
                                f"{s['completion_tokens']}, used {s['n_used']}/{s['n_runs']} "
@@ -323,10 +328,11 @@ class PhaseContext:
             order = self.names if k % 2 == 0 else list(reversed(self.names))
             for name in order:
                 with self.server(name) as srv:
-                    load.run_level(srv.base_url, self.model_name, filler, 1, 1,
+                    model = srv.model_id or self.model_name
+                    load.run_level(srv.base_url, model, filler, 1, 1,
                                    a.load_output_tokens, first_id=90000 + k)  # warm-up
                     lb = os.getloadavg()[0]
-                    res = load.run_level(srv.base_url, self.model_name, filler, c, n_req,
+                    res = load.run_level(srv.base_url, model, filler, c, n_req,
                                          a.load_output_tokens, first_id=next_id)
                     res["load_avg_1m_before"] = lb
                     res["health_after"] = srv.fetch_health()
@@ -334,6 +340,9 @@ class PhaseContext:
                 level["engines"][name] = res
                 level["order"].append(name)
                 s = res["summary"]
+                if s["errors"]:
+                    self.prog.log(f"load c={c} {name}: {s['n_requests'] - s['n_ok']} failed: "
+                                  f"{s['errors'][0][:300]}")
                 self.prog.step(f"load c={c} {name}: {s['output_tok_per_s']:.1f} out tok/s, TTFT "
                                f"p50 {fmt_ms(s['ttft_s']['p50'])} p99 {fmt_ms(s['ttft_s']['p99'])}"
                                f", TPOT p50 {fmt_ms(s['tpot_s']['p50'])}, tokens "
@@ -369,7 +378,8 @@ class PhaseContext:
             for mode, on in modes:
                 try:
                     with self.server(name, prefix_cache=on, tag=f"-prefix-{mode}") as srv:
-                        r = load.run_prefix(srv.base_url, self.model_name, prefix, n_req,
+                        r = load.run_prefix(srv.base_url, srv.model_id or self.model_name,
+                                            prefix, n_req,
                                             max_tokens,
                                             cache_prompt=None if name == "zinc" else on)
                         r["health_after"] = srv.fetch_health()

@@ -2,6 +2,10 @@
 Context, each a chat request with our own prompt (bench/scenarios/), greedy (temperature 0),
 through each engine's native chat template; 1 warm-up and N measured runs; medians.
 
+Prompt caching is off on both servers for this phase (zinc --no-prefix-cache; llama-server
+cache_prompt: false and --cache-ram 0): the runs repeat the same prompt, and without this every
+run after the warm-up would measure a cached prefill. The shared-prefix phase measures caching.
+
 Per run: client-side TTFT (the prefill phase as the user sees it), decode time (end-to-end minus
 TTFT) and decode tokens/s ((tokens - 1) / decode time), end-to-end total, generated tokens, and the
 server's own timings when it reports them. Runs whose output fails a quality check are kept in the
@@ -110,10 +114,11 @@ async def _run_one(base_url, body):
         return await client.stream_request(s, base_url, body, chat=True)
 
 
-def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None):
-    """warm-up + measured runs of one scenario against one server, sequentially.
+def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None, extra_body=None):
+    """warm-up + measured runs of one scenario against one server, sequentially; extra_body is
+    merged into every request (e.g. llama-server's cache_prompt: false).
     Returns {"warmup": [...], "runs": [...], "summary": {...}}."""
-    body = chat_body(model_name, prompt, scen["max_tokens"])
+    body = dict(chat_body(model_name, prompt, scen["max_tokens"]), **(extra_body or {}))
     out = {"warmup": [], "runs": []}
     for i in range(warmup + runs):
         m = run_metrics(asyncio.run(_run_one(base_url, body)))

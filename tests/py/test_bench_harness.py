@@ -126,8 +126,13 @@ async def tokenize(req):
     body = await req.json()
     return web.json_response({"tokens": list(range(len(body["content"].split())))})
 
+async def models(req):
+    return web.json_response({"object": "list", "data": [{"id": "fake-model"}]})
+
 async def complete(req):
     body = await req.json()
+    if body.get("model") not in ("fake-model", "m"):
+        return web.json_response({"error": {"message": "model_not_found"}}, status=404)
     chat = req.path.endswith("chat/completions")
     prompt = body["messages"][-1]["content"] if chat else body["prompt"]
     n_prompt = len(prompt.split())
@@ -160,6 +165,7 @@ def main():
               flush=True)
     app = web.Application()
     app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
     app.router.add_post("/tokenize", tokenize)
     app.router.add_post("/v1/chat/completions", complete)
     app.router.add_post("/v1/completions", complete)
