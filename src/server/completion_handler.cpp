@@ -90,7 +90,8 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
             s.params.max_tokens = static_cast<int32_t>(max_tokens);
             s.params.sampling = cr.sampling;
             // With a seed, choice j draws from seed + j: reproducible, yet the n choices differ.
-            s.params.sampling.seed = cr.seed ? *cr.seed + static_cast<uint64_t>(j) : ctx.random_u64();
+            const std::optional<uint64_t> seed = cr.seed ? cr.seed : ctx.opts.default_seed;
+            s.params.sampling.seed = seed ? *seed + static_cast<uint64_t>(j) : ctx.random_u64();
             s.params.top_logprobs = cr.logprobs ? cr.top_logprobs : -1;
             s.params.tenant = cr.user;
             specs.push_back(std::move(s));

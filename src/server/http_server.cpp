@@ -98,7 +98,8 @@ void HttpServer::Impl::health(httplib::Response& res) {
                 {"used", st.kv_blocks_used},
                 {"free", st.kv_blocks_free},
                 {"cached", st.kv_blocks_cached},
-                {"block_size", eo.block_size}}},
+                {"block_size", eo.block_size},
+                {"bytes_per_block", ctx.model.kv_block_bytes}}},
               {"prefix_cache", eo.prefix_cache},
               {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
     send_json(res, j);
@@ -174,7 +175,12 @@ void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response
                                                      std::to_string(tok.n_vocab()) + ")"));
         ids.push_back(static_cast<int32_t>(*id));
     }
-    send_json(res, json{{"content", tok.decode(ids)}});
+    // Special tokens render as their text by default, so detokenize(tokenize(x)) == x.
+    FieldReader r(b, "");
+    bool special = true;
+    r.get_bool("special", special);
+    if (r.error()) return send_error(res, *r.error());
+    send_json(res, json{{"content", tok.decode(ids, special)}});
 }
 
 void HttpServer::Impl::setup_routes() {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct ServerOptions {
     int http_threads = 0;                 // connection threads; 0: 2 * max(parallel, 16) + 32
     std::string model_id;                 // the name /v1/models lists and requests must use
     engine::SamplerOptions sampling;      // defaults for fields a request leaves out (not seed)
+    /// Seed for requests that give none (choice j: seed + j); absent: a random one each.
+    std::optional<uint64_t> default_seed;
     RequestLimits limits;
     int heartbeat_ms = 2000;  // idle streams get an SSE comment this often (finds gone clients)
     int idle_keepalive_s = 5;  // an idle keep-alive connection is closed after this long
@@ -48,6 +51,8 @@ struct ServedModel {
     /// Stop strings the template implies (e.g. ChatML markers as text), added to every chat
     /// request's own.
     std::vector<std::string> chat_stop_strings;
+    /// Bytes of one KV block (all layers), reported by /health; 0: unknown.
+    size_t kv_block_bytes = 0;
 };
 
 class HttpServer {
