@@ -143,6 +143,11 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     pro.hooks = hooks.get();
 
     std::unique_ptr<model::Runner> primary;
+    if (choice.tier == Tier::Cuda && !ropts.skip_layers.empty())
+        return make_error("ZINC_SKIP_LAYERS is honoured by the CPU tier only (use --tier cpu)");
+    if (choice.tier == Tier::Cpu && !ropts.cpu_ops.empty())
+        return make_error("ZINC_CPU_OPS forces ops of a device tier onto the CPU; the CPU tier "
+                          "has nothing to force (use --tier cuda)");
     if (choice.tier == Tier::Cuda) {
         cuda::CudaOptions co;
         co.device = choice.device;

@@ -1,0 +1,203 @@
+"""Runtime evidence on the CUDA tier (issue 6), through `zinc bench --json` and `zinc --prompt`.
+
+With a usable device (the H200) it checks what the GPU really did:
+  * ops land on `cuda` only; attention and RoPE/KV launches = n_layer per step and one embedding
+    per step, decode steps replayed as CUDA graphs included (read from `zinc inspect`);
+  * ZINC_CPU_OPS=glu moves every layer's GLU to the host: counted on `cpu`, as cpu_fallback with
+    op glu, and the tier reads cuda+cpu;
+  * ZINC_VALIDATE: clean steps promote trust; ZINC_TEST_CORRUPT on the CUDA residual stream is
+    named by step, layer and op; strict finishes on the CPU oracle (the text equals the CPU
+    tier's);
+  * ZINC_SKIP_LAYERS is refused on CUDA rather than ignored.
+Without a device (CI) it checks that `--tier cuda` is refused in one line and that `auto` picks
+the CPU and says why, so the file checks something everywhere and never skips for lack of a GPU.
+
+Models: ZINC_EVIDENCE_MODELS (colon-separated GGUF paths, e.g. `zinc synth` files), else
+models/SmolLM2-135M-Instruct.Q4_1.gguf and models/gemma-3-270m-q4_k_m.gguf.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+BUILD = Path(os.environ.get("ZINC_BUILD_DIR", "build")).resolve()
+SOURCE = Path(os.environ.get("ZINC_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+ZINC = BUILD / "zinc"
+RUNTIME_ENV = ("ZINC_TIER", "ZINC_VALIDATE", "ZINC_VALIDATE_STRICT", "ZINC_VALIDATE_TOL",
+               "ZINC_SKIP_LAYERS", "ZINC_CPU_OPS", "ZINC_TEST_CORRUPT")
+
+
+def models():
+    env = os.environ.get("ZINC_EVIDENCE_MODELS")
+    if env:
+        return [Path(p) for p in env.split(":") if p]
+    return [SOURCE / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf",
+            SOURCE / "models" / "gemma-3-270m-q4_k_m.gguf"]
+
+
+MODELS = models()
+
+
+def zinc(*args, env=None, timeout=600):
+    if not ZINC.exists():
+        pytest.skip(f"{ZINC} not built")
+    e = {k: v for k, v in os.environ.items() if k not in RUNTIME_ENV}
+    e.update(env or {})
+    return subprocess.run([str(ZINC), *map(str, args)], capture_output=True, timeout=timeout,
+                          env=e)
+
+
+def need(path):
+    if not path.exists():
+        pytest.skip(f"{path} missing (scripts/fetch-models, or ZINC_EVIDENCE_MODELS)")
+    return path
+
+
+_HAS_CUDA = None
+
+
+def has_cuda():
+    global _HAS_CUDA
+    if _HAS_CUDA is None:
+        out = zinc("--check", "-m", need(MODELS[0])).stdout.decode()
+        line = [ln for ln in out.splitlines() if " tier: " in ln]
+        assert len(line) == 1, out
+        _HAS_CUDA = "tier: cuda:" in line[0]
+    return _HAS_CUDA
+
+
+def n_layer_of(model):
+    out = zinc("inspect", model).stdout.decode()
+    m = re.search(r"^\s+\w+\.block_count\s+u32\s+(\d+)", out, re.M)
+    assert m, out[:2000]
+    return int(m.group(1))
+
+
+def parse_line(err):
+    line = [ln for ln in err.strip().splitlines() if ln.startswith("evidence: ")]
+    assert line, err
+    out = {}
+    for m in re.finditer(r'(\w+)=("[^"]*"|\S+)', line[-1][len("evidence: "):]):
+        out[m.group(1)] = m.group(2).strip('"')
+    return out
+
+
+def bench(model, env=None, p=32, n=8, tier="cuda"):
+    r = zinc("bench", "-m", model, "-p", p, "-n", n, "-r", "1", "--json", "--tier", tier, env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    pp, tg = json.loads(r.stdout.decode())
+    return pp["evidence"], tg["evidence"], parse_line(err), err
+
+
+def test_without_a_device_cuda_is_refused_and_auto_says_why():
+    need(MODELS[0])
+    if has_cuda():
+        return  # the device tests below run instead
+    r = zinc("bench", "-m", MODELS[0], "-p", "8", "-n", "0", "-r", "1", "--tier", "cuda")
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode != 0 and len(err) == 1 and "cannot use the CUDA tier" in err[0], err
+    r = zinc("bench", "-m", MODELS[0], "-p", "8", "-n", "0", "-r", "1")
+    assert r.returncode == 0
+    ev = parse_line(r.stderr.decode())
+    assert ev["tier"] == "cpu" and ev["ops"].startswith("cuda:0,")
+    assert "auto: using the CPU tier because" in r.stderr.decode()
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_ops_run_on_the_gpu(model):
+    need(model)
+    if not has_cuda():
+        return
+    L = n_layer_of(model)
+    pp, tg, line, err = bench(model)
+    assert "zinc: tier cuda:" in err
+    # pp32: warm-up + 1 repetition = 2 steps; tg8: warm-up (1 token) + 8 = 9 steps (graphs).
+    assert pp["steps"] == 2 and tg["steps"] == 9
+    for ev, steps in ((pp, 2), (tg, 9)):
+        cu, cpu = ev["devices"]["cuda"], ev["devices"]["cpu"]
+        assert ev["execution_tier"] == "cuda"
+        assert cpu["ops"] == 0 and cpu["weight_bytes"] == 0
+        assert cu["by_op"]["attention"] == L * steps
+        assert cu["by_op"]["rope_kv"] == L * steps
+        assert cu["by_op"]["embed"] == steps
+        assert cu["by_op"]["argmax"] == steps
+        assert cu["weight_bytes"] > 0 and cu["act_bytes"] > 0
+        assert ev["cpu_fallback"] == 0 and ev["shortcut_free"] is True
+    assert line["tier"] == "cuda" and line["cpu_fallback"] == "0"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_forced_cpu_op_is_counted_as_fallback(model):
+    need(model)
+    if not has_cuda():
+        return
+    L = n_layer_of(model)
+    _, tg, line, _ = bench(model, env={"ZINC_CPU_OPS": "glu"})
+    assert tg["devices"]["cpu"]["by_op"] == {"glu": L * 9}
+    assert "glu" not in tg["devices"]["cuda"]["by_op"]
+    assert tg["cpu_fallback"] == L * 9 and tg["fallback_ops"] == {"glu": L * 9}
+    assert tg["execution_tier"] == "cuda+cpu"
+    assert line["tier"] == "cuda+cpu" and line["fallback_ops"].startswith("glu:")
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_validation_clean_promotes(model):
+    need(model)
+    if not has_cuda():
+        return
+    _, _, line, err = bench(model, env={"ZINC_VALIDATE": "4"})
+    assert line["validated"] == "4/4", err
+    assert line["failures"] == "0", line.get("first_failure")
+    assert line["trust"] == "promoted"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_validation_names_the_corrupted_layer_and_op(model):
+    need(model)
+    if not has_cuda():
+        return
+    L = n_layer_of(model)
+    il = min(2, L - 2)
+    for name, words in (("l_out", "ffn block"), ("ffn_inp", "attention block")):
+        _, _, line, err = bench(model, env={"ZINC_VALIDATE": "2",
+                                            "ZINC_TEST_CORRUPT": f"{name}:{il}"})
+        assert line["failures"] == "2", err
+        assert line["first_failure"].startswith(f"step 0 layer {il} op {words}"), line
+        assert line["cpu_fallback"] == "0" and line["tier"] == "cuda"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_strict_validation_finishes_on_the_cpu(model):
+    need(model)
+    if not has_cuda():
+        return
+    env = {"ZINC_VALIDATE": "3", "ZINC_VALIDATE_STRICT": "1", "ZINC_TEST_CORRUPT": "l_out:1"}
+    pp, tg, line, err = bench(model, env=env)
+    assert line["tier"] == "cuda+cpu", err
+    assert line["failures"] == "1"
+    # Every step from the first (failing) one was served by the oracle.
+    assert int(line["cpu_fallback"]) == pp["steps"] + tg["steps"]
+    assert tg["devices"]["cuda"]["ops"] == 0 and tg["devices"]["cpu"]["ops"] > 0
+    # The text equals the CPU tier's (the run finished on the CPU oracle).
+    args = ("-m", model, "--prompt", "The capital of France is", "-n", "8", "--temp", "0",
+            "--no-echo")
+    cpu = zinc(*args, "--tier", "cpu")
+    strict = zinc(*args, "--tier", "cuda", env=env)
+    assert cpu.returncode == 0 and strict.returncode == 0, strict.stderr.decode()
+    assert strict.stdout == cpu.stdout
+    assert parse_line(strict.stderr.decode())["tier"] == "cuda+cpu"
+
+
+def test_skip_layers_is_refused_on_cuda():
+    need(MODELS[0])
+    if not has_cuda():
+        return
+    r = zinc("bench", "-m", MODELS[0], "-p", "8", "-n", "0", "-r", "1", "--tier", "cuda",
+             env={"ZINC_SKIP_LAYERS": "1"})
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode != 0 and "CPU tier only" in err[-1], err
