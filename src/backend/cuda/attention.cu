@@ -2,10 +2,11 @@
 // 2023), grouped-query heads, optional sliding window; the same kernel serves prefill rows and
 // decode rows of any mix of sequences (each row carries its position and block table).
 //
-// One block of 4 warps per (row, query head): the warps split the row's positions; each warp
-// computes q.k with its lanes across head_dim, scores go to shared memory, a block-wide softmax
-// (f32, max-subtracted), then each warp accumulates p_j * V_j over its positions with lanes
-// across head_dim_v and the 4 partial outputs are summed in shared memory. Position j of a row
+// One block of 4 warps per (row, query head): each thread scores its own positions (q.k over
+// head_dim, K read 16 bytes at a time), scores go to shared memory, a block-wide softmax (f32,
+// max-subtracted), then each warp accumulates p_j * V_j over a quarter of the positions with
+// lanes across head_dim_v, and the 4 partial outputs are summed in shared memory. Not split-K
+// across blocks: a decode row of one head is one block (fine for contexts of a few thousand). Position j of a row
 // lives in physical block bt[row_bt + j / block_size], slot j % block_size. Window semantics as
 // backend/cpu/attention.h (the window counts the token itself).
 #include "backend/cuda/common.cuh"
@@ -36,17 +37,32 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnJob j) {
         qs[i] = j.q[static_cast<size_t>(row) * j.q_ld + h * hd + i];
     __syncthreads();
 
+    // Scores: one position per thread (q from shared memory, K rows read 16 bytes at a time),
+    // so a block covers 128 positions per round instead of 4.
     float mx = -INFINITY;
-    for (int t = warp; t < n; t += kWarps) {
+    for (int t = threadIdx.x; t < n; t += blockDim.x) {
         const int pos = lo + t;
         const size_t slot = static_cast<size_t>(bt[pos / j.block_size]) * j.block_size + pos % j.block_size;
         const uint16_t* k = j.k_cache + slot * kvd + hkv * hd;
         float d = 0.f;
-        for (int i = lane; i < hd; i += 32) d += qs[i] * dev::h2f(k[i]);
-        d = dev::warp_sum(d) * j.scale;
-        if (lane == 0) scores[t] = d;
+        if ((hd & 7) == 0) {
+            for (int i = 0; i < hd; i += 8) {
+                const uint4 kv = *reinterpret_cast<const uint4*>(k + i);
+                const __half2* h2 = reinterpret_cast<const __half2*>(&kv);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float2 f = __half22float2(h2[e]);
+                    d += qs[i + 2 * e] * f.x + qs[i + 2 * e + 1] * f.y;
+                }
+            }
+        } else {
+            for (int i = 0; i < hd; ++i) d += qs[i] * dev::h2f(k[i]);
+        }
+        d *= j.scale;
+        scores[t] = d;
         mx = fmaxf(mx, d);
     }
+    mx = dev::warp_max(mx);
     if (lane == 0) red[warp] = mx;
     __syncthreads();
     mx = red[0];
@@ -67,6 +83,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnJob j) {
     float acc[kMaxHd / 32];
 #pragma unroll
     for (int e = 0; e < kMaxHd / 32; ++e) acc[e] = 0.f;
+#pragma unroll 4
     for (int t = warp; t < n; t += kWarps) {
         const int pos = lo + t;
         const size_t slot = static_cast<size_t>(bt[pos / j.block_size]) * j.block_size + pos % j.block_size;

@@ -1,8 +1,8 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
 //
-// One warp per weight row; each lane walks the row's 32-element chunks (decode_chunk in
-// common.cuh), and every decoded chunk is used for NB activation rows at once, so a batch of up
-// to NB sequences streams the weights once. Integer dot products with __dp4a on int8-packed
+// A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
+// (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
+// so a batch of up to NB sequences streams the weights once. Integer dot products with __dp4a on int8-packed
 // activations (pack.cu); F32/F16/BF16 weights take a float path with f32 activations. Up to three
 // matrices of one type share a launch (fused Q/K/V or gate/up projections): the grid spans their
 // rows back to back.
@@ -30,51 +30,92 @@ __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
     return j;
 }
 
-template <int T, int NB>
+// A block of 4 warps computes RW weight rows for NB activation rows: the 128 threads split the
+// row's chunks (thread t takes chunks t, t + 128, ...), each loaded activation chunk is used for
+// the RW weight rows (cutting activation traffic from L2 by RW), and the 4 warps' partial sums
+// meet in shared memory. The per-row arithmetic (which thread adds which chunk, in which order,
+// with explicit roundings) does not depend on NB or RW: a batch gives the same bits as one row.
+template <int T, int NB, int RW>
 __global__ void __launch_bounds__(kWarps * 32)
     dmmv_q_kernel(Jobs J, int n_chunks, const int8_t* __restrict__ aq,
                   const float4* __restrict__ ad, int n_act, bool accumulate) {
-    int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-    if (row >= J.row_end[J.n_jobs - 1]) return;
-    const int j = pick_job(J, row);
-    const MatJob& m = J.m[j];
-    const int lane = threadIdx.x & 31;
+    __shared__ float red[kWarps][RW][NB];
+    const int total = J.row_end[J.n_jobs - 1];
+    const int row0 = blockIdx.x * RW;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int a0 = blockIdx.y * NB;
     const int nb = min(NB, n_act - a0);
-    const uint8_t* w = m.w + static_cast<size_t>(row) * m.row_bytes;
     const size_t k = static_cast<size_t>(n_chunks) * 32;
-    float acc[NB];
+    const uint8_t* w[RW];
+    int jrow[RW], jj[RW];
 #pragma unroll
-    for (int b = 0; b < NB; ++b) acc[b] = 0.f;
-    for (int c = lane; c < n_chunks; c += 32) {
-        Chunk ch;
-        decode_chunk<T>(w, c, ch);
+    for (int r = 0; r < RW; ++r) {
+        int row = min(row0 + r, total - 1);
+        jj[r] = pick_job(J, row);
+        jrow[r] = row;
+        w[r] = J.m[jj[r]].w + static_cast<size_t>(row) * J.m[jj[r]].row_bytes;
+    }
+    float acc[RW][NB];
+#pragma unroll
+    for (int r = 0; r < RW; ++r)
+#pragma unroll
+        for (int b = 0; b < NB; ++b) acc[r][b] = 0.f;
+    for (int c = threadIdx.x; c < n_chunks; c += kWarps * 32) {
+        int4 x0[NB], x1[NB];
+        float4 sc[NB];
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
             if (b < nb) {
                 const int4* ap = reinterpret_cast<const int4*>(aq + (a0 + b) * k + c * 32);
-                const int4 x0 = ap[0], x1 = ap[1];
-                const float4 s = ad[(a0 + b) * static_cast<size_t>(n_chunks) + c];
-                int lo = __dp4a(ch.q[0], x0.x, 0);
-                lo = __dp4a(ch.q[1], x0.y, lo);
-                lo = __dp4a(ch.q[2], x0.z, lo);
-                lo = __dp4a(ch.q[3], x0.w, lo);
-                int hi = __dp4a(ch.q[4], x1.x, 0);
-                hi = __dp4a(ch.q[5], x1.y, hi);
-                hi = __dp4a(ch.q[6], x1.z, hi);
-                hi = __dp4a(ch.q[7], x1.w, hi);
-                acc[b] += s.x * (ch.d_lo * static_cast<float>(lo) + ch.d_hi * static_cast<float>(hi)) +
-                          ch.m_lo * s.y + ch.m_hi * s.z;
+                x0[b] = ap[0];
+                x1[b] = ap[1];
+                sc[b] = ad[(a0 + b) * static_cast<size_t>(n_chunks) + c];
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < RW; ++r) {
+            Chunk ch;
+            decode_chunk<T>(w[r], c, ch);
+#pragma unroll
+            for (int b = 0; b < NB; ++b) {
+                if (b < nb) {
+                    int lo = __dp4a(ch.q[0], x0[b].x, 0);
+                    lo = __dp4a(ch.q[1], x0[b].y, lo);
+                    lo = __dp4a(ch.q[2], x0[b].z, lo);
+                    lo = __dp4a(ch.q[3], x0[b].w, lo);
+                    int hi = __dp4a(ch.q[4], x1[b].x, 0);
+                    hi = __dp4a(ch.q[5], x1[b].y, hi);
+                    hi = __dp4a(ch.q[6], x1[b].z, hi);
+                    hi = __dp4a(ch.q[7], x1[b].w, hi);
+                    float t = __fadd_rn(__fmul_rn(ch.d_lo, static_cast<float>(lo)),
+                                        __fmul_rn(ch.d_hi, static_cast<float>(hi)));
+                    t = __fmul_rn(sc[b].x, t);
+                    t = __fadd_rn(t, __fmul_rn(ch.m_lo, sc[b].y));
+                    t = __fadd_rn(t, __fmul_rn(ch.m_hi, sc[b].z));
+                    acc[r][b] = __fadd_rn(acc[r][b], t);
+                }
             }
         }
     }
 #pragma unroll
-    for (int b = 0; b < NB; ++b) {
-        const float v = warp_sum(acc[b]);
-        if (lane == 0 && b < nb) {
-            float* y = m.y + static_cast<size_t>(a0 + b) * m.ldy + row;
-            const float r = v + (m.bias ? m.bias[row] : 0.f);
-            *y = accumulate ? *y + r : r;
+    for (int r = 0; r < RW; ++r)
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            const float v = warp_sum(acc[r][b]);
+            if (lane == 0) red[warp][r][b] = v;
+        }
+    __syncthreads();
+    const int t = threadIdx.x;
+    if (t < RW * NB) {
+        const int r = t / NB, b = t % NB;
+        if (b < nb && row0 + r < total) {
+            float v = red[0][r][b];
+#pragma unroll
+            for (int q = 1; q < kWarps; ++q) v = __fadd_rn(v, red[q][r][b]);
+            const MatJob& m = J.m[jj[r]];
+            float* y = m.y + static_cast<size_t>(a0 + b) * m.ldy + jrow[r];
+            const float res = __fadd_rn(v, m.bias ? m.bias[jrow[r]] : 0.f);
+            *y = accumulate ? __fadd_rn(*y, res) : res;
         }
     }
 }
@@ -107,7 +148,7 @@ __global__ void __launch_bounds__(kWarps * 32)
             if (b < nb) {
                 const float2 xv =
                     *reinterpret_cast<const float2*>(x + static_cast<size_t>(a0 + b) * k + i);
-                acc[b] += w0 * xv.x + w1 * xv.y;
+                acc[b] = __fadd_rn(acc[b], __fadd_rn(__fmul_rn(w0, xv.x), __fmul_rn(w1, xv.y)));
             }
         }
     }
@@ -116,18 +157,18 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float v = warp_sum(acc[b]);
         if (lane == 0 && b < nb) {
             float* y = m.y + static_cast<size_t>(a0 + b) * m.ldy + row;
-            const float r = v + (m.bias ? m.bias[row] : 0.f);
-            *y = accumulate ? *y + r : r;
+            const float r = __fadd_rn(v, m.bias ? m.bias[row] : 0.f);
+            *y = accumulate ? __fadd_rn(*y, r) : r;
         }
     }
 }
 
-template <int T, int NB>
+template <int T, int NB, int RW>
 void launch_q(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
               cudaStream_t s) {
     const int rows = J.row_end[J.n_jobs - 1];
-    dim3 grid((rows + kWarps - 1) / kWarps, (n_act + NB - 1) / NB);
-    dmmv_q_kernel<T, NB><<<grid, kWarps * 32, 0, s>>>(J, k / 32, aq, ad, n_act, acc);
+    dim3 grid((rows + RW - 1) / RW, (n_act + NB - 1) / NB);
+    dmmv_q_kernel<T, NB, RW><<<grid, kWarps * 32, 0, s>>>(J, k / 32, aq, ad, n_act, acc);
 }
 template <int T, int NB>
 void launch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStream_t s) {
@@ -139,10 +180,10 @@ void launch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStr
 template <int T>
 void by_batch_q(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
                 cudaStream_t s) {
-    if (n_act == 1) launch_q<T, 1>(J, k, aq, ad, n_act, acc, s);
-    else if (n_act == 2) launch_q<T, 2>(J, k, aq, ad, n_act, acc, s);
-    else if (n_act <= 4) launch_q<T, 4>(J, k, aq, ad, n_act, acc, s);
-    else launch_q<T, 8>(J, k, aq, ad, n_act, acc, s);
+    if (n_act == 1) launch_q<T, 1, 4>(J, k, aq, ad, n_act, acc, s);
+    else if (n_act == 2) launch_q<T, 2, 4>(J, k, aq, ad, n_act, acc, s);
+    else if (n_act <= 4) launch_q<T, 4, 2>(J, k, aq, ad, n_act, acc, s);
+    else launch_q<T, 8, 2>(J, k, aq, ad, n_act, acc, s);
 }
 template <int T>
 void by_batch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStream_t s) {

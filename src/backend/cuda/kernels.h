@@ -3,8 +3,9 @@
 // (row r of a (n_rows, dim) buffer starts at r * dim). Launchers never synchronize.
 //
 // Activation packing (pack.cu): a row of dim floats (dim % 32 == 0) becomes dim int8 codes `aq`
-// and dim/32 float4 `ad` = (d, d * Σ codes[0..16), d * Σ codes[16..32), 0), as ggml's Q8_1 but
-// with two half sums; d = max|x| / 127 per 32 elements.
+// and dim/32 float4 `ad` = (d, s_lo, s_hi, 0) per 32 elements: x ~ d * code, and s_lo / s_hi the
+// (scaled) sums of the codes of each half, for the weights' min terms. The codes and scales are
+// those of the CPU tier's packing for the consuming weight type (RowOut::mode).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,12 +15,23 @@
 
 namespace zinc::cuda {
 
+/// Activation packings, as the CPU tier's vec_dot types: Q8_0 (Q4_0/Q5_0/Q8_0 weights), Q8_1
+/// (Q4_1/Q5_1), Q8_K (K-quants; scale per 256 elements). See pack.cu.
+constexpr int kPackQ8_0 = 0, kPackQ8_1 = 1, kPackQ8K = 2;
+/// The packing a weight of ggml type `type` is multiplied with.
+inline int pack_mode_for(int type) {
+    if (type == 3 || type == 7) return kPackQ8_1;
+    if (type >= 10 && type <= 14) return kPackQ8K;
+    return kPackQ8_0;
+}
+
 /// Destination of a row-finishing kernel: any of the three may be null.
 struct RowOut {
     float* f = nullptr;     // (n_rows, dim) f32
     uint16_t* h = nullptr;  // (n_rows, dim) f16 (for the cuBLAS path)
     int8_t* q = nullptr;    // (n_rows, dim) int8 codes
     float4* d = nullptr;    // (n_rows, dim / 32) scales and sums
+    int mode = kPackQ8_0;   // packing of q/d (Q8K needs dim % 256 == 0)
 };
 
 // ---- pack.cu
@@ -107,8 +119,11 @@ void attention(const AttnJob& j, int n_rows, cudaStream_t s);
 // ---- misc.cu
 /// out[i] = x[rows[i]] (rows of dim floats).
 void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t s);
-/// tokens[i] = argmax of logits row i (first index on ties).
-void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, cudaStream_t s);
+/// tokens[i] = argmax of logits row i (first index on ties); two launches (partial maxima over
+/// spans of the vocabulary, then one warp per row). scratch: argmax_scratch_bytes.
+size_t argmax_scratch_bytes(int n_rows, int n_vocab);
+void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, void* scratch,
+                 cudaStream_t s);
 /// x = cap * tanh(x / cap).
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
 /// Convert f32 to f16 (n elements).

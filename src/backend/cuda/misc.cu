@@ -21,11 +21,9 @@ __device__ __forceinline__ void better(float& v, int& i, float v2, int i2) {
     }
 }
 
-__global__ void argmax_kernel(const float* __restrict__ logits, int n_vocab, int32_t* out) {
-    const float* l = logits + static_cast<size_t>(blockIdx.x) * n_vocab;
-    float bv = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < n_vocab; i += blockDim.x) better(bv, bi, l[i], i);
+constexpr int kArgmaxSpan = 8192;  // logits per stage-1 block
+
+__device__ __forceinline__ void block_best(float& bv, int& bi) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -40,10 +38,37 @@ __global__ void argmax_kernel(const float* __restrict__ logits, int n_vocab, int
         si[w] = bi;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k) better(bv, bi, sv[k], si[k]);
-        out[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
+}
+
+// Stage 1: block (row, p) finds the best of logits [p * span, (p + 1) * span).
+__global__ void argmax_part_kernel(const float* __restrict__ logits, int n_vocab, float2* part) {
+    const float* l = logits + static_cast<size_t>(blockIdx.x) * n_vocab;
+    const int lo = blockIdx.y * kArgmaxSpan, hi = min(n_vocab, lo + kArgmaxSpan);
+    float bv = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) better(bv, bi, l[i], i);
+    block_best(bv, bi);
+    if (threadIdx.x == 0)
+        part[blockIdx.x * gridDim.y + blockIdx.y] = make_float2(bv, __int_as_float(bi));
+}
+
+// Stage 2: one warp per row over the row's partial results.
+__global__ void argmax_final_kernel(const float2* part, int n_part, int32_t* out) {
+    float bv = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int p = threadIdx.x; p < n_part; p += 32) {
+        const float2 v = part[blockIdx.x * n_part + p];
+        better(bv, bi, v.x, __float_as_int(v.y));
     }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int i2 = __shfl_xor_sync(0xffffffffu, bi, o);
+        better(bv, bi, v2, i2);
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
 }
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
@@ -61,8 +86,15 @@ __global__ void f2h_kernel(const float* x, uint16_t* y, int64_t n) {
 void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t s) {
     gather_kernel<<<n, 256, 0, s>>>(x, rows, dim, out);
 }
-void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, cudaStream_t s) {
-    argmax_kernel<<<n_rows, 1024, 0, s>>>(logits, n_vocab, tokens);
+size_t argmax_scratch_bytes(int n_rows, int n_vocab) {
+    return static_cast<size_t>(n_rows) * ((n_vocab + kArgmaxSpan - 1) / kArgmaxSpan) * sizeof(float2);
+}
+void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, void* scratch,
+                 cudaStream_t s) {
+    const int n_part = (n_vocab + kArgmaxSpan - 1) / kArgmaxSpan;
+    float2* part = static_cast<float2*>(scratch);
+    argmax_part_kernel<<<dim3(n_rows, n_part), 256, 0, s>>>(logits, n_vocab, part);
+    argmax_final_kernel<<<n_rows, 32, 0, s>>>(part, n_part, tokens);
 }
 void softcap(float* x, int64_t n, float cap, cudaStream_t s) {
     softcap_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(x, n, cap);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/activations.h"
 #include "backend/cuda/cublas_lib.h"
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
@@ -27,6 +28,7 @@
 #include "model/config.h"
 #include "model/tensor_names.h"
 #include "quant/types.h"
+#include "runtime/forward_hooks.h"
 
 namespace zinc::cuda {
 namespace {
@@ -97,11 +99,24 @@ class CudaRunner final : public model::Runner {
     Result<const float*> upload_f32(const std::string& name, bool required);
     void* dalloc(size_t bytes, cudaError_t& err);
     void enqueue_step(int n_rows, int n_out);
-    void finish_rows(const float* x, const float* w, int n_rows, int dim);  // norm (w) or pack
-    void glu(int n_rows);
+    // Norm (w) or plain copy of x into xf_, packed for weights of type `type` (aq_/ad_ or xh_).
+    void finish_rows(const float* x, const float* w, int n_rows, int dim, int type);
+    void glu(int n_rows, int il, int type);
+    RowOut row_out(int n_rows, int type);
+    int packed_mode_ = -1;  // packing now in aq_/ad_
     void proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats, int n_rows,
               int k, bool accumulate);
+    // Evidence (runtime/forward_hooks.h): every kernel launch is counted with its op and bytes;
+    // a replayed CUDA graph adds the tally recorded when it was captured.
+    void launched(runtime::Op op, uint64_t w_bytes, uint64_t a_bytes) {
+        ++launches_;
+        tally_.add(runtime::Device::Cuda, op, w_bytes, a_bytes);
+    }
+    // Fault injection and intermediate capture of residual-stream rows x (n_rows, dim).
+    void observe(const char* name, int il, float* x, int n_rows, int dim);
     int launches_ = 0;
+    runtime::OpTally tally_;
+    std::map<int, runtime::OpTally> graph_tally_;
 
     const ArchModel& model_;
     const ModelConfig& cfg_;
@@ -131,10 +146,16 @@ class CudaRunner final : public model::Runner {
     uint16_t* wdq_ = nullptr;  // dequantized weight scratch (GEMM path)
     size_t wdq_elems_ = 0;
     int32_t* tok_out_ = nullptr;
+    void* argmax_scratch_ = nullptr;
 
     // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][bt max_bt]
     int32_t* meta_d_ = nullptr;
     int32_t* meta_h_ = nullptr;  // pinned
+    // Pinned landing buffers for the step's results (a copy to pageable memory would block the
+    // host until the copy, i.e. the whole step, is done): tokens (R), logits (max_seqs rows).
+    int32_t* tok_h_ = nullptr;
+    float* logits_h_ = nullptr;
+    size_t logits_h_rows_ = 0;
     int max_bt_ = 0;
     int32_t *d_tokens_ = nullptr, *d_pos_ = nullptr, *d_slot_ = nullptr, *d_rowbt_ = nullptr,
             *d_out_ = nullptr, *d_bt_ = nullptr;
@@ -151,6 +172,8 @@ CudaRunner::~CudaRunner() {
     for (auto& [n, g] : graphs_) cudaGraphExecDestroy(g);
     for (void* p : allocs_) cudaFree(p);
     if (meta_h_) cudaFreeHost(meta_h_);
+    if (tok_h_) cudaFreeHost(tok_h_);
+    if (logits_h_) cudaFreeHost(logits_h_);
     if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -312,6 +335,8 @@ Result<void> CudaRunner::init() {
     CU_TRY("alloc", e);
     tok_out_ = static_cast<int32_t*>(dalloc(R * sizeof(int32_t), e));
     CU_TRY("alloc", e);
+    argmax_scratch_ = dalloc(argmax_scratch_bytes(R_, c.n_vocab), e);
+    CU_TRY("alloc", e);
     if (cublas_.ok() && R_ > dmmv_max_rows_) {
         wdq_ = static_cast<uint16_t*>(dalloc(wdq_elems_ * 2, e));
         if (e != cudaSuccess)
@@ -323,6 +348,10 @@ Result<void> CudaRunner::init() {
     meta_d_ = static_cast<int32_t*>(dalloc(meta_n * sizeof(int32_t), e));
     CU_TRY("alloc", e);
     CU_TRY("pinned alloc", cudaMallocHost(&meta_h_, meta_n * sizeof(int32_t)));
+    CU_TRY("pinned alloc", cudaMallocHost(&tok_h_, R * sizeof(int32_t)));
+    logits_h_rows_ = static_cast<size_t>(std::max(1, opts_.max_seqs));
+    CU_TRY("pinned alloc",
+           cudaMallocHost(&logits_h_, logits_h_rows_ * c.n_vocab * sizeof(float)));
     d_tokens_ = meta_d_;
     d_pos_ = meta_d_ + R;
     d_slot_ = meta_d_ + 2 * R;
@@ -334,39 +363,79 @@ Result<void> CudaRunner::init() {
     return {};
 }
 
-void CudaRunner::finish_rows(const float* x, const float* w, int n_rows, int dim) {
+RowOut CudaRunner::row_out(int n_rows, int type) {
     RowOut o;
     o.f = xf_;
-    if (n_rows > dmmv_max_rows_ && cublas_.ok()) o.h = xh_;
-    else {
+    if (n_rows > dmmv_max_rows_ && cublas_.ok()) {
+        o.h = xh_;
+    } else {
         o.q = aq_;
         o.d = ad_;
+        o.mode = pack_mode_for(type);
+        packed_mode_ = o.mode;
     }
+    return o;
+}
+
+void CudaRunner::finish_rows(const float* x, const float* w, int n_rows, int dim, int type) {
+    RowOut o = row_out(n_rows, type);
     if (!w) {
         pack_rows(x, n_rows, dim, o, stream_);
+        launched(runtime::Op::Pack, 0, 2ull * n_rows * dim * sizeof(float));
     } else if (fused_norm_) {
         rms_norm_out(x, w, cfg_.rms_eps, n_rows, dim, o, stream_);
+        launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
     } else {
         RowOut f;
         f.f = xf_;
         rms_norm_out(x, w, cfg_.rms_eps, n_rows, dim, f, stream_);
+        launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
         o.f = nullptr;
         pack_rows(xf_, n_rows, dim, o, stream_);
-        ++launches_;
+        launched(runtime::Op::Pack, 0, 2ull * n_rows * dim * sizeof(float));
     }
-    ++launches_;
 }
 
-void CudaRunner::glu(int n_rows) {
-    RowOut o;
-    o.f = xf_;
-    if (n_rows > dmmv_max_rows_ && cublas_.ok()) o.h = xh_;
-    else {
-        o.q = aq_;
-        o.d = ad_;
+void CudaRunner::glu(int n_rows, int il, int type) {
+    RowOut o = row_out(n_rows, type);
+    const uint64_t glu_bytes = 3ull * n_rows * cfg_.n_ff * sizeof(float);
+    runtime::ForwardHooks* h = opts_.hooks;
+    if (h && h->force_cpu("glu")) {
+        // ZINC_CPU_OPS=glu: act(gate) * up on the host (the CPU tier's kernel), then the packing
+        // launch the fused kernel would have done. Never inside a graph (needs_host()).
+        const size_t n = static_cast<size_t>(n_rows) * cfg_.n_ff;
+        std::vector<float> g(n), u(n);
+        cudaMemcpyAsync(g.data(), gate_, n * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaMemcpyAsync(u.data(), up_, n * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaStreamSynchronize(stream_);
+        if (gemma_) cpu::geglu(g.data(), u.data(), g.data(), static_cast<int64_t>(n));
+        else cpu::swiglu(g.data(), u.data(), g.data(), static_cast<int64_t>(n));
+        cudaMemcpyAsync(gate_, g.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_);
+        cudaStreamSynchronize(stream_);
+        tally_.add(runtime::Device::Cpu, runtime::Op::Glu, 0, glu_bytes);
+        h->fallback("glu", il);
+        pack_rows(gate_, n_rows, cfg_.n_ff, o, stream_);
+        launched(runtime::Op::Pack, 0, 2ull * n * sizeof(float));
+        return;
     }
     glu_out(gate_, up_, cfg_.n_ff, gemma_, n_rows, cfg_.n_ff, o, stream_);
-    ++launches_;
+    launched(runtime::Op::Glu, 0, glu_bytes);
+}
+
+void CudaRunner::observe(const char* name, int il, float* x, int n_rows, int dim) {
+    runtime::ForwardHooks* h = opts_.hooks;
+    if (!h) return;
+    if (h->corrupts(name, il)) {  // ZINC_TEST_CORRUPT (test-only): row 0 becomes 1 - x
+        std::vector<float> row(dim);
+        cudaMemcpyAsync(row.data(), x, dim * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaStreamSynchronize(stream_);
+        for (float& v : row) v = runtime::corrupt_value(v);
+        cudaMemcpyAsync(x, row.data(), dim * sizeof(float), cudaMemcpyHostToDevice, stream_);
+        cudaStreamSynchronize(stream_);
+    }
+    if (float* dst = h->capture(name, il, n_rows, dim))
+        cudaMemcpyAsync(dst, x, static_cast<size_t>(n_rows) * dim * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream_);
 }
 
 // Projections of the activations last finished (xf_/aq_/xh_) through n_mats weights of row
@@ -379,12 +448,13 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             const void* w = m.d;
             if (m.type != 1) {  // not F16: dequantize the whole matrix first
                 dequant_f16(m.type, m.d, m.row_bytes, static_cast<int>(m.n), k, wdq_, stream_);
-                ++launches_;
+                launched(runtime::Op::Dequant, m.row_bytes * m.n, 2ull * m.n * k);
                 w = wdq_;
             }
             cublas_.gemm_f16(stream_, static_cast<int>(m.n), n_rows, k, w, xh_, ys[i], ldys[i],
                              accumulate ? 1.f : 0.f);
-            ++launches_;
+            launched(runtime::Op::Matmul, 2ull * m.n * k,
+                     2ull * n_rows * k + (accumulate ? 8ull : 4ull) * n_rows * m.n);
         }
         return;
     }
@@ -393,7 +463,10 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
         MatJob jobs[3];
         int nj = 0;
         const int type = mats[i]->type;
+        uint64_t w_bytes = 0, out_elems = 0;
         do {
+            w_bytes += mats[i]->row_bytes * mats[i]->n;
+            out_elems += static_cast<uint64_t>(mats[i]->n) * n_rows;
             jobs[nj].w = mats[i]->d;
             jobs[nj].row_bytes = mats[i]->row_bytes;
             jobs[nj].n_out = static_cast<int>(mats[i]->n);
@@ -403,7 +476,8 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             ++i;
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
         dmmv(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
-        ++launches_;
+        launched(runtime::Op::Matmul, w_bytes,
+                 4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
     }
 }
 
@@ -412,10 +486,10 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
     const int E = c.n_embd;
     get_rows(tok_embd_.type, tok_embd_.d, tok_embd_.row_bytes, d_tokens_, n_rows, E,
              gemma_ ? std::sqrt(static_cast<float>(E)) : 1.0f, x_, stream_);
-    ++launches_;
+    launched(runtime::Op::Embed, tok_embd_.row_bytes * n_rows, 4ull * n_rows * E);
     for (int il = 0; il < c.n_layer; ++il) {
         const Layer& L = layers_[il];
-        finish_rows(x_, L.attn_norm, n_rows, E);
+        finish_rows(x_, L.attn_norm, n_rows, E, L.wq.type);
         {
             const DevMat* m[3] = {&L.wq, &L.wk, &L.wv};
             float* ys[3] = {q_, k_, v_};
@@ -450,7 +524,9 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         rj.k_cache = k_cache_ + layer_k_elems_ * il;
         rj.v_cache = v_cache_ + layer_v_elems_ * il;
         rope_kv(rj, n_rows, stream_);
-        ++launches_;
+        launched(runtime::Op::RopeKv, 0,
+                 8ull * n_rows * (c.q_dim() + c.kv_dim_k() + c.kv_dim_v()) +
+                     2ull * n_rows * (c.kv_dim_k() + c.kv_dim_v()));
 
         AttnJob aj;
         aj.q = q_;
@@ -471,9 +547,11 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         aj.bt = d_bt_;
         aj.max_pos = opts_.max_seq_len;
         attention(aj, n_rows, stream_);
-        ++launches_;
+        // + the K/V rows read, added per step in run() (they grow with the positions, and a
+        // replayed graph's tally is the one recorded at capture)
+        launched(runtime::Op::Attention, 0, 4ull * n_rows * (c.q_dim() + c.attn_out_dim()));
 
-        finish_rows(attn_, nullptr, n_rows, c.attn_out_dim());
+        finish_rows(attn_, nullptr, n_rows, c.attn_out_dim(), L.wo.type);
         {
             const DevMat* m[1] = {&L.wo};
             float* ys[1] = {gemma_ ? h_ : x_};
@@ -482,16 +560,18 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         }
         if (gemma_) {
             add_rms_norm(x_, h_, L.post_attn_norm, c.rms_eps, n_rows, E, stream_);
-            ++launches_;
+            launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
         }
-        finish_rows(x_, L.ffn_norm, n_rows, E);
+        const bool all_rows_out = n_out == n_rows;  // the CPU tier's last layer has n_out rows
+        if (il + 1 < c.n_layer || all_rows_out) observe("ffn_inp", il, x_, n_rows, E);
+        finish_rows(x_, L.ffn_norm, n_rows, E, L.gate.type);
         {
             const DevMat* m[2] = {&L.gate, &L.up};
             float* ys[2] = {gate_, up_};
             const int ld[2] = {c.n_ff, c.n_ff};
             proj(m, ys, ld, 2, n_rows, E, false);
         }
-        glu(n_rows);
+        glu(n_rows, il, L.down.type);
         {
             const DevMat* m[1] = {&L.down};
             float* ys[1] = {gemma_ ? h_ : x_};
@@ -500,21 +580,24 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         }
         if (gemma_) {
             add_rms_norm(x_, h_, L.post_ffn_norm, c.rms_eps, n_rows, E, stream_);
-            ++launches_;
+            launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
         }
+        if (il + 1 < c.n_layer || all_rows_out) observe("l_out", il, x_, n_rows, E);
     }
     if (n_out == 0) return;
     gather_rows(x_, d_out_, n_out, E, xo_, stream_);
-    ++launches_;
-    finish_rows(xo_, output_norm_, n_out, E);
+    launched(runtime::Op::Gather, 0, 8ull * n_out * E);
+    if (n_out != n_rows) observe("l_out", c.n_layer - 1, xo_, n_out, E);
+    finish_rows(xo_, output_norm_, n_out, E, output_.type);
     {
         const DevMat* m[1] = {&output_};
         float* ys[1] = {logits_};
         const int ld[1] = {c.n_vocab};
         proj(m, ys, ld, 1, n_out, E, false);
     }
-    argmax_rows(logits_, n_out, c.n_vocab, tok_out_, stream_);
-    ++launches_;
+    argmax_rows(logits_, n_out, c.n_vocab, tok_out_, argmax_scratch_, stream_);
+    launched(runtime::Op::Argmax, 0, 4ull * n_out * c.n_vocab);
+    ++launches_;  // argmax is two launches
 }
 
 Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* tokens) {
@@ -590,7 +673,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     CU_TRY("metadata", cudaMemcpyAsync(meta_d_, meta_h_, (5 * R + n_bt) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, stream_));
     launches_ = 0;
-    const bool graph = use_graph_ && all_decode && n_rows <= dmmv_max_rows_;
+    tally_ = runtime::OpTally{};
+    runtime::ForwardHooks* hooks = opts_.hooks;
+    const bool graph = use_graph_ && all_decode && n_rows <= dmmv_max_rows_ &&
+                       !(hooks && hooks->needs_host());
     if (graph) {
         auto it = graphs_.find(n_rows);
         if (it == graphs_.end()) {
@@ -603,8 +689,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
             cudaGraphDestroy(g);
             CU_TRY("graph instantiate", e);
             it = graphs_.emplace(n_rows, ge).first;
+            graph_tally_[n_rows] = tally_;
             ++stats_.graph_captures;
         }
+        tally_ = graph_tally_[n_rows];  // the kernels the graph launches, counted per replay
         CU_TRY("graph launch", cudaGraphLaunch(it->second, stream_));
         ++stats_.graph_replays;
         launches_ = 1;
@@ -612,19 +700,25 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         enqueue_step(n_rows, n_out);
     }
     CU_TRY("kernel launch", cudaGetLastError());
+    const size_t n_logits = static_cast<size_t>(n_out) * c.n_vocab;
+    const bool pinned_logits = static_cast<size_t>(n_out) <= logits_h_rows_;
     if (n_out > 0) {
         if (logits)
-            CU_TRY("logits", cudaMemcpyAsync(logits, logits_,
-                                             static_cast<size_t>(n_out) * c.n_vocab * sizeof(float),
-                                             cudaMemcpyDeviceToHost, stream_));
+            CU_TRY("logits", cudaMemcpyAsync(pinned_logits ? logits_h_ : logits, logits_,
+                                             n_logits * sizeof(float), cudaMemcpyDeviceToHost,
+                                             stream_));
         if (tokens)
-            CU_TRY("tokens", cudaMemcpyAsync(tokens, tok_out_, n_out * sizeof(int32_t),
+            CU_TRY("tokens", cudaMemcpyAsync(tok_h_, tok_out_, n_out * sizeof(int32_t),
                                              cudaMemcpyDeviceToHost, stream_));
     }
     const auto t1 = Clock::now();
     CU_TRY("forward", cudaStreamSynchronize(stream_));
+    if (n_out > 0 && logits && pinned_logits)
+        std::memcpy(logits, logits_h_, n_logits * sizeof(float));
+    if (n_out > 0 && tokens) std::memcpy(tokens, tok_h_, n_out * sizeof(int32_t));
     stats_.launches_last_step = launches_;
     stats_.host_us_last_step = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    if (hooks) hooks->step += tally_;
     return {};
 }
 

@@ -1,0 +1,187 @@
+// zinc/tests/cuda/bench_runner.cpp — pp512 / tg128 of the CUDA Runner (as llama-bench defines
+// them: a 512-token prompt into an empty KV cache; 128 single-token decode steps from an empty
+// cache), median of -r repetitions after a warm-up, plus the bandwidth bound.
+//
+//   cuda_bench_runner -m MODEL.gguf [-r 5] [--copy-bw]
+//
+// Prints one line per test: model, test, tok/s, ms, launches per step, host µs per step, and
+// decode bytes per token / measured copy bandwidth (percent of the bound). Env opt-outs
+// (ZINC_CUDA_GRAPH=0 ...) apply, so before/after numbers come from two runs.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_tier.h"
+#include "gguf/gguf.h"
+#include "model/batch.h"
+#include "model/model.h"
+
+using namespace zinc;
+namespace cu = zinc::cuda;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second), 2 GiB, median of 10.
+double copy_bw() {
+    const size_t n = size_t(2) << 30;
+    void *a = nullptr, *b = nullptr;
+    if (cudaMalloc(&a, n) != cudaSuccess || cudaMalloc(&b, n) != cudaSuccess) return 0;
+    cudaMemset(a, 1, n);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<double> t;
+    for (int i = 0; i < 12; ++i) {
+        cudaEventRecord(e0);
+        cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (i >= 2) t.push_back(ms);
+    }
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * n / (median(t) * 1e-3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string path;
+    int reps = 5;
+    bool bw = false;
+    bool profile = false;  // a 16-token prefill and 8 decode steps only (for ncu)
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-m" && i + 1 < argc) path = argv[++i];
+        else if (a == "-r" && i + 1 < argc) reps = std::atoi(argv[++i]);
+        else if (a == "--copy-bw") bw = true;
+        else if (a == "--profile") profile = true;
+    }
+    const cu::Probe p = cu::probe();
+    if (p.devices.empty()) {
+        std::printf("SKIP: %s\n", p.reason.c_str());
+        return 77;
+    }
+    if (bw) {
+        std::printf("copy bandwidth (d2d, read+write): %.0f GB/s\n", copy_bw() / 1e9);
+        if (path.empty()) return 0;
+    }
+    auto f = gguf::File::open(path);
+    if (!f) {
+        std::printf("error: %s\n", f.error().message.c_str());
+        return 2;
+    }
+    auto m = model::Model::load(*f.value(), {});
+    if (!m) {
+        std::printf("error: %s\n", m.error().message.c_str());
+        return 2;
+    }
+    const model::Model& model = *m.value();
+    const int V = model.n_vocab();
+    // Bytes a decode step streams: every tensor but the embedding table (one row is read),
+    // unless the embedding is also the LM head (tied).
+    size_t bytes = 0;
+    const bool tied = f.value()->find_tensor("output.weight") == nullptr;
+    for (const auto& t : f.value()->tensors())
+        if (t.name != "token_embd.weight" || tied) bytes += t.n_bytes;
+
+    model::RunnerOptions ro;
+    ro.block_size = 16;
+    ro.max_seq_len = 1024;
+    ro.n_blocks = 64;
+    ro.max_batch_tokens = 512;
+    ro.max_seqs = 1;
+    const auto tl0 = Clock::now();
+    auto rr = cu::create_runner(model, ro, {});
+    if (!rr) {
+        std::printf("error: %s\n", rr.error().message.c_str());
+        return 1;
+    }
+    const double load_s = std::chrono::duration<double>(Clock::now() - tl0).count();
+    model::Runner& r = *rr.value();
+    std::vector<int32_t> table(64);
+    std::iota(table.begin(), table.end(), 0);
+    std::vector<int32_t> prompt(512);
+    for (int i = 0; i < 512; ++i) prompt[i] = (i * 7919 + 13) % V;
+    std::vector<int32_t> out(512);
+
+    auto pp = [&]() -> double {
+        model::BatchSeq q;
+        q.n_tokens = 512;
+        q.block_table = table;
+        model::Batch b{prompt, std::span<const model::BatchSeq>(&q, 1)};
+        const auto t0 = Clock::now();
+        if (!cu::forward_argmax(r, b, out.data()).ok()) std::exit(1);
+        return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    double launches = 0, host_us = 0;
+    auto tg = [&](bool collect) -> double {
+        int32_t tok = 1;
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 128; ++i) {
+            model::BatchSeq q;
+            q.n_tokens = 1;
+            q.pos0 = i;
+            q.block_table = table;
+            model::Batch b{std::span<const int32_t>(&tok, 1), std::span<const model::BatchSeq>(&q, 1)};
+            if (auto e = cu::forward_argmax(r, b, &tok); !e.ok()) {
+                std::printf("error: %s\n", e.error().message.c_str());
+                std::exit(1);
+            }
+            if (collect) {
+                const auto st = cu::runner_stats(r);
+                launches += st.launches_last_step;
+                host_us += st.host_us_last_step;
+            }
+        }
+        return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    if (profile) {
+        model::BatchSeq q;
+        q.n_tokens = 16;
+        q.block_table = table;
+        model::Batch b{std::span<const int32_t>(prompt.data(), 16), std::span<const model::BatchSeq>(&q, 1)};
+        int32_t tok = 0;
+        if (!cu::forward_argmax(r, b, &tok).ok()) return 1;
+        for (int i = 0; i < 8; ++i) {
+            model::BatchSeq d;
+            d.n_tokens = 1;
+            d.pos0 = 16 + i;
+            d.block_table = table;
+            model::Batch bd{std::span<const int32_t>(&tok, 1), std::span<const model::BatchSeq>(&d, 1)};
+            if (!cu::forward_argmax(r, bd, &tok).ok()) return 1;
+        }
+        std::printf("profile run done\n");
+        return 0;
+    }
+    pp();
+    tg(false);  // warm-up (captures the decode graph)
+    std::vector<double> tp, tt;
+    for (int i = 0; i < reps; ++i) tp.push_back(pp());
+    for (int i = 0; i < reps; ++i) tt.push_back(tg(i == 0));
+    const double pp_s = median(tp), tg_s = median(tt);
+    const double st_launch = launches / 128, st_host = host_us / 128;
+    const std::string base = path.substr(path.find_last_of('/') + 1);
+    const char* graph = std::getenv("ZINC_CUDA_GRAPH");
+    std::printf("zinc | %s | pp512 | %.1f tok/s | %.2f ms\n", base.c_str(), 512 / pp_s, pp_s * 1e3);
+    std::printf("zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us host/step "
+                "(enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
+                base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
+                graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0, load_s);
+    return 0;
+}
