@@ -54,6 +54,10 @@ struct RunnerOptions {
     int32_t max_seqs = 16;         // most sequences in one forward
     int32_t max_seq_len = 4096;    // longest sequence (positions) the attention scratch allows
     int n_threads = 0;             // CPU tier: 0 = all hardware threads
+    /// A row's results must not depend on which other rows share the step (EngineOptions::
+    /// batch_invariant). The CPU tier is batch-invariant always (docs/engine.md); a tier whose
+    /// fast kernels are not must switch to ones that are when this is set.
+    bool batch_invariant = false;
     /// Optional (not owned, must outlive the Runner): the forward pass counts every op it runs
     /// here, captures named intermediates for validation and honours the runtime's debug/test
     /// switches (runtime/forward_hooks.h). nullptr: no accounting.
