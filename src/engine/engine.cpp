@@ -221,7 +221,18 @@ class EngineImpl : public Engine {
             finish(s, FinishReason::Context, {}, &ev);
         } else {
             ev.usage = s.usage;
-            s.sink(ev);
+            if (!deliver(s.sink, ev)) finish(s, FinishReason::Error, "the event sink threw");
+        }
+    }
+
+    // Call a sink; an exception from it must not take the step thread (and every other
+    // request) down: it is caught and reported as false.
+    static bool deliver(const EventSink& sink, const Event& ev) {
+        try {
+            sink(ev);
+            return true;
+        } catch (...) {
+            return false;
         }
     }
 
@@ -243,7 +254,7 @@ class EngineImpl : public Engine {
         EventSink sink = std::move(s.sink);
         live_.erase(id);  // s is gone from here on
         publish();        // stats() reflects the release before the caller hears of it
-        if (sink) sink(ev);
+        if (sink) deliver(sink, ev);
     }
 
     void publish() {
@@ -335,6 +346,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     ro.max_seqs = std::min(opts.n_parallel, opts.max_batch_tokens);
     ro.max_seq_len = opts.n_ctx;
     ro.n_threads = opts.n_threads;
+    ro.batch_invariant = opts.batch_invariant;
     Result<std::unique_ptr<model::Runner>> runner =
         opts.make_runner ? opts.make_runner(ro) : model::Runner::create_cpu(model, ro);
     if (!runner) return runner.error();

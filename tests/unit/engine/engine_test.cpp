@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -544,4 +545,27 @@ TEST(Engine, CreateRejectsAPoolSmallerThanOneSequence) {
     auto eng = ze::Engine::create(model, o);
     ASSERT_FALSE(eng.ok());
     EXPECT_NE(eng.error().message.find("cannot hold one full sequence"), std::string::npos);
+}
+
+TEST(Engine, ThrowingSinkEndsOnlyItsRequest) {
+    NEED_MODEL();
+    const auto prompt = prompt_of(14, 10, model.n_vocab());
+    const auto expect = context_greedy(model, prompt, 6);
+    auto eng = ze::Engine::create(model, base_options());
+    ASSERT_TRUE(eng.ok());
+    Collector bad_final, good;
+    auto inner = bad_final.sink();
+    int calls = 0;
+    auto r = eng.value()->submit(greedy(prompt, 6), [&](const ze::Event& ev) {
+        inner(ev);
+        if (++calls == 2) throw std::runtime_error("client went away");
+    });
+    ASSERT_TRUE(std::holds_alternative<ze::RequestId>(r));
+    submit_ok(*eng.value(), greedy(prompt, 6), good);
+    ASSERT_TRUE(bad_final.wait() && good.wait());
+    EXPECT_EQ(bad_final.reason, ze::FinishReason::Error);
+    EXPECT_EQ(good.reason, ze::FinishReason::Length);
+    EXPECT_EQ(good.ids(), expect);
+    const ze::EngineStats s = eng.value()->stats();
+    EXPECT_EQ(s.kv_blocks_used, 0);
 }
