@@ -1,0 +1,269 @@
+// zinc/cli/serve.cpp — `zinc serve -m FILE` (and `zinc -m FILE` without a prompt): load the
+// model, start the engine (continuous batching over a paged KV cache) and the OpenAI-compatible
+// HTTP server (src/server), print one "listening on" line, and run until SIGINT/SIGTERM, which
+// stop accepting, cancel what is in flight and exit 0. Flags and endpoints: docs/server.md.
+#include <CLI/CLI.hpp>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "cli/chat_prompt.h"
+#include "cli/cli.h"
+#include "cli/default_model.h"
+#include "cli/host_info.h"
+#include "cli/model_loader.h"
+#include "cli/sampling_flags.h"
+#include "cli/validators.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+
+namespace zinc::cli {
+
+namespace {
+
+struct ServeOptions {
+    std::string model_path;  // empty: the default model
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    int n_parallel = 4;
+    int n_ctx = 4096;  // per sequence; 0: the model's training context
+    int kv_blocks = 0;
+    double kv_memory_mib = 0;
+    int block_size = 16;
+    int max_batch_tokens = 512;
+    int n_threads = 0;
+    int max_queue = 256;
+    bool no_prefix_cache = false;
+    bool batch_invariant = false;
+    std::vector<std::string> api_keys;
+    std::string alias;
+    double max_body_mib = 8;
+    int http_threads = 0;
+    engine::SamplerOptions sampling;
+};
+
+std::string format_mib(size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+// The served model's name: --alias, else the file name without ".gguf".
+std::string model_id_for(const std::string& path, const std::string& alias) {
+    if (!alias.empty()) return alias;
+    std::string name = std::filesystem::path(path).filename().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0)
+        name.resize(name.size() - 5);
+    return name;
+}
+
+int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
+    auto resolved = resolve_model_path(o.model_path);
+    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    const std::string path = resolved.value();
+    const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
+    LoaderOptions lo;
+    lo.n_threads = n_threads;
+    lo.chat_template = true;
+    lo.release_metadata = true;
+    auto loaded = load_model(path, lo);
+    if (!loaded) return report_error(loaded.error().message);
+    LoadedModel& m = loaded.value();
+    auto tmpl = parse_model_template(m);
+    if (!tmpl) return report_error(tmpl.error().message);
+
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
+    const size_t block_bytes = m.model->kv_cache_bytes(o.block_size);
+    int kv_blocks = o.kv_blocks;
+    if (kv_blocks == 0 && o.kv_memory_mib > 0) {
+        kv_blocks = static_cast<int>(o.kv_memory_mib * 1024 * 1024 / static_cast<double>(block_bytes));
+        if (kv_blocks < 1)
+            return report_error("--kv-memory " + fmt_real(o.kv_memory_mib) +
+                                " MiB holds no KV block of " + format_mib(block_bytes));
+    }
+    const int blocks_per_seq = (n_ctx + o.block_size - 1) / o.block_size;
+    if (kv_blocks > 0 && kv_blocks < blocks_per_seq)
+        return report_error("the KV pool of " + std::to_string(kv_blocks) + " blocks (" +
+                            std::to_string(kv_blocks * o.block_size) +
+                            " positions) cannot hold one full sequence of --context " +
+                            std::to_string(n_ctx) + "; raise --kv-blocks/--kv-memory or lower -c");
+    const int planned_blocks = kv_blocks > 0 ? kv_blocks : blocks_per_seq * o.n_parallel;
+    if (auto fit = check_memory_fit(*m.model, m.file->file_size(), planned_blocks * o.block_size,
+                                    "--kv-blocks/--kv-memory, -c/--context or --parallel");
+        !fit)
+        return report_error("KV pool of " + std::to_string(planned_blocks) + " blocks: " +
+                            fit.error().message);
+    warn_if_oversubscribed(o.n_threads);
+    if (n_ctx > m.model->n_ctx_train())
+        std::fprintf(stderr,
+                     "zinc: warning: -c %d exceeds the model's trained context of %d; quality "
+                     "will degrade past it\n",
+                     n_ctx, m.model->n_ctx_train());
+
+    engine::EngineOptions eo;
+    eo.n_parallel = o.n_parallel;
+    eo.n_ctx = n_ctx;
+    eo.n_kv_blocks = kv_blocks;
+    eo.block_size = o.block_size;
+    eo.max_batch_tokens = o.max_batch_tokens;
+    eo.max_queue = o.max_queue;
+    eo.prefix_cache = !o.no_prefix_cache;
+    eo.batch_invariant = o.batch_invariant;
+    eo.n_threads = n_threads;
+    for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
+        if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+
+    // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
+    // thread they hit: every thread created below inherits the blocked mask. A write to a client
+    // that has gone must fail with EPIPE, not kill the process.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    auto eng = engine::Engine::create(*m.model, eo);
+    if (!eng) return report_error(eng.error().message);
+    engine::Engine& engine = *eng.value();
+
+    server::ServedModel sm;
+    sm.engine = &engine;
+    sm.tok = m.tok.get();
+    const chat::ChatTemplate chat_tmpl = tmpl.value();
+    const LoadedModel* lm = &m;
+    sm.render_chat = [lm, chat_tmpl](const std::vector<chat::Message>& msgs) {
+        return chat_tokens(*lm, chat_tmpl, msgs, std::nullopt);
+    };
+    sm.chat_stop_strings = template_stop_strings(m);
+    sm.kv_block_bytes = block_bytes;
+    server::ServerOptions so;
+    so.host = o.host;
+    so.port = o.port;
+    so.api_keys = o.api_keys;
+    if (const char* env = std::getenv("ZINC_API_KEY"); env && *env) so.api_keys.push_back(env);
+    so.max_body_bytes = static_cast<size_t>(o.max_body_mib * 1024 * 1024);
+    so.http_threads = o.http_threads;
+    so.model_id = model_id_for(path, o.alias);
+    so.sampling = o.sampling;
+    if (seed_opt->count() > 0) so.default_seed = o.sampling.seed;
+    auto srv = server::HttpServer::create(std::move(sm), so);
+    if (!srv) {
+        engine.shutdown();
+        return report_error(srv.error().message, kExitFailure);
+    }
+    server::HttpServer& http = *srv.value();
+
+    const engine::EngineStats st = engine.stats();
+    std::fprintf(stderr,
+                 "zinc: listening on http://%s:%d (model '%s', %d slots x %d positions, %d KV "
+                 "blocks of %d = %s, prefix cache %s%s)\n",
+                 o.host.c_str(), http.port(), so.model_id.c_str(), eo.n_parallel, n_ctx,
+                 st.kv_blocks_total, eo.block_size,
+                 format_mib(static_cast<size_t>(st.kv_blocks_total) * block_bytes).c_str(),
+                 eo.prefix_cache ? "on" : "off", so.api_keys.empty() ? "" : ", API key required");
+    std::fflush(stderr);
+
+    std::thread waiter([&] {
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        std::fprintf(stderr, "zinc: %s: shutting down (in-flight requests are cancelled)\n",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        engine.shutdown();  // every pending request ends Cancelled; open streams end
+        http.stop();
+    });
+    const bool ok = http.run();
+    if (!ok) {
+        // The accept loop failed on its own: wake the waiter so it shuts the engine down.
+        pthread_kill(waiter.native_handle(), SIGTERM);
+    }
+    waiter.join();
+    engine.shutdown();
+    const engine::EngineStats end = engine.stats();
+    std::fprintf(stderr, "zinc: stopped after %llu requests (%llu cancelled)\n",
+                 static_cast<unsigned long long>(end.requests_finished + end.requests_cancelled),
+                 static_cast<unsigned long long>(end.requests_cancelled));
+    return ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+bool serves_by_default(int argc, char** argv) {
+    bool model = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "-p" || a == "--prompt" || a.starts_with("--prompt=") || a == "--check" ||
+            a == "--version" || a == "-h" || a == "--help")
+            return false;
+        if (a == "-m" || a == "--model" || a.starts_with("--model=")) model = true;
+    }
+    return model;
+}
+
+int serve_main(int argc, char** argv) {
+    ServeOptions o;
+    CLI::App app{"zinc serve: an OpenAI-compatible HTTP server (continuous batching, paged KV)",
+                 "zinc serve"};
+    app.footer("Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+               "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
+    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+    app.add_option("--port", o.port, "TCP port; 0: any free port")
+        ->check(int_in(0, 65535))
+        ->capture_default_str();
+    app.add_option("--parallel", o.n_parallel, "sequences running at once (slots)")
+        ->check(int_in(1, 1024))
+        ->capture_default_str();
+    app.add_option("-c,--context", o.n_ctx,
+                   "positions per sequence (prompt + generated); 0: the model's own")
+        ->check(int_in(0, 1 << 24))
+        ->capture_default_str();
+    auto* kvb = app.add_option("--kv-blocks", o.kv_blocks,
+                               "KV cache blocks in the pool; default: --parallel full contexts")
+                    ->check(int_in(1, 1 << 24));
+    app.add_option("--kv-memory", o.kv_memory_mib, "KV cache budget in MiB (instead of --kv-blocks)")
+        ->check(real_in(0.001, 1 << 24))
+        ->excludes(kvb);
+    app.add_option("--block-size", o.block_size, "positions per KV block")
+        ->check(int_in(1, 4096))
+        ->capture_default_str();
+    app.add_option("--max-batch-tokens", o.max_batch_tokens,
+                   "token budget of one engine step (decodes + prefill chunks)")
+        ->check(int_in(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
+        ->check(int_in(0, 1024))
+        ->capture_default_str();
+    app.add_option("--max-queue", o.max_queue,
+                   "requests waiting for a slot beyond which new ones get 429")
+        ->check(int_in(0, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--no-prefix-cache", o.no_prefix_cache, "do not reuse KV blocks of shared prefixes");
+    app.add_flag("--batch-invariant", o.batch_invariant,
+                 "results at temperature 0 independent of batching (slower; docs/server.md)");
+    app.add_option("--api-key", o.api_keys,
+                   "require 'Authorization: Bearer KEY' (repeatable; also $ZINC_API_KEY)");
+    app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
+    app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
+        ->check(real_in(0.001, 1024))
+        ->capture_default_str();
+    app.add_option("--http-threads", o.http_threads,
+                   "connection threads (each open connection holds one); 0: automatic")
+        ->check(int_in(0, 4096))
+        ->capture_default_str();
+    auto* seed_opt = add_sampling_flags(app, o.sampling);
+    seed_opt->description("seed for requests that give none (default: a random one each)");
+    if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    return serve(o, seed_opt);
+}
+
+}  // namespace zinc::cli
