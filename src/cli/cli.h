@@ -28,6 +28,12 @@ int bench_main(int argc, char** argv);
 /// `zinc synth --preset NAME [--type T] [--seed N] -o FILE`: a GGUF of a real model's shapes
 /// with seeded random weights (synth.cpp).
 int synth_main(int argc, char** argv);
+/// `zinc serve [-m FILE] [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible HTTP
+/// server (serve.cpp, docs/server.md).
+int serve_main(int argc, char** argv);
+/// True for `zinc -m FILE ...` without --prompt/--check/--version/--help: as in the seeds, a
+/// model with nothing to complete is served (serve_main takes the same argv).
+bool serves_by_default(int argc, char** argv);
 
 /// Print "zinc: error: <msg>" on one line to stderr and return `code`.
 int report_error(std::string_view msg, int code = kExitBadInput);
