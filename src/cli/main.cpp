@@ -1,5 +1,6 @@
-// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat) or to the default
-// generation command (run.cpp). Each subcommand owns its own flags.
+// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat, synth, serve)
+// or to the default generation command (run.cpp); `zinc -m FILE` without a prompt serves the
+// model. Each subcommand owns its own flags.
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -14,6 +15,8 @@ int dispatch(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "chat") == 0) return chat_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "synth") == 0) return synth_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return serve_main(argc - 1, argv + 1);
+    if (serves_by_default(argc, argv)) return serve_main(argc, argv);
     return run_main(argc, argv);
 }
 
