@@ -202,8 +202,9 @@ int run_main(int argc, char** argv) {
     RunOptions o;
     CLI::App app{"zinc: run a GGUF language model on the CPU", "zinc"};
     app.footer(
-        "Subcommands: zinc chat [-m FILE] | zinc inspect FILE | zinc bench [-m FILE] (each has "
-        "--help).\n"
+        "Subcommands: zinc chat [-m FILE] | zinc serve [-m FILE] | zinc inspect FILE | zinc bench "
+        "[-m FILE] (each has --help).\n"
+        "zinc -m FILE without --prompt serves the model over HTTP, like zinc serve -m FILE.\n"
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
@@ -258,7 +259,9 @@ int run_main(int argc, char** argv) {
         c.n_threads = o.n_threads;
         return run_check(c);
     }
-    if (!app.count("--prompt")) return report_error("no prompt: pass --prompt TEXT (see --help)");
+    if (!app.count("--prompt"))
+        return report_error(
+            "no prompt: pass --prompt TEXT, or -m FILE alone to serve the model (see --help)");
     if (app.count("--system") && !o.chat)
         return report_error("--system is only used with --chat (the chat template's system turn)");
     if (o.raw && o.chat)
