@@ -52,10 +52,7 @@ void BlockManager::release(int32_t b) {
 
 int32_t BlockManager::make_writable(int32_t b, const std::function<void(int32_t, int32_t)>& copy) {
     ZINC_CHECK(ref_[b] > 0);
-    if (ref_[b] == 1) {
-        if (cache_.is_registered(b)) cache_.erase(b);
-        return b;
-    }
+    if (ref_[b] == 1 && !cache_.is_registered(b)) return b;
     const int32_t nb = allocate();
     if (nb < 0) return -1;
     copy(b, nb);

@@ -16,7 +16,8 @@
 //   the sequences' block tables by the scheduler);
 //   when no sequence is alive, every block is free or cached.
 // Copy-on-write: a sequence about to write into a block that another owner shares, or that the
-// prefix cache indexes, first gets a private copy (make_writable).
+// prefix cache indexes, first gets a private copy (make_writable). So a block is written only by
+// its single owner and only while unindexed, and an indexed block's K/V always match its hash.
 #pragma once
 
 #include <cstdint>
@@ -51,11 +52,12 @@ class BlockManager {
     /// One owner fewer; at 0, a registered block becomes cached, any other free.
     void release(int32_t b);
 
-    /// Make block b private and unindexed before a write: if another owner shares it, allocate a
-    /// new block, copy b into it (copy(src, dst), the Runner's copy_block), drop one reference
-    /// to b and return the new id; if only the caller owns it but the cache indexes it, drop the
-    /// index entry (its content is about to change) and return b. -1 when a copy is needed and
-    /// no block is available. Precondition: the caller owns b.
+    /// Make block b private and unindexed before a write (copy-on-write): if another owner
+    /// shares it or the prefix cache indexes it (a cached block's content never changes while
+    /// it is indexed), allocate a new block, copy b into it (copy(src, dst): the Runner's
+    /// copy_block), drop the caller's reference to b and return the new id; otherwise return b.
+    /// -1 when a copy is needed and no block is available (nothing changes then).
+    /// Precondition: the caller owns b.
     int32_t make_writable(int32_t b, const std::function<void(int32_t, int32_t)>& copy);
 
     /// Register a full, used block in the prefix cache (no-op when disabled or when the same

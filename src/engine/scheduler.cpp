@@ -61,9 +61,10 @@ bool Scheduler::reserve(Sequence& s, int32_t n) {
     const int32_t n_new = std::max<int32_t>(0, need - static_cast<int32_t>(s.blocks.size()));
     const int32_t first = s.n_computed / bs;  // block holding the first new position
     const bool in_table = first < static_cast<int32_t>(s.blocks.size());
-    const bool copy = in_table && bm_.ref_count(s.blocks[first]) > 1;
+    const bool copy = in_table && (bm_.ref_count(s.blocks[first]) > 1 ||
+                                   bm_.cache().is_registered(s.blocks[first]));
     if (bm_.n_available() < n_new + (copy ? 1 : 0)) return false;
-    if (in_table) {
+    if (copy) {
         const int32_t b = bm_.make_writable(s.blocks[first], copy_block_);
         ZINC_CHECK(b >= 0);
         s.blocks[first] = b;
@@ -106,18 +107,26 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
             hits.push_back(b);
         }
     }
-    const int32_t n_hit = static_cast<int32_t>(hits.size());
-    // Every token cached: recompute the last one (its logits are needed).
-    const int32_t n_cached = std::min(n_hit * bs, n_tok - 1);
-    const int32_t n = std::min(n_tok - n_cached, budget);
+    // Every token cached: the last one is recomputed (its logits are needed) into a private
+    // copy of the last block (copy-on-write; the cached original stays as it is). Without a
+    // block to spare for the copy, the last block is not shared but recomputed whole.
+    auto blocks_needed = [&](int32_t n_hit, int32_t& n_cached, int32_t& n) {
+        n_cached = std::min(n_hit * bs, n_tok - 1);
+        n = std::min(n_tok - n_cached, budget);
+        const int32_t need = (n_cached + n + bs - 1) / bs;
+        int32_t idle_hits = 0;
+        for (int32_t i = 0; i < n_hit; ++i) idle_hits += bm_.ref_count(hits[i]) == 0 ? 1 : 0;
+        const bool copy = n_hit * bs > n_cached;
+        return std::max(0, need - n_hit) + (copy ? 1 : 0) + idle_hits;
+    };
+    int32_t n_hit = static_cast<int32_t>(hits.size());
+    int32_t n_cached = 0, n = 0;
+    if (bm_.n_available() < blocks_needed(n_hit, n_cached, n) && n_hit * bs == n_tok) {
+        hits.pop_back();
+        --n_hit;
+    }
+    if (bm_.n_available() < blocks_needed(n_hit, n_cached, n)) return false;
     const int32_t end = n_cached + n;
-    const int32_t need = (end + bs - 1) / bs;
-    int32_t idle_hits = 0;
-    for (int32_t b : hits) idle_hits += bm_.ref_count(b) == 0 ? 1 : 0;
-    const bool full_hit = n_hit * bs > n_cached;
-    const bool copy = full_hit && bm_.ref_count(hits.back()) > 0;  // shared once we retain it
-    const int32_t n_new = std::max(0, need - n_hit) + (copy ? 1 : 0);
-    if (bm_.n_available() - idle_hits < n_new) return false;
 
     for (int32_t b : hits) bm_.retain(b);
     s.blocks = hits;

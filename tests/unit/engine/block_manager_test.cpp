@@ -63,21 +63,29 @@ TEST(BlockManager, CopyOnWriteOnlyWhenShared) {
     EXPECT_EQ(copies[0], std::make_pair(a, b));
     EXPECT_EQ(bm.ref_count(a), 1);
     EXPECT_EQ(bm.ref_count(b), 1);
-    // Indexed block with one owner: it leaves the index instead of being copied.
+    // Indexed block with one owner: copied too (an indexed block's content never changes); the
+    // original stays indexed and becomes cached when released.
     const auto t = toks(1, 4);
     const uint64_t h = ze::chain_hash(ze::kRootHash, t);
     ASSERT_TRUE(bm.register_full(a, h, ze::kRootHash, t));
-    EXPECT_EQ(bm.make_writable(a, copy), a);
-    EXPECT_EQ(copies.size(), 1u);
-    EXPECT_FALSE(bm.cache().is_registered(a));
-    EXPECT_EQ(bm.cache().lookup(h, ze::kRootHash, t), -1);
+    const int32_t a2 = bm.make_writable(a, copy);
+    ASSERT_GE(a2, 0);
+    EXPECT_NE(a2, a);
+    ASSERT_EQ(copies.size(), 2u);
+    EXPECT_EQ(copies[1], std::make_pair(a, a2));
+    EXPECT_EQ(bm.ref_count(a), 0);
+    EXPECT_TRUE(bm.cache().is_idle(a));
+    EXPECT_EQ(bm.cache().lookup(h, ze::kRootHash, t), a);
+    EXPECT_FALSE(bm.cache().is_registered(a2));
+    bm.retain(a);  // back from the cache
     // No block left for a copy: -1, nothing changes.
     bm.retain(a);
-    const int32_t c = bm.allocate(), d = bm.allocate();
+    const int32_t c = bm.allocate();
     ASSERT_GE(c, 0);
-    ASSERT_GE(d, 0);
+    EXPECT_EQ(bm.allocate(), -1);
     EXPECT_EQ(bm.make_writable(a, copy), -1);
     EXPECT_EQ(bm.ref_count(a), 2);
+    EXPECT_EQ(copies.size(), 2u);
     bm.check_invariants(std::vector<int32_t>{});
 }
 
@@ -198,12 +206,15 @@ TEST(BlockManager, RandomisedOperationsKeepInvariants) {
                         if (s.empty()) break;
                         const size_t i = rng() % s.size();
                         const int32_t old = s[i];
-                        const bool shared = bm.ref_count(old) > 1;
+                        const bool copy =
+                            bm.ref_count(old) > 1 || bm.cache().is_registered(old);
                         const int32_t nb = bm.make_writable(old, [](int32_t, int32_t) {});
                         if (nb < 0) {
-                            EXPECT_TRUE(shared);
+                            EXPECT_TRUE(copy);
+                            EXPECT_EQ(bm.n_available(), 0);
                             break;
                         }
+                        EXPECT_EQ(nb != old, copy);
                         s[i] = nb;
                         EXPECT_EQ(bm.ref_count(nb), 1);
                         EXPECT_FALSE(bm.cache().is_registered(nb));
