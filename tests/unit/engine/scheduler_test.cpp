@@ -244,3 +244,31 @@ TEST(Scheduler, FullPrefixHitRecomputesLastTokenInAPrivateCopy) {
     sched.check_invariants();
     EXPECT_EQ(bm.n_used(), 0);
 }
+
+TEST(Scheduler, FullHitWithoutASpareBlockRecomputesTheLastBlock) {
+    ze::BlockManager bm(2, 4, true);  // exactly one 8-token sequence
+    auto policy = ze::make_fcfs_policy();
+    int copies = 0;
+    ze::Scheduler sched({2, 64}, bm, *policy, [&](int32_t, int32_t) { ++copies; });
+    ze::RequestParams p;
+    p.prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+    p.max_tokens = 1;
+    ze::Sequence a(1, 1, p, nullptr), b(2, 2, p, nullptr);
+    sched.add(&a);
+    const ze::StepPlan s1 = sched.schedule();
+    sched.commit(s1);
+    sched.remove(&a);  // both blocks now cached
+    EXPECT_EQ(bm.n_cached(), 2);
+    sched.add(&b);
+    const ze::StepPlan s2 = sched.schedule();
+    ASSERT_EQ(s2.seqs.size(), 1u);
+    EXPECT_EQ(b.n_computed, 4);  // first block shared, second recomputed in place of a copy
+    EXPECT_EQ(s2.seqs[0].n_tokens, 4);
+    EXPECT_EQ(b.usage.cached_prompt_tokens, 4);
+    EXPECT_EQ(copies, 0);
+    sched.check_invariants();
+    sched.commit(s2);
+    sched.remove(&b);
+    sched.check_invariants();
+    EXPECT_EQ(bm.n_used(), 0);
+}
