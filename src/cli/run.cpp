@@ -26,6 +26,8 @@
 #include "cli/validators.h"
 #include "engine/sampler.h"
 #include "quant/quant.h"
+#include "runtime/evidence.h"
+#include "runtime/run_context.h"
 #include "tokenizer/text_stream.h"
 
 namespace zinc::cli {
@@ -46,6 +48,7 @@ struct RunOptions {
     std::vector<std::string> stops;  // stop strings (not printed)
     bool check = false;
     bool version = false;
+    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
     engine::SamplerOptions sampling;
 };
 
@@ -119,20 +122,26 @@ int generate(const RunOptions& o) {
                      "will degrade past it\n",
                      n_ctx, m.model->n_ctx_train());
 
-    model::ContextOptions co;
+    // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
+    runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;
+    co.tier_flag = o.tier;
     std::unique_ptr<model::Context> ctx_owner;
+    runtime::RunContext rc;
     try {
-        auto ctx_r = model::Context::create(*m.model, co);
+        auto ctx_r = runtime::create_run_context(*m.model, co);
         if (!ctx_r) return report_error(ctx_r.error().message);
-        ctx_owner = std::move(ctx_r.value());
+        rc = std::move(ctx_r.value());
+        ctx_owner = std::move(rc.ctx);
     } catch (const std::bad_alloc&) {
         return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
                             " positions (KV cache " +
                             format_bytes(m.model->kv_cache_bytes(n_ctx)) + "); lower -c/--context");
     }
     model::Context& ctx = *ctx_owner;
+    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                 rc.choice.reason.c_str());
 
     if (o.echo && !o.chat) write_out(o.prompt);
 
@@ -187,6 +196,8 @@ int generate(const RunOptions& o) {
                      n_gen == 1 ? "" : "s");
     if (context_full)
         std::fprintf(stderr, "zinc: stopped: the context (%d positions) is full\n", ctx.n_ctx());
+    // What ran where (docs/runtime.md); the timing line stays the last line.
+    std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
     // Decode counts forward passes (each generated token but the last is fed back once); its
     // time includes sampling and streaming, as a user experiences it.
     std::fprintf(stderr,
@@ -233,6 +244,8 @@ int run_main(int argc, char** argv) {
                  "with --chat: pass enable_thinking=false to the template (Qwen3-style)");
     app.add_flag(
         "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
+    app.add_option("--tier", o.tier,
+                   "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
