@@ -176,12 +176,17 @@ def test_api_keys():
         s.close()
 
 
-def open_stream(server, body):
+def open_stream(server, body, path="/v1/chat/completions"):
     """Start a streaming request and read its headers; returns (conn, response)."""
     conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
-    conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
-                 headers={"Content-Type": "application/json"})
+    conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
     return conn, conn.getresponse()
+
+
+# A greedy count never reaches an end-of-generation token within 400 tokens: a stream that
+# stays busy until the test ends it.
+LONG = {"model": MODEL_ID, "prompt": "1, 2, 3, 4, 5,", "max_tokens": 400, "temperature": 0,
+        "stream": True}
 
 
 def wait_for(pred, timeout=30.0):
@@ -194,15 +199,12 @@ def wait_for(pred, timeout=30.0):
 def test_queue_full_is_429_with_retry_after():
     s = Server("--parallel", "1", "--max-queue", "1", "-c", "512")
     try:
-        long = chat_body(max_tokens=400, stream=True,
-                         messages=[{"role": "user", "content": "Count from 1 to 500."}],
-                         ignore_eos=True)
-        a = open_stream(s, long)
+        a = open_stream(s, LONG, "/v1/completions")
         wait_for(lambda: s.health()["slots"]["busy"] == 1)
         # The second request waits in the queue; its response headers come only once it runs,
         # so it is sent from a thread.
         holder = {}
-        t = threading.Thread(target=lambda: holder.update(b=open_stream(s, long)))
+        t = threading.Thread(target=lambda: holder.update(b=open_stream(s, LONG, "/v1/completions")))
         t.start()
         wait_for(lambda: s.health()["queue_depth"] == 1)
         r = s.post("/v1/chat/completions", chat_body())
@@ -227,7 +229,7 @@ def test_plain_zinc_m_serves_and_sigint_stops_with_a_stream_open():
     s = Server("--parallel", "1", "-c", "512", serve=False)  # `zinc -m FILE` without --prompt
     try:
         assert s.health()["status"] == "ok"
-        conn, resp = open_stream(s, chat_body(max_tokens=400, stream=True))
+        conn, resp = open_stream(s, LONG, "/v1/completions")
         assert resp.status == 200
         assert resp.readline().startswith(b"data: ")  # the stream is flowing
         import signal
