@@ -86,7 +86,7 @@ def parse_samples(engine, out):
 
 
 def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
-        zinc_extra=(), llama_extra=()):
+        zinc_extra=(), llama_extra=(), zinc_env=None):
     """engines: {'zinc': path or None, 'llama.cpp': path or None}. Returns the micro section."""
     depth_flag = zinc_depth_flag(engines["zinc"]) if engines.get("zinc") else None
     section = {"p": p, "n": n, "threads": threads, "rounds": rounds, "depths": depths,
@@ -104,7 +104,8 @@ def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
                        if e == "zinc" else
                        llama_cmd(engines[e], model, p, n, threads, depth, target, llama_extra))
                 load = os.getloadavg()[0]
-                out, err, wall, rss = run_process(cmd, nice)
+                out, err, wall, rss = run_process(cmd, nice,
+                                                  env=zinc_env if e == "zinc" else None)
                 got, raw = parse_samples(e, out)
                 for k in got:
                     per[e][k].extend(got[k])

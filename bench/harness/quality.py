@@ -4,6 +4,8 @@ the scenario summaries (they are still in the raw JSON with their flags).
 
 Loop rule (documented in docs/benchmarks.md): with W the output's whitespace-separated words,
   - at least 24 words and fewer than half of its word 4-grams distinct, or
+  - at least 64 characters with fewer than half of its character 16-grams distinct (catches
+    loops of short tokens, "12:14:14.14.14" lines, that make few words), or
   - the text ends in a run of one block of 1..80 characters repeated at least 4 times, the run
     at least 16 characters long and covering at least min(240 characters, half the text)
     (catches loops without spaces: "=====", "1212", "abcabcabc").
@@ -28,6 +30,13 @@ def distinct_ngram_ratio(words, n=NGRAM):
 
 
 MIN_RUN = 16
+CHAR_N = 16
+CHAR_MIN_LEN = 64
+
+
+def distinct_char_ratio(text, n=CHAR_N):
+    grams = [text[i:i + n] for i in range(len(text) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 1.0
 
 
 def periodic_suffix(text, p):
@@ -59,6 +68,8 @@ def check(text):
         return ["empty"]
     words = text.split()
     if len(words) >= MIN_WORDS and distinct_ngram_ratio(words) < DISTINCT_MIN:
+        flags.append("loop")
+    elif len(text) >= CHAR_MIN_LEN and distinct_char_ratio(text) < DISTINCT_MIN:
         flags.append("loop")
     elif tail_period(text) is not None:
         flags.append("loop")

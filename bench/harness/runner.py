@@ -196,7 +196,7 @@ def main(argv=None):
             p, n = (64, 16) if a.quick else (512, 128)
             run.res["phases"]["micro"] = micro.run(
                 micro_bins, a.model, p, n, depths_for(a, mi), a.rounds, a.threads, a.target,
-                a.nice, prog, zbench, lextra)
+                a.nice, prog, zbench, lextra, zinc_env=zinc_env(a.target))
             run.save()
         ctx = PhaseContext(a, specs, server_engines, mi, run, prog, zserve, lextra)
         if "scenarios" in a.phases and server_engines:
@@ -235,7 +235,8 @@ class PhaseContext:
         argv += self.zextra if name == "zinc" else self.lextra
         self.n_starts += 1
         log = self.run.logs / f"{name.replace('.', '')}-{self.n_starts:03d}{tag}.log"
-        srv = engines.Server(name, argv, port, log, nice=self.a.nice).start()
+        env = zinc_env(self.a.target) if name == "zinc" else None
+        srv = engines.Server(name, argv, port, log, env=env, nice=self.a.nice).start()
         actual_ctx = spec.actual_ctx_per_seq(srv.log_text(), self.a.ctx)
         info = self.run.res["engines"][name]
         info.setdefault("server_argv", argv)
@@ -302,7 +303,11 @@ class PhaseContext:
             out["scenarios"].append(entry)
         if len(self.names) == 2:
             sc = out["scenarios"]
-            matched = [e for e in sc if e.get("same_tokens", {}).get("ok")]
+            # a scenario counts when both generated the same tokens and both have a median
+            # (not every run flagged by the quality checks)
+            matched = [e for e in sc if e.get("same_tokens", {}).get("ok")
+                       and all(e["engines"][n]["summary"]["e2e_s"]["median"] is not None
+                               for n in ("zinc", "llama.cpp"))]
             tz = sum(e["engines"]["zinc"]["summary"]["e2e_s"]["median"] or 0 for e in matched)
             tl = sum(e["engines"]["llama.cpp"]["summary"]["e2e_s"]["median"] or 0
                      for e in matched)
@@ -311,8 +316,8 @@ class PhaseContext:
                 "score": (tl / tz) if (len(matched) == len(sc) and tz) else None,
                 "score_matched_only": (tl / tz) if tz else None,
                 "why": "" if len(matched) == len(sc) else
-                "generated token counts differ in: " + ", ".join(
-                    e["name"] for e in sc if not e.get("same_tokens", {}).get("ok"))}
+                "token counts differ or every run was flagged in: " + ", ".join(
+                    e["name"] for e in sc if e not in matched)}
         return out
 
     def load_phase(self):
@@ -395,6 +400,12 @@ class PhaseContext:
             res["ttft_ratio_cached_over_uncached"] = (on_m / off_m) if on_m and off_m else None
             out["engines"][name] = res
         return out
+
+
+def zinc_env(target):
+    """zinc's environment: ZINC_TIER=<target> unless the caller set ZINC_TIER, so that a cuda run
+    fails loudly instead of quietly serving from the CPU tier (docs/runtime.md)."""
+    return dict(os.environ, ZINC_TIER=os.environ.get("ZINC_TIER", target))
 
 
 def fmt(x):

@@ -74,10 +74,18 @@ def test_quality_flags():
     assert quality.check("I am a helpful assistant. " * 10) == ["loop"]
     assert quality.check("Answer: " + "=" * 100) == ["loop"]           # no spaces: tail period
     assert quality.check("The result is 12121212121212121212") == ["loop"]
+    # few words, but the same line again and again (seen from SmolLM2 at temperature 0)
+    assert quality.check("Incident: 2018-02-22 12:14:14.14.14.00\n\n" + "Demonstration: "
+                         "2018-02-22 12:14:14.14.14.00\n\n" * 2 + "Demonstration: 2018") \
+        == ["loop"]
     assert quality.check(GOOD + "<|im_end|>") == ["control-token:<|im_end|>"]
     f = quality.check("<|im_start|>assistant\nhi")
     assert "control-token:<|im_start|>" in f
-    # a short answer and a list with repeated structure but different content pass
+    # a short answer, code with repeated boilerplate, and a list with repeated structure but
+    # different content pass
+    code = "".join(f"def f{i}(data):\n    return {{\n        \"median\": median(data),\n"
+                   f"        \"count\": len(data) + {i},\n    }}\n\n" for i in range(3))
+    assert quality.check(code) == []
     assert quality.check("Paris.") == []
     assert quality.check("\n".join(f"{i}. Step {i}: configure item {i * 7}" for i in range(12))) \
         == []
@@ -204,7 +212,8 @@ def write_fakes(d: Path):
         if a[:1] == ["serve"]:
             if "--help" in a:
                 print("--host --port --parallel --context --threads --no-prefix-cache"); sys.exit(0)
-            os.environ["FAKE_BANNER"] = "evidence: tier=fake-cpu kernels=none fallbacks=0"
+            os.environ["FAKE_BANNER"] = ("evidence: tier=fake-cpu kernels=none fallbacks=0 "
+                                         "ZINC_TIER=" + os.environ.get("ZINC_TIER", "unset"))
             sys.argv = ["fake"] + a[1:]
             exec(open({str(d / "fake_server.py")!r}).read())
             sys.exit(0)
@@ -306,7 +315,9 @@ def test_bench_run_quick_end_to_end_on_fake_engines(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert res["fairness"]["same_model"]["ok"] and res["fairness"]["same_shape"]["ok"]
     assert res["engines"]["zinc"]["ctx_per_seq"] == res["engines"]["llama.cpp"]["ctx_per_seq"]
-    assert any("tier=fake-cpu" in x for x in res["engines"]["zinc"]["evidence"])
+    # the evidence line is kept, and zinc was asked for the target's tier
+    assert any("tier=fake-cpu" in x and "ZINC_TIER=cpu" in x
+               for x in res["engines"]["zinc"]["evidence"])
     mc = res["phases"]["micro"]["rows"]
     assert mc[0]["ratio_median"] == pytest.approx(600 / 500)
     assert mc[1]["ratio_median"] == pytest.approx(300 / 200)
