@@ -48,5 +48,5 @@ def phase_score(total_a, total_b, tokens_check):
     if not tokens_check["ok"]:
         return {"score": None, "why": tokens_check["why"]}
     if not total_a or not total_b:
-        return {"score": None, "why": "missing totals"}
+        return {"score": None, "why": "no median: every run of an engine was flagged or failed"}
     return {"score": total_b / total_a, "why": ""}

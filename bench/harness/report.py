@@ -36,7 +36,8 @@ def header(res):
              f"- model: `{Path(m['path']).name}` sha256 `{m['sha256']}` ({m.get('arch', '?')}, "
              f"trained context {m.get('n_ctx_train', '?')})",
              f"- servers: context {a['ctx']} per sequence, {a['slots']} slots, threads "
-             f"{a['threads'] or 'default'}, nice {a['nice']}"]
+             f"{a['threads'] or 'default'}, nice {a['nice']}; the scenario phase adds "
+             "each engine's prompt-cache-off flags (below)"]
     for name, e in res["engines"].items():
         v = (e.get("version") or "").splitlines()
         lines.append(f"- {name}: `{' / '.join(x.strip() for x in v[:2])}`; server: "
@@ -51,7 +52,7 @@ def header(res):
     for n in res.get("notes", []):
         lines.append(f"- note: {n}")
     bw = res.get("bandwidth") or {}
-    if bw.get("bytes_per_s"):
+    if bw.get("bytes_per_s") and a["target"] == "cuda":
         lines.append(f"- measured copy bandwidth: {bw['bytes_per_s'] / 1e9:.1f} GB/s ({bw['method']})")
     return lines
 
@@ -247,13 +248,20 @@ def plot_scenarios(res, out):
                 hi.append(((s.get("max") or m or 0) - (m or 0)) * scale)
             if not any(meds):
                 continue
-            ax.bar([i + (k - 0.5) * w for i in range(len(names))], meds, w, yerr=[lo, hi],
-                   capsize=3, label=eng, color=COLORS[eng])
+            xs = [i + (k - 0.5) * w for i in range(len(names))]
+            ax.bar(xs, meds, w, yerr=[lo, hi], capsize=3, label=eng, color=COLORS[eng])
+            for x, m, e in zip(xs, meds, sc["scenarios"]):
+                if not m and eng in e["engines"]:  # ran, but every run was flagged
+                    ax.annotate("flagged", (x, 0.02), xycoords=ax.get_xaxis_transform(),
+                                rotation=90, ha="center", va="bottom", fontsize=7)
+        if key != "decode_tps":
+            ax.set_yscale("log")
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    fig.suptitle(f"Scenarios ({res['args']['target']}): medians, bars from min to max run")
+    fig.suptitle(f"Scenarios ({res['args']['target']}): medians of the unflagged runs, bars "
+                 "from min to max run (log scale for times)")
     fig.tight_layout()
     p = out / "scenarios.png"
     fig.savefig(p, dpi=100)

@@ -239,7 +239,7 @@ class PhaseContext:
         srv = engines.Server(name, argv, port, log, env=env, nice=self.a.nice).start()
         actual_ctx = spec.actual_ctx_per_seq(srv.log_text(), self.a.ctx)
         info = self.run.res["engines"][name]
-        info.setdefault("server_argv", argv)
+        info["server_argv" if prefix_cache else "server_argv_no_prefix_cache"] = argv
         info["ctx_per_seq"] = actual_ctx
         info["slots"] = self.a.slots
         info["model_sha256"] = machine.sha256_file(self.a.model)
