@@ -158,10 +158,25 @@ class Server:
     def log_tail(self, n=1500):
         return self.log_text()[-n:]
 
+    def metrics_text(self):
+        async def get():
+            async with client.new_session(1) as s:
+                try:
+                    async with s.get(self.base_url + "/metrics") as r:
+                        return await r.text() if r.status == 200 else ""
+                except Exception:
+                    return ""
+        return asyncio.run(get())
+
     def evidence(self):
-        """Log lines that say which tier/backend ran (zinc's evidence line, llama.cpp's system
-        info and backend lines), at most 20."""
+        """What the server says about the tier/backend it runs on: matching log lines (zinc's
+        evidence line, llama.cpp's system info and backend lines) and zinc's
+        `zinc_evidence_info{execution_tier=...}` series from GET /metrics; at most 20 lines."""
         lines = [ln.strip() for ln in self.log_text().splitlines() if EVIDENCE_RE.search(ln)]
+        if self.proc and self.proc.poll() is None:
+            lines += [ln.strip() for ln in self.metrics_text().splitlines()
+                      if ln.startswith("zinc_evidence_info") or "execution_tier" in ln
+                      and not ln.startswith("#")]
         return lines[:20]
 
     def stop(self):

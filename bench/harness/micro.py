@@ -104,8 +104,15 @@ def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
                        if e == "zinc" else
                        llama_cmd(engines[e], model, p, n, threads, depth, target, llama_extra))
                 load = os.getloadavg()[0]
-                out, err, wall, rss = run_process(cmd, nice,
-                                                  env=zinc_env if e == "zinc" else None)
+                try:
+                    out, err, wall, rss = run_process(cmd, nice,
+                                                      env=zinc_env if e == "zinc" else None)
+                except RuntimeError as ex:
+                    section["samples"].append({"engine": e, "depth": depth, "round": rnd,
+                                               "cmd": cmd, "error": str(ex)[:1500]})
+                    skipped[e] = "failed: " + str(ex).splitlines()[-1][:200]
+                    progress.step(f"micro d{depth} round {rnd + 1}/{rounds} {e}: FAILED")
+                    continue
                 got, raw = parse_samples(e, out)
                 for k in got:
                     per[e][k].extend(got[k])

@@ -46,6 +46,14 @@ def header(res):
         if e.get("evidence"):
             lines.append(f"  - evidence ({name}): " + " | ".join(f"`{x[:150]}`"
                                                                for x in e["evidence"][:4]))
+    z = res["engines"].get("zinc")
+    if z is not None and "server_argv" in z:
+        ev = " ".join(z.get("evidence") or [])
+        if not ev:
+            lines.append("- zinc serve reported no tier/evidence line (not in its log, not in "
+                         "/metrics): the tier it served on is not recorded by zinc itself")
+        elif a["target"] == "cuda" and "cuda" not in ev:
+            lines.append("- WARNING: target cuda, but zinc's evidence never mentions cuda")
     fa = res.get("fairness", {})
     for k, v in fa.items():
         lines.append(f"- fairness {k}: {'ok' if v['ok'] else 'FAILED: ' + v['why']}")
@@ -112,6 +120,8 @@ def scenario_table(res):
                 score = ratio(e["score"]["score"]) if e["score"]["score"] else \
                     f"n/a ({e['score']['why']})"
             flags = sorted({x for fl in s["flagged"] for x in fl})
+            if r.get("error"):
+                flags = ["FAILED: " + r["error"].splitlines()[0][:80]]
             lines.append(f"| {e['name']} | {name} | {','.join(map(str, s['prompt_tokens']))} | "
                          f"{s['completion_tokens']} | {ms(s['ttft_s']['median'])} ms | "
                          f"{f(s['decode_tps']['median'])} | {f(s['e2e_s']['median'], 2)} s | "
@@ -145,7 +155,7 @@ def load_table(res):
         for name, r in lv["engines"].items():
             s = r["summary"]
             g = s["goodput"]
-            rt = "-"
+            rt = "-" if not r.get("error") else "FAILED: " + r["error"].splitlines()[0][:80]
             if name == "zinc" and "ratio_output_tok_per_s" in lv:
                 rt = ratio(lv["ratio_output_tok_per_s"])
                 if not lv["same_tokens"]["ok"]:

@@ -266,23 +266,14 @@ class PhaseContext:
                      "order": []}
             order = self.names if k % 2 == 0 else list(reversed(self.names))
             for name in order:
-                with self.server(name, prefix_cache=False) as srv:
-                    prompt = scen["text"]
-                    if scen.get("long"):
-                        if self.long_prompt is None:
-                            self.long_prompt = scenarios.fit_long_context(
-                                scen, a.ctx, srv.base_url, token_budget=1500 if a.quick else None)
-                            out["long_context"] = self.long_prompt[1]
-                        prompt = self.long_prompt[0]
-                    load_before = os.getloadavg()[0]
-                    model = srv.model_id or self.model_name
-                    res = scenarios.run_scenario(
-                        srv.base_url, model, scen, prompt, a.warmup, a.runs,
-                        extra_body=None if name == "zinc" else {"cache_prompt": False})
-                    res["load_avg_1m_before"] = load_before
-                    res["evidence"] = srv.evidence()
-                    entry["engines"][name] = res
-                    entry["order"].append(name)
+                try:
+                    res = self.scenario_block(name, scen, out)
+                except RuntimeError as e:
+                    res = {"error": str(e)[:1000], "warmup": [], "runs": [],
+                           "summary": scenarios.summarize_runs([])}
+                    self.prog.log(f"{scen['name']} {name}: FAILED: {str(e)[:300]}")
+                entry["engines"][name] = res
+                entry["order"].append(name)
                 s = res["summary"]
                 errs = [m["error"] for m in res["runs"] if m["error"]]
                 if errs:
@@ -320,6 +311,39 @@ class PhaseContext:
                     e["name"] for e in sc if e not in matched)}
         return out
 
+    def scenario_block(self, name, scen, out):
+        a = self.a
+        with self.server(name, prefix_cache=False) as srv:
+            prompt = scen["text"]
+            if scen.get("long"):
+                if self.long_prompt is None:
+                    self.long_prompt = scenarios.fit_long_context(
+                        scen, a.ctx, srv.base_url, token_budget=1500 if a.quick else None)
+                    out["long_context"] = self.long_prompt[1]
+                prompt = self.long_prompt[0]
+            load_before = os.getloadavg()[0]
+            model = srv.model_id or self.model_name
+            res = scenarios.run_scenario(
+                srv.base_url, model, scen, prompt, a.warmup, a.runs,
+                extra_body=None if name == "zinc" else {"cache_prompt": False})
+            res["load_avg_1m_before"] = load_before
+            res["evidence"] = srv.evidence()
+        return res
+
+    def load_block(self, name, filler, c, n_req, k, first_id):
+        a = self.a
+        with self.server(name) as srv:
+            model = srv.model_id or self.model_name
+            load.run_level(srv.base_url, model, filler, 1, 1, a.load_output_tokens,
+                           first_id=90000 + k)  # warm-up
+            lb = os.getloadavg()[0]
+            res = load.run_level(srv.base_url, model, filler, c, n_req, a.load_output_tokens,
+                                 first_id=first_id)
+            res["load_avg_1m_before"] = lb
+            res["health_after"] = srv.fetch_health()
+            res["evidence"] = srv.evidence()
+        return res
+
     def load_phase(self):
         a = self.a
         handbook = (scenarios.SCEN_DIR / "long_context.txt").read_text()
@@ -332,16 +356,12 @@ class PhaseContext:
             level = {"concurrency": c, "engines": {}, "order": []}
             order = self.names if k % 2 == 0 else list(reversed(self.names))
             for name in order:
-                with self.server(name) as srv:
-                    model = srv.model_id or self.model_name
-                    load.run_level(srv.base_url, model, filler, 1, 1,
-                                   a.load_output_tokens, first_id=90000 + k)  # warm-up
-                    lb = os.getloadavg()[0]
-                    res = load.run_level(srv.base_url, model, filler, c, n_req,
-                                         a.load_output_tokens, first_id=next_id)
-                    res["load_avg_1m_before"] = lb
-                    res["health_after"] = srv.fetch_health()
-                    res["evidence"] = srv.evidence()
+                try:
+                    res = self.load_block(name, filler, c, n_req, k, next_id)
+                except RuntimeError as e:
+                    res = {"error": str(e)[:1000], "concurrency": c, "requests": [],
+                           "summary": load.summarize_level([], 0.0, a.load_output_tokens)}
+                    self.prog.log(f"load c={c} {name}: FAILED: {str(e)[:300]}")
                 level["engines"][name] = res
                 level["order"].append(name)
                 s = res["summary"]
