@@ -204,7 +204,8 @@ class EngineSpec:
     """How to start one engine's server and what it is."""
 
     def __init__(self, name, server_bin, bench_bin, target):
-        self.name, self.server_bin, self.bench_bin, self.target = name, server_bin, bench_bin, target
+        self.name, self.server_bin, self.bench_bin = name, server_bin, bench_bin
+        self.target = target
 
     def version(self):
         raise NotImplementedError

@@ -40,8 +40,9 @@ def header(res):
              "each engine's prompt-cache-off flags (below)"]
     for name, e in res["engines"].items():
         v = (e.get("version") or "").splitlines()
-        lines.append(f"- {name}: `{' / '.join(x.strip() for x in v[:2])}`; server: "
-                     f"`{' '.join(Path(x).name if i == 0 else x for i, x in enumerate(e.get('server_argv', [])))}`"
+        argv = e.get("server_argv", [])
+        argv = " ".join([Path(argv[0]).name] + argv[1:]) if argv else ""
+        lines.append(f"- {name}: `{' / '.join(x.strip() for x in v[:2])}`; server: `{argv}`"
                      f"; ctx/seq seen {e.get('ctx_per_seq', '-')}")
         if e.get("evidence"):
             lines.append(f"  - evidence ({name}): " + " | ".join(f"`{x[:150]}`"
@@ -61,7 +62,8 @@ def header(res):
         lines.append(f"- note: {n}")
     bw = res.get("bandwidth") or {}
     if bw.get("bytes_per_s") and a["target"] == "cuda":
-        lines.append(f"- measured copy bandwidth: {bw['bytes_per_s'] / 1e9:.1f} GB/s ({bw['method']})")
+        lines.append(f"- measured copy bandwidth: {bw['bytes_per_s'] / 1e9:.1f} GB/s "
+                     f"({bw['method']})")
     return lines
 
 
@@ -72,7 +74,8 @@ def micro_table(res):
     lines = ["", "## Microbenchmarks", "",
              f"`zinc bench` vs `llama-bench`, {mc['threads'] or 'default'} threads, {mc['rounds']} "
              "alternating rounds, one repetition per process; tokens/s median (mean ± sd).", "",
-             "| depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) | zinc % of bw bound |",
+             "| depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) "
+             "| zinc % of bw bound |",
              "| ---: | --- | ---: | ---: | ---: | ---: |"]
     # The bound is the GPU's story (weights stream from HBM every token); on the CPU a 100 MB
     # model partly sits in cache and one numpy copy is no fair bound, so it is left out there.
@@ -145,12 +148,15 @@ def load_table(res):
     if not ld:
         return []
     lines = ["", "## Load sweep", "",
-             f"/v1/completions, ~{ld['prompt_tokens_target']}-token prompts (unique per request), "
+             f"/v1/completions, ~{ld['prompt_tokens_target']}-token prompts (measured: "
+             f"{prompt_counts(ld)} tokens; unique per request), "
              f"{ld['max_tokens']} output tokens with ignore_eos, temperature 0; closed loop. "
              "Latencies in ms; goodput = requests meeting TTFT <= 500 ms and TPOT <= 50 ms.", "",
              "| conc. | engine | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p50 | "
-             "ITL p99 | goodput req/s (share) | p99 SLOs met | gen tok | flagged | ratio out tok/s |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+             "ITL p99 | goodput req/s (share) | p99 SLOs met | gen tok | flagged "
+             "| ratio out tok/s |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
+             "| ---: | ---: |"]
     for lv in ld["levels"]:
         for name, r in lv["engines"].items():
             s = r["summary"]
@@ -170,6 +176,11 @@ def load_table(res):
     return lines
 
 
+def prompt_counts(ld):
+    return ", ".join(map(str, sorted({t for lv in ld["levels"] for r in lv["engines"].values()
+                                      for t in r["summary"]["prompt_tokens_all"]})))
+
+
 def prefix_table(res):
     px = res["phases"].get("prefix")
     if not px:
@@ -179,7 +190,8 @@ def prefix_table(res):
              f"{px['max_tokens']} output tokens, {px['n_requests']} requests one at a time after "
              "one priming request. zinc: prefix cache on vs `--no-prefix-cache`; llama.cpp: its "
              "slot prompt cache (cache_prompt) on vs off (+ --cache-ram 0).", "",
-             "| engine | prompt tok | TTFT cached (median) | TTFT uncached (median) | cached / uncached |",
+             "| engine | prompt tok | TTFT cached (median) | TTFT uncached (median) "
+             "| cached / uncached |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for name, r in px["engines"].items():
         on, off = r["on"].get("summary") or {}, r["off"].get("summary") or {}
@@ -202,7 +214,8 @@ def targets(res):
                      f"measured {r:.2f}x: {'met' if r >= 1.5 and ok else 'NOT met'}"
                      + ("" if ok else " (token counts differ: not a valid comparison)"))
     else:
-        lines.append("- aggregate output tokens/s at concurrency 8 >= 1.5x: not measured in this run")
+        lines.append("- aggregate output tokens/s at concurrency 8 >= 1.5x: not measured in this "
+                     "run")
     px = res["phases"].get("prefix")
     zr = ((px or {}).get("engines", {}).get("zinc") or {}).get("ttft_ratio_cached_over_uncached")
     if zr is not None:

@@ -277,7 +277,8 @@ class PhaseContext:
                 s = res["summary"]
                 errs = [m["error"] for m in res["runs"] if m["error"]]
                 if errs:
-                    self.prog.log(f"{scen['name']} {name}: {len(errs)} failed runs: {errs[0][:300]}")
+                    self.prog.log(f"{scen['name']} {name}: {len(errs)} failed runs: "
+                                  f"{errs[0][:300]}")
                 self.prog.step(f"{scen['name']} {name}: TTFT {fmt_ms(s['ttft_s']['median'])}, "
                                f"decode {fmt(s['decode_tps']['median'])} t/s, tokens "
                                f"{s['completion_tokens']}, used {s['n_used']}/{s['n_runs']} "
@@ -412,8 +413,8 @@ class PhaseContext:
                 except RuntimeError as e:
                     r = {"error": str(e)[:500], "summary": None}
                 res[mode] = r
-                self.prog.step(f"prefix {name} cache {mode}: TTFT median "
-                               f"{fmt_ms(((r.get('summary') or {}).get('ttft_s') or {}).get('median'))}"
+                med = ((r.get("summary") or {}).get("ttft_s") or {}).get("median")
+                self.prog.step(f"prefix {name} cache {mode}: TTFT median {fmt_ms(med)}"
                                f" ({self.load_tag()})")
             on_m = ((res["on"].get("summary") or {}).get("ttft_s") or {}).get("median")
             off_m = ((res["off"].get("summary") or {}).get("ttft_s") or {}).get("median")
