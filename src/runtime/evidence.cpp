@@ -292,6 +292,20 @@ EvidenceSnapshot evidence_delta(const EvidenceSnapshot& after, const EvidenceSna
         d.oracle_ops.act_bytes[i] = after.oracle_ops.act_bytes[i] - before.oracle_ops.act_bytes[i];
     }
     d.cpu_fallback = after.cpu_fallback - before.cpu_fallback;
+    // Named counts: what happened between the two snapshots only.
+    auto diff = [](const std::map<std::string, uint64_t>& a,
+                   const std::map<std::string, uint64_t>& b) {
+        std::map<std::string, uint64_t> out;
+        for (const auto& [k, v] : a) {
+            const auto it = b.find(k);
+            const uint64_t prev = it == b.end() ? 0 : it->second;
+            if (v > prev) out[k] = v - prev;
+        }
+        return out;
+    };
+    d.fallback_ops = diff(after.fallback_ops, before.fallback_ops);
+    d.shortcuts = diff(after.shortcuts, before.shortcuts);
+    d.shortcut_free = d.shortcuts.empty();
     d.validated_steps = after.validated_steps - before.validated_steps;
     d.validation_failures = after.validation_failures - before.validation_failures;
     d.finiteness_checks = after.finiteness_checks - before.finiteness_checks;

@@ -66,8 +66,9 @@ std::string evidence_line(const EvidenceSnapshot& e);
 std::string evidence_json(const EvidenceSnapshot& e);
 /// Prometheus text-format series prefixed zinc_evidence_ (with # HELP / # TYPE lines).
 std::string evidence_prometheus(const EvidenceSnapshot& e);
-/// `after` minus `before` for the counters (per-request evidence from two run snapshots);
-/// tier, reason, flags and names come from `after`.
+/// `after` minus `before` for the counters and the named counts (fallback ops, shortcuts):
+/// the evidence of what ran between two snapshots (a bench test, a request); shortcut_free is
+/// then about that interval; tier, reason, first_failure and trust come from `after`.
 EvidenceSnapshot evidence_delta(const EvidenceSnapshot& after, const EvidenceSnapshot& before);
 
 }  // namespace zinc::runtime

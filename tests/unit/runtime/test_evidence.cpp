@@ -98,6 +98,20 @@ TEST(Evidence, JsonEscapesAndDelta) {
     EXPECT_EQ(d.ops.act_bytes[0], 8u);
 }
 
+TEST(Evidence, DeltaOfNamedCounts) {
+    rt::Evidence ev;
+    ev.set_tier("cuda", "r");
+    ev.record_step({}, {{"layer 1 skipped (ZINC_SKIP_LAYERS)"}}, {{"glu", 0}, {"glu", 1}});
+    const auto a = ev.snapshot();
+    ev.record_step({}, {}, {{"glu", 0}});
+    const auto d = rt::evidence_delta(ev.snapshot(), a);
+    EXPECT_EQ(d.cpu_fallback, 1u);
+    EXPECT_EQ(d.fallback_ops.at("glu"), 1u);
+    EXPECT_TRUE(d.shortcuts.empty());
+    EXPECT_TRUE(d.shortcut_free);  // no shortcut in this interval
+    EXPECT_FALSE(ev.snapshot().shortcut_free);
+}
+
 namespace {
 
 rt::Captured cap(const std::string& base, int il, std::vector<float> v, int rows = 1) {
