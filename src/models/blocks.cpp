@@ -162,12 +162,16 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
     cpu::matmul(st.pool, st.mm, gu, xn, n, cfg.n_embd);
     count(st, Op::Matmul, mat_bytes(w.gate) + mat_bytes(w.up), kF32 * n * (cfg.n_embd + 2 * ff));
     parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
-        float* g = ws.gate.data() + t0 * ff;
-        const float* u = ws.up.data() + t0 * ff;
-        if (act == Activation::SiLU) {
-            cpu::swiglu(g, u, g, (t1 - t0) * ff);
-        } else {
-            cpu::geglu(g, u, g, (t1 - t0) * ff);
+        // One call per row: the SIMD body / scalar tail split then depends only on the column,
+        // never on which rows share the step (batch invariance, docs/engine.md).
+        for (int64_t t = t0; t < t1; ++t) {
+            float* g = ws.gate.data() + t * ff;
+            const float* u = ws.up.data() + t * ff;
+            if (act == Activation::SiLU) {
+                cpu::swiglu(g, u, g, ff);
+            } else {
+                cpu::geglu(g, u, g, ff);
+            }
         }
     });
     count(st, Op::Glu, 0, 3 * kF32 * n * ff);
