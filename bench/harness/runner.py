@@ -121,7 +121,7 @@ def count_steps(a, server_engines, micro_engines):
     n = 0
     depths = depths_for(a, None)
     if "micro" in a.phases:
-        n += len(depths) * a.rounds * len(micro_engines)
+        n += (len(depths) + (1 if a.full else 0)) * a.rounds * len(micro_engines)
     if "scenarios" in a.phases:
         n += 5 * len(server_engines)
     if "load" in a.phases:
@@ -194,9 +194,19 @@ def main(argv=None):
     try:
         if "micro" in a.phases and micro_engines:
             p, n = (64, 16) if a.quick else (512, 128)
-            run.res["phases"]["micro"] = micro.run(
+            mc = micro.run(
                 micro_bins, a.model, p, n, depths_for(a, mi), a.rounds, a.threads, a.target,
                 a.nice, prog, zbench, lextra, zinc_env=zinc_env(a.target))
+            if a.full:
+                # A long prefill, since `zinc bench` has no depth option: ppL from an empty cache
+                # (L = 4096, or half the context) shows the attention cost the depth rows would.
+                long_p = min(4096, a.ctx // 2)
+                ml = micro.run(micro_bins, a.model, long_p, 0, [0], a.rounds, a.threads,
+                               a.target, a.nice, prog, zbench, lextra,
+                               zinc_env=zinc_env(a.target))
+                mc["rows"] += [r for r in ml["rows"] if r["test"].startswith("pp")]
+                mc["samples"] += ml["samples"]
+            run.res["phases"]["micro"] = mc
             run.save()
         ctx = PhaseContext(a, specs, server_engines, mi, run, prog, zserve, lextra)
         if "scenarios" in a.phases and server_engines:
