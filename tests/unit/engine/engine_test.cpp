@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -568,4 +570,93 @@ TEST(Engine, ThrowingSinkEndsOnlyItsRequest) {
     EXPECT_EQ(good.ids(), expect);
     const ze::EngineStats s = eng.value()->stats();
     EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+// Many threads submitting and cancelling requests of every shape against a tiny KV pool
+// (preemption, prefix hits, chunked prefill all at once): every request ends exactly once, no
+// event follows the final one, counts add up, uncancelled greedy requests still produce the
+// Context's tokens, and afterwards no block is used.
+TEST(Engine, ConcurrentSubmitCancelStress) {
+    NEED_MODEL();
+    ze::EngineOptions o = base_options();
+    o.n_parallel = 4;
+    o.n_ctx = 64;
+    o.n_kv_blocks = 4;  // one full sequence: four running ones must preempt
+    o.max_batch_tokens = 24;
+    o.max_queue = 1000;
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_TRUE(eng.ok());
+    ze::Engine& e = *eng.value();
+    const auto stem = prompt_of(700, 20, model.n_vocab());
+    struct Req {
+        std::vector<int32_t> prompt;
+        int max_tokens = 0;
+        bool greedy = false, cancelled = false;
+        Collector c;
+    };
+    constexpr int kThreads = 3, kPerThread = 12;
+    std::vector<std::unique_ptr<Req>> reqs(kThreads * kPerThread);
+    std::vector<std::thread> threads;
+    for (int th = 0; th < kThreads; ++th) {
+        threads.emplace_back([&, th] {
+            std::mt19937 rng(static_cast<unsigned>(th + 1));
+            for (int i = 0; i < kPerThread; ++i) {
+                auto r = std::make_unique<Req>();
+                r->prompt = rng() % 2 ? stem : prompt_of(800 + th * 100 + i, 0, model.n_vocab());
+                const auto tail = prompt_of(900 + th * 100 + i, 1 + static_cast<int>(rng() % 12),
+                                            model.n_vocab());
+                r->prompt.insert(r->prompt.end(), tail.begin(), tail.end());
+                r->max_tokens = 1 + static_cast<int>(rng() % 20);
+                ze::RequestParams p = greedy(r->prompt, r->max_tokens);
+                r->greedy = rng() % 2 == 0;
+                if (!r->greedy) {
+                    p.sampling.temperature = 0.8f;
+                    p.sampling.seed = rng();
+                }
+                p.top_logprobs = static_cast<int>(rng() % 4) - 1;
+                auto id = e.submit(std::move(p), r->c.sink());
+                EXPECT_TRUE(std::holds_alternative<ze::RequestId>(id));
+                const int action = static_cast<int>(rng() % 4);
+                if (action == 0 && std::holds_alternative<ze::RequestId>(id)) {
+                    r->cancelled = true;
+                    e.cancel(std::get<ze::RequestId>(id));
+                } else if (action == 1 && std::holds_alternative<ze::RequestId>(id)) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 30));
+                    r->cancelled = true;
+                    e.cancel(std::get<ze::RequestId>(id));
+                }
+                reqs[th * kPerThread + i] = std::move(r);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    int checked = 0;
+    uint64_t n_cancelled = 0;
+    for (auto& r : reqs) {
+        ASSERT_TRUE(r->c.wait(300));
+        EXPECT_EQ(r->c.events_after_finish, 0);
+        const auto ids = r->c.ids();
+        EXPECT_LE(static_cast<int>(ids.size()), r->max_tokens);
+        if (r->c.reason == ze::FinishReason::Cancelled) {
+            EXPECT_TRUE(r->cancelled);
+            ++n_cancelled;
+            continue;
+        }
+        EXPECT_EQ(r->c.reason, ze::FinishReason::Length);
+        EXPECT_EQ(static_cast<int>(ids.size()), r->max_tokens);
+        if (r->greedy && checked < 6) {
+            EXPECT_EQ(ids, context_greedy(model, r->prompt, r->max_tokens));
+            ++checked;
+        }
+    }
+    const ze::EngineStats s = e.stats();
+    EXPECT_EQ(s.kv_blocks_used, 0);
+    EXPECT_EQ(s.slots_busy, 0);
+    EXPECT_EQ(s.queue_depth, 0);
+    EXPECT_EQ(s.requests_cancelled, n_cancelled);
+    EXPECT_EQ(s.requests_finished + s.requests_cancelled, reqs.size());
+    std::printf("stress: %llu preemptions, %llu prefix hit blocks, %llu steps\n",
+                static_cast<unsigned long long>(s.preemptions),
+                static_cast<unsigned long long>(s.prefix_hits_blocks),
+                static_cast<unsigned long long>(s.steps));
 }
