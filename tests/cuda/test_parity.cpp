@@ -27,6 +27,7 @@
 
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/repack.h"
 #include "gguf/gguf.h"
 #include "model/batch.h"
 #include "model/model.h"
@@ -106,8 +107,8 @@ std::string fmt(const char* f, A... a) {
 
 // ---------------------------------------------------------------------------------------- ops
 
-void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm) {
-    const int k = 1024, n_out = 384;
+void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm, bool repacked_off = false) {
+    const int k = 2048, n_out = 384;
     const size_t rb = quant::row_size(t, k);
     std::vector<uint8_t> w(rb * n_out);
     std::vector<float> wf(static_cast<size_t>(k) * n_out);
@@ -125,7 +126,11 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm) {
                 s += static_cast<double>(wf[static_cast<size_t>(r) * k + i]) * x[static_cast<size_t>(j) * k + i];
             ref[static_cast<size_t>(j) * n_out + r] = s;
         }
-    uint8_t* dw = dev_copy(w);
+    // the device layout (repack.h), as the runner uploads it
+    const int dt = cu::repacked_type(static_cast<int>(t), k, !repacked_off);
+    std::vector<uint8_t> wd(w);
+    if (dt != static_cast<int>(t)) cu::repack_rows(static_cast<int>(t), w.data(), wd.data(), n_out, k);
+    uint8_t* dw = dev_copy(wd);
     float* dx = dev_copy(x);
     float* dy = dev_poisoned<float>(ref.size());
     cu::RowOut o;
@@ -138,7 +143,7 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm) {
     double tol;
     if (gemm) {
         uint16_t* wh = dev_poisoned<uint16_t>(wf.size());
-        cu::dequant_f16(static_cast<int>(t), dw, rb, n_out, k, wh, nullptr);
+        cu::dequant_f16(dt, dw, rb, n_out, k, wh, nullptr);
         // cuBLAS through the runner's loader is exercised end to end; here the dequantized f16
         // weights are checked against the CPU dequantization instead.
         auto whh = host_copy(wh, wf.size());
@@ -162,7 +167,7 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm) {
         job.n_out = n_out;
         job.y = dy;
         job.ldy = n_out;
-        cu::dmmv(static_cast<int>(t), &job, 1, k, o.q, o.d, o.f, n_act, false, nullptr);
+        cu::dmmv(dt, &job, 1, k, o.q, o.d, o.f, n_act, false, nullptr);
         auto y = host_copy(dy, ref.size());
         // The CPU tier's product: activations packed by quantize_row(vec_dot_type), vec_dot.
         // Same int8 codes on both tiers, so only float rounding may differ.
@@ -185,10 +190,11 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm) {
                         t == quant::GgmlType::BF16;
         tol = fl ? 1e-5 : 1.5e-2;  // int8 activations: ~0.5% per element, averaged
         const double e = rel_err(y, ref);
-        report(e < tol, fmt("dmmv %-5s x %2d rows: rel err %.2e (tol %.0e)",
-                            std::string(quant::type_name(t)).c_str(), n_act, e, tol));
+        report(e < tol, fmt("dmmv %-5s%s x %2d rows: rel err %.2e (tol %.0e)",
+                            std::string(quant::type_name(t)).c_str(),
+                            dt != static_cast<int>(t) ? " (repacked)" : "", n_act, e, tol));
         // accumulate mode: y += W x  (y already holds W x)
-        cu::dmmv(static_cast<int>(t), &job, 1, k, o.q, o.d, o.f, n_act, true, nullptr);
+        cu::dmmv(dt, &job, 1, k, o.q, o.d, o.f, n_act, true, nullptr);
         auto y2 = host_copy(dy, ref.size());
         std::vector<double> ref2(ref);
         for (auto& v : ref2) v *= 2;
@@ -371,6 +377,10 @@ int run_ops() {
                 T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K}) {
         for (int n_act : {1, 3, 16}) test_dmmv(rng, t, n_act, false);
         test_dmmv(rng, t, 1, true);
+        if (cu::repacked_type(static_cast<int>(t), 2048) != static_cast<int>(t)) {
+            test_dmmv(rng, t, 1, false, true);  // the GGUF layout (the default, ZINC_REPACK unset)
+            test_dmmv(rng, t, 1, true, true);
+        }
     }
     test_rows_ops(rng);
     for (int hd : {64, 128, 256}) test_attention(rng, hd, 0);

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int r = 0; r < RW; ++r) {
             Chunk ch;
-            decode_chunk<T>(w[r], c, ch);
+            decode_chunk<T>(w[r], c, ch, n_chunks / (Traits<T>::qk / 32));
 #pragma unroll
             for (int b = 0; b < NB; ++b) {
                 if (b < nb) {
@@ -198,6 +198,7 @@ bool dmmv_supports(int type) {
     switch (type) {
         case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
         case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+        case kQ4_0R: case kQ8_0R: case kQ6_KR:
             return true;
         default:
             return false;
@@ -225,6 +226,9 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         case kQ4_K: by_batch_q<kQ4_K>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ5_K: by_batch_q<kQ5_K>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ6_K: by_batch_q<kQ6_K>(J, k, aq, ad, n_act, accumulate, s); break;
+        case kQ4_0R: by_batch_q<kQ4_0R>(J, k, aq, ad, n_act, accumulate, s); break;
+        case kQ8_0R: by_batch_q<kQ8_0R>(J, k, aq, ad, n_act, accumulate, s); break;
+        case kQ6_KR: by_batch_q<kQ6_KR>(J, k, aq, ad, n_act, accumulate, s); break;
         case kF32: by_batch_f<kF32>(J, k, xf, n_act, accumulate, s); break;
         case kF16: by_batch_f<kF16>(J, k, xf, n_act, accumulate, s); break;
         case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;

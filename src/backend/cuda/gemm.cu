@@ -18,7 +18,7 @@ __global__ void dequant_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes
     const int r = static_cast<int>(t / n_chunks), c = static_cast<int>(t % n_chunks);
     const int src = rows ? rows[r] : r;
     Chunk ch;
-    decode_chunk<T>(w + static_cast<size_t>(src) * row_bytes, c, ch);
+    decode_chunk<T>(w + static_cast<size_t>(src) * row_bytes, c, ch, n_chunks / (Traits<T>::qk / 32));
     const size_t o = static_cast<size_t>(r) * n_chunks * 32 + c * 32;
 #pragma unroll
     for (int e = 0; e < 32; ++e) {
@@ -74,6 +74,9 @@ void dequant_any(int type, const uint8_t* w, size_t rb, int n, int k, float scal
         case kQ4_K: launch_q<kQ4_K>(w, rb, n, k, scale, rows, h, f, s); break;
         case kQ5_K: launch_q<kQ5_K>(w, rb, n, k, scale, rows, h, f, s); break;
         case kQ6_K: launch_q<kQ6_K>(w, rb, n, k, scale, rows, h, f, s); break;
+        case kQ4_0R: launch_q<kQ4_0R>(w, rb, n, k, scale, rows, h, f, s); break;
+        case kQ8_0R: launch_q<kQ8_0R>(w, rb, n, k, scale, rows, h, f, s); break;
+        case kQ6_KR: launch_q<kQ6_KR>(w, rb, n, k, scale, rows, h, f, s); break;
         case kF32: launch_f<kF32>(w, rb, n, k, scale, rows, h, f, s); break;
         case kF16: launch_f<kF16>(w, rb, n, k, scale, rows, h, f, s); break;
         case kBF16: launch_f<kBF16>(w, rb, n, k, scale, rows, h, f, s); break;

@@ -21,7 +21,7 @@ constexpr int kPackQ8_0 = 0, kPackQ8_1 = 1, kPackQ8K = 2;
 /// The packing a weight of ggml type `type` is multiplied with.
 inline int pack_mode_for(int type) {
     if (type == 3 || type == 7) return kPackQ8_1;
-    if (type >= 10 && type <= 14) return kPackQ8K;
+    if ((type >= 10 && type <= 14) || type == 114) return kPackQ8K;
     return kPackQ8_0;
 }
 

@@ -8,7 +8,8 @@
 // are captured once per row count as a CUDA graph and replayed (ZINC_CUDA_GRAPH=0: plain
 // launches). Projections take the int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows
 // (default 16) and dequantize-to-f16 + cuBLAS above (prefill). Opt-outs: ZINC_FUSED_PROJ=0
-// (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0 (norm, then a separate pack).
+// (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0 (norm, then a separate pack),
+// and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured gain yet).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "backend/cuda/cublas_lib.h"
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/repack.h"
 #include "model/arch_model.h"
 #include "model/config.h"
 #include "model/tensor_names.h"
@@ -162,7 +164,7 @@ class CudaRunner final : public model::Runner {
 
     CublasLib cublas_;
     int dmmv_max_rows_ = 16;
-    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true;
+    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
 };
@@ -208,7 +210,20 @@ Result<DevMat> CudaRunner::upload_mat(const std::string& name, bool required) {
     if (e != cudaSuccess)
         return make_error("cuda: out of device memory uploading " + name + " (" + fmt_mib(bytes) +
                           ", " + fmt_mib(weight_bytes_) + " uploaded so far)");
-    CU_TRY("upload " + name, cudaMemcpy(m.d, w->data, bytes, cudaMemcpyHostToDevice));
+    const int dt = repacked_type(m.type, m.k, repack_);
+    if (dt == m.type) {
+        CU_TRY("upload " + name, cudaMemcpy(m.d, w->data, bytes, cudaMemcpyHostToDevice));
+    } else {  // repack (repack.h) in slices of rows
+        const int64_t step = std::max<int64_t>(1, (int64_t(64) << 20) / static_cast<int64_t>(m.row_bytes));
+        std::vector<uint8_t> tmp(static_cast<size_t>(std::min<int64_t>(step, m.n)) * m.row_bytes);
+        for (int64_t r0 = 0; r0 < m.n; r0 += step) {
+            const int64_t nr = std::min<int64_t>(step, m.n - r0);
+            repack_rows(m.type, w->data + r0 * m.row_bytes, tmp.data(), nr, m.k);
+            CU_TRY("upload " + name, cudaMemcpy(m.d + r0 * m.row_bytes, tmp.data(),
+                                                 nr * m.row_bytes, cudaMemcpyHostToDevice));
+        }
+        m.type = dt;
+    }
     weight_bytes_ += bytes;
     return m;
 }
@@ -239,6 +254,7 @@ Result<void> CudaRunner::init() {
     use_graph_ = env_on("ZINC_CUDA_GRAPH");
     fused_proj_ = env_on("ZINC_FUSED_PROJ");
     fused_norm_ = env_on("ZINC_FUSED_NORM");
+    repack_ = env_on("ZINC_REPACK", false);  // opt-in: no measured gain yet (perf-notes)
     if (c.head_dim_k > 256 || c.head_dim_v > 256)
         return make_error("cuda: head_dim " + std::to_string(c.head_dim_k) +
                           " > 256 is not supported by the attention kernel");
