@@ -24,6 +24,7 @@
 #include "cli/sampling_flags.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
+#include "runtime/checked_runner.h"
 #include "server/http_server.h"
 
 namespace zinc::cli {
@@ -49,6 +50,7 @@ struct ServeOptions {
     double max_body_mib = 8;
     int http_threads = 0;
     engine::SamplerOptions sampling;
+    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
 };
 
 std::string format_mib(size_t bytes) {
@@ -132,9 +134,23 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
+    // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
+    auto ropts = runtime::runtime_options(o.tier, [](const char* k) { return std::getenv(k); });
+    if (!ropts) return report_error(ropts.error().message);
+    std::shared_ptr<runtime::Evidence> evidence;
+    runtime::TierChoice tier_choice;
+    eo.make_runner = [&](const model::RunnerOptions& ro) -> Result<std::unique_ptr<model::Runner>> {
+        auto tr = runtime::create_tiered_runner(*m.model, ro, ropts.value());
+        if (!tr) return tr.error();
+        evidence = tr->evidence;
+        tier_choice = tr->choice;
+        return std::move(tr->runner);
+    };
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
     engine::Engine& engine = *eng.value();
+    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
+                 tier_choice.reason.c_str());
 
     server::ServedModel sm;
     sm.engine = &engine;
@@ -146,6 +162,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     };
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
+    sm.evidence = evidence;
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -250,6 +267,8 @@ int serve_main(int argc, char** argv) {
     app.add_flag("--no-prefix-cache", o.no_prefix_cache, "do not reuse KV blocks of shared prefixes");
     app.add_flag("--batch-invariant", o.batch_invariant,
                  "results at temperature 0 independent of batching (slower; docs/server.md)");
+    app.add_option("--tier", o.tier,
+                   "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("--api-key", o.api_keys,
                    "require 'Authorization: Bearer KEY' (repeatable; also $ZINC_API_KEY)");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");

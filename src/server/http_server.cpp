@@ -102,6 +102,8 @@ void HttpServer::Impl::health(httplib::Response& res) {
                 {"bytes_per_block", ctx.model.kv_block_bytes}}},
               {"prefix_cache", eo.prefix_cache},
               {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
+    if (ctx.model.evidence)  // what ran where (runtime/evidence.h, docs/runtime.md)
+        j["evidence"] = json::parse(runtime::evidence_json(ctx.model.evidence->snapshot()));
     send_json(res, j);
 }
 
@@ -200,8 +202,9 @@ void HttpServer::Impl::setup_routes() {
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
     http.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
         res.status = 200;
-        res.set_content(c->metrics.render(c->model.engine->stats()),
-                        "text/plain; version=0.0.4; charset=utf-8");
+        std::string body = c->metrics.render(c->model.engine->stats());
+        if (c->model.evidence) body += runtime::evidence_prometheus(c->model.evidence->snapshot());
+        res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
     });
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
         tokenize(req, res);

@@ -17,6 +17,7 @@
 #include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "runtime/evidence.h"
 #include "server/completion_request.h"
 #include "tokenizer/tokenizer.h"
 #include "util/result.h"
@@ -53,6 +54,9 @@ struct ServedModel {
     std::vector<std::string> chat_stop_strings;
     /// Bytes of one KV block (all layers), reported by /health; 0: unknown.
     size_t kv_block_bytes = 0;
+    /// The Runner's evidence (runtime/evidence.h): an "evidence" object in /health and
+    /// zinc_evidence_* series in /metrics; null: neither.
+    std::shared_ptr<runtime::Evidence> evidence;
 };
 
 class HttpServer {
