@@ -27,6 +27,8 @@
 #include "cli/sigint.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
+#include "runtime/evidence.h"
+#include "runtime/run_context.h"
 #include "tokenizer/text_stream.h"
 
 namespace zinc::cli {
@@ -42,6 +44,7 @@ struct ChatOptions {
     bool no_think = false;
     std::vector<std::string> stops;
     engine::SamplerOptions sampling;
+    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -252,14 +255,18 @@ int chat_loop(const ChatOptions& o) {
     if (auto fit = check_memory_fit(*m.model, m.file->file_size(), n_ctx, "-c/--context"); !fit)
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
-    model::ContextOptions co;
+    // The tier (--tier, ZINC_TIER, auto) and the session's evidence: runtime/run_context.h.
+    runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;
+    co.tier_flag = o.tier;
     std::unique_ptr<model::Context> ctx;
+    runtime::RunContext rc;
     try {
-        auto ctx_r = model::Context::create(*m.model, co);
+        auto ctx_r = runtime::create_run_context(*m.model, co);
         if (!ctx_r) return report_error(ctx_r.error().message);
-        ctx = std::move(ctx_r.value());
+        rc = std::move(ctx_r.value());
+        ctx = std::move(rc.ctx);
     } catch (const std::bad_alloc&) {
         return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
                             " positions; lower -c/--context");
@@ -270,15 +277,22 @@ int chat_loop(const ChatOptions& o) {
     // the prompt's poll() still returns EINTR.
     SigintGuard sigint(/*once=*/false, /*restart=*/true);
     LineReader reader;
+    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                 rc.choice.reason.c_str());
     std::fprintf(stderr, "zinc chat: %s, context %d. /help for commands, Ctrl-D to leave.\n",
                  path.c_str(), n_ctx);
+    // On leaving: what ran where over the whole session (docs/runtime.md).
+    auto leave = [&rc]() {
+        std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
+        return kExitOk;
+    };
     for (;;) {
         write_out("> ");
         std::string line;
         const ReadStatus st = reader.next(line, sigint);
         if (st == ReadStatus::Eof) {
             write_out("\n");
-            return kExitOk;
+            return leave();
         }
         if (st == ReadStatus::Interrupted) {
             sigint.clear();
@@ -288,7 +302,7 @@ int chat_loop(const ChatOptions& o) {
         }
         const std::string text = trim(line);
         if (text.empty()) continue;
-        if (text == "/quit" || text == "/exit") return kExitOk;
+        if (text == "/quit" || text == "/exit") return leave();
         if (text == "/help") {
             std::fputs(kHelp, stderr);
             continue;
@@ -333,6 +347,8 @@ int chat_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_option("--stop", o.stops, "stop string (repeatable); not printed");
     app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
+    app.add_option("--tier", o.tier,
+                   "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     finish_sampling_flags(seed_opt, o.sampling);
     return chat_loop(o);
