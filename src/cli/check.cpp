@@ -171,11 +171,23 @@ int run_check(const CheckOptions& o) {
     else
         r.ready("memory", msg + " of " + format_bytes(h.mem_available) + " available");
 
+    // GPU (backend/cuda/cuda_tier.h): devices, driver and runtime versions, or why none.
+    const cuda::Probe p = cuda::probe();
+    if (p.devices.empty()) {
+        r.ready("gpu", "none usable (" + p.reason + "); the CPU tier runs");
+    } else {
+        for (const auto& d : p.devices)
+            r.ready("gpu", "device " + std::to_string(d.index) + ": " + d.name + ", compute " +
+                               std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
+                               ", " + std::to_string(d.n_sm) + " SMs, " +
+                               format_bytes(d.mem_total) + " (" + format_bytes(d.mem_free) +
+                               " free); driver CUDA " + cuda::version_string(p.driver_version) +
+                               ", runtime " + cuda::version_string(p.runtime_version));
+    }
     // Execution tier (runtime/tier.h): what `zinc --prompt` would run on, and why.
     if (auto ro = runtime::runtime_options("", [](const char* k) { return std::getenv(k); }); !ro) {
         r.fail("tier", ro.error().message);
     } else {
-        const cuda::Probe p = cuda::probe();
         auto c = runtime::choose_tier(ro.value().tier, ro.value().tier_source, p,
                                       cuda::device_bytes_needed(model, n_ctx), ro.value().device);
         if (!c) r.fail("tier", c.error().message);
