@@ -734,7 +734,19 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     if (n_out > 0 && tokens) std::memcpy(tokens, tok_h_, n_out * sizeof(int32_t));
     stats_.launches_last_step = launches_;
     stats_.host_us_last_step = std::chrono::duration<double, std::micro>(t1 - t0).count();
-    if (hooks) hooks->step += tally_;
+    if (hooks) {
+        // Attention's K/V reads (f16 K and V rows of every attended position, per layer) grow
+        // with the positions, so they are added per step, not taken from a graph's tally.
+        uint64_t kv_read = 0;
+        for (int il = 0; il < c.n_layer; ++il) {
+            uint64_t n_pos = 0;
+            for (int r = 0; r < n_rows; ++r)
+                n_pos += runtime::attended_positions(h_pos[r], c.window(il));
+            kv_read += n_pos * 2ull * (c.kv_dim_k() + c.kv_dim_v());
+        }
+        tally_.act_bytes[static_cast<int>(runtime::Device::Cuda)] += kv_read;
+        hooks->step += tally_;
+    }
     return {};
 }
 
