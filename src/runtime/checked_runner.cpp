@@ -78,14 +78,15 @@ class CheckedRunner final : public model::Runner {
             }
             return {};
         }
-        // Unvalidated step: only finiteness of what the model consumes.
-        if (logits && n_out > 0) {
+        // After the validated steps (trust promotion): only the finiteness of what the model
+        // consumes. Not without ZINC_VALIDATE: the scan of every logit is not free on a fast tier.
+        if (ro_.validate_steps > 0 && logits && n_out > 0) {
             const bool ok = all_finite(logits, n_logits);
             const std::string failure =
                 ok ? std::string()
                    : "step " + std::to_string(step) + " layer - op output head: non-finite logits";
             ev_->record_finiteness(ok, failure);
-            if (!ok && ro_.validate_strict && ro_.validate_steps > 0)
+            if (!ok && ro_.validate_strict)
                 return make_error("validation: " + failure +
                                   " after trust promotion; the CPU oracle is released, so strict "
                                   "mode cannot fall back");
