@@ -52,16 +52,15 @@ class CheckedRunner final : public model::Runner {
                 oracle_hooks_->capture_host("result_output", -1, oracle_logits_.data(), n_out,
                                             n_vocab_);
             ev_->record_oracle_step(oracle_hooks_->step);
-            const StepComparison c =
-                compare_step(step, hooks_->captured, oracle_hooks_->captured, ro_.thresholds,
-                             n_layer_);
+            const StepComparison c = compare_step(step, hooks_->captured, oracle_hooks_->captured,
+                                                  ro_.thresholds, n_layer_);
             ev_->record_validation(c.ok, c.failure);
             ++validated_;
             if (!c.ok) {
                 ++failures_;
-                std::fprintf(stderr, "zinc: validation failed: %s%s\n", c.failure.c_str(),
-                             ro_.validate_strict ? "; finishing on the CPU (ZINC_VALIDATE_STRICT)"
-                                                 : "");
+                std::fprintf(
+                    stderr, "zinc: validation failed: %s%s\n", c.failure.c_str(),
+                    ro_.validate_strict ? "; finishing on the CPU (ZINC_VALIDATE_STRICT)" : "");
                 if (ro_.validate_strict) {
                     // The oracle computed this very step: its logits replace the serving tier's.
                     if (n_out > 0 && logits)
@@ -147,8 +146,9 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     if (choice.tier == Tier::Cuda && !ropts.skip_layers.empty())
         return make_error("ZINC_SKIP_LAYERS is honoured by the CPU tier only (use --tier cpu)");
     if (choice.tier == Tier::Cpu && !ropts.cpu_ops.empty())
-        return make_error("ZINC_CPU_OPS forces ops of a device tier onto the CPU; the CPU tier "
-                          "has nothing to force (use --tier cuda)");
+        return make_error(
+            "ZINC_CPU_OPS forces ops of a device tier onto the CPU; the CPU tier "
+            "has nothing to force (use --tier cuda)");
     if (choice.tier == Tier::Cuda) {
         cuda::CudaOptions co;
         co.device = choice.device;
@@ -159,8 +159,8 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
             return make_error(r.error().message);
         } else {
             out.choice.tier = Tier::Cpu;
-            out.choice.reason = "auto: the CUDA runner could not be created (" +
-                                r.error().message + "); using the CPU tier";
+            out.choice.reason = "auto: the CUDA runner could not be created (" + r.error().message +
+                                "); using the CPU tier";
         }
     }
     if (!primary) {
@@ -181,10 +181,9 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     }
     out.evidence->set_tier(to_string(out.choice.tier), out.choice.reason);
     out.evidence->set_validate_limit(static_cast<uint64_t>(ropts.validate_steps));
-    out.runner = std::make_unique<CheckedRunner>(std::move(hooks), std::move(primary),
-                                                 std::move(oracle_hooks), std::move(oracle),
-                                                 out.evidence, ropts, model.config().n_layer,
-                                                 model.n_vocab());
+    out.runner = std::make_unique<CheckedRunner>(
+        std::move(hooks), std::move(primary), std::move(oracle_hooks), std::move(oracle),
+        out.evidence, ropts, model.config().n_layer, model.n_vocab());
     return out;
 }
 
@@ -192,10 +191,9 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
                                           const RuntimeOptions& ropts) {
     cuda::Probe probe;
     if (ropts.tier != TierRequest::Cpu) probe = cuda::probe();
-    const size_t need =
-        ropts.tier == TierRequest::Cpu
-            ? 0
-            : cuda::device_bytes_needed(model, ro.n_blocks * ro.block_size);
+    const size_t need = ropts.tier == TierRequest::Cpu
+                            ? 0
+                            : cuda::device_bytes_needed(model, ro.n_blocks * ro.block_size);
     auto choice = choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device);
     if (!choice) return choice.error();
     return create_tiered_runner(model, ro, ropts, choice.value());

@@ -92,10 +92,14 @@ namespace {
 std::string fmt_bytes(uint64_t b) {
     char buf[32];
     const double v = static_cast<double>(b);
-    if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2fGiB", v / (1ull << 30));
-    else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1fMiB", v / (1ull << 20));
-    else if (b >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.1fKiB", v / (1ull << 10));
-    else std::snprintf(buf, sizeof buf, "%" PRIu64 "B", b);
+    if (b >= (1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2fGiB", v / (1ull << 30));
+    else if (b >= (1ull << 20))
+        std::snprintf(buf, sizeof buf, "%.1fMiB", v / (1ull << 20));
+    else if (b >= (1ull << 10))
+        std::snprintf(buf, sizeof buf, "%.1fKiB", v / (1ull << 10));
+    else
+        std::snprintf(buf, sizeof buf, "%" PRIu64 "B", b);
     return buf;
 }
 
@@ -103,11 +107,21 @@ std::string json_str(const std::string& s) {
     std::string o = "\"";
     for (const char c : s) {
         switch (c) {
-            case '"': o += "\\\""; break;
-            case '\\': o += "\\\\"; break;
-            case '\n': o += "\\n"; break;
-            case '\r': o += "\\r"; break;
-            case '\t': o += "\\t"; break;
+            case '"':
+                o += "\\\"";
+                break;
+            case '\\':
+                o += "\\\\";
+                break;
+            case '\n':
+                o += "\\n";
+                break;
+            case '\r':
+                o += "\\r";
+                break;
+            case '\t':
+                o += "\\t";
+                break;
             default:
                 if (static_cast<unsigned char>(c) < 0x20) {
                     char b[8];
@@ -182,7 +196,8 @@ std::string evidence_line(const EvidenceSnapshot& e) {
     o += " cpu_fallback=" + std::to_string(e.cpu_fallback);
     if (e.validate_limit > 0 || e.validated_steps > 0) {
         o += " validated=" + std::to_string(e.validated_steps) + "/" +
-             std::to_string(e.validate_limit) + " failures=" + std::to_string(e.validation_failures);
+             std::to_string(e.validate_limit) +
+             " failures=" + std::to_string(e.validation_failures);
         o += std::string(" trust=") + (e.trust_promoted ? "promoted" : "unpromoted");
     } else {
         o += " validated=off";
@@ -247,7 +262,8 @@ std::string evidence_prometheus(const EvidenceSnapshot& e) {
          1);
     head("steps_total", "counter", "forward steps run");
     line("steps_total", "", e.steps);
-    head("ops_total", "counter", "ops executed, counted inside the forward pass, per device and op");
+    head("ops_total", "counter",
+         "ops executed, counted inside the forward pass, per device and op");
     for (int d = 0; d < kNumDevices; ++d)
         for (int k = 0; k < kNumOps; ++k)
             if (e.ops.ops[d][k])
@@ -257,7 +273,8 @@ std::string evidence_prometheus(const EvidenceSnapshot& e) {
                      e.ops.ops[d][k]);
     head("bytes_total", "counter", "bytes moved by executed ops, per device and kind");
     for (int d = 0; d < kNumDevices; ++d) {
-        const std::string dev = std::string("device=\"") + device_name(static_cast<Device>(d)) + "\"";
+        const std::string dev =
+            std::string("device=\"") + device_name(static_cast<Device>(d)) + "\"";
         line("bytes_total", dev + ",kind=\"weights\"", e.ops.weight_bytes[d]);
         line("bytes_total", dev + ",kind=\"activations\"", e.ops.act_bytes[d]);
     }
@@ -269,11 +286,13 @@ std::string evidence_prometheus(const EvidenceSnapshot& e) {
         line("cpu_fallback_total", "op=\"" + prom_label(k) + "\"", v);
     head("validated_steps_total", "counter", "steps compared against the CPU oracle");
     line("validated_steps_total", "", e.validated_steps);
-    head("validation_failures_total", "counter", "validated or finiteness-checked steps that failed");
+    head("validation_failures_total", "counter",
+         "validated or finiteness-checked steps that failed");
     line("validation_failures_total", "", e.validation_failures);
     head("trust_promoted", "gauge", "1 after ZINC_VALIDATE clean steps");
     line("trust_promoted", "", e.trust_promoted ? 1 : 0);
-    head("shortcut_free", "gauge", "1 unless a layer was skipped, vocab capped, experts clamped or context truncated");
+    head("shortcut_free", "gauge",
+         "1 unless a layer was skipped, vocab capped, experts clamped or context truncated");
     line("shortcut_free", "", e.shortcut_free ? 1 : 0);
     return o;
 }
@@ -288,7 +307,8 @@ EvidenceSnapshot evidence_delta(const EvidenceSnapshot& after, const EvidenceSna
         }
         d.ops.weight_bytes[i] = after.ops.weight_bytes[i] - before.ops.weight_bytes[i];
         d.ops.act_bytes[i] = after.ops.act_bytes[i] - before.ops.act_bytes[i];
-        d.oracle_ops.weight_bytes[i] = after.oracle_ops.weight_bytes[i] - before.oracle_ops.weight_bytes[i];
+        d.oracle_ops.weight_bytes[i] =
+            after.oracle_ops.weight_bytes[i] - before.oracle_ops.weight_bytes[i];
         d.oracle_ops.act_bytes[i] = after.oracle_ops.act_bytes[i] - before.oracle_ops.act_bytes[i];
     }
     d.cpu_fallback = after.cpu_fallback - before.cpu_fallback;

@@ -18,18 +18,18 @@ namespace zinc::runtime {
 
 struct EvidenceSnapshot {
     std::string execution_tier = "cpu";  // "cpu", "cuda", or "cuda+cpu" after a CPU fallback
-    std::string tier_reason;              // one line: why this tier
-    uint64_t steps = 0;                   // forward calls (step batches) run
-    OpTally ops;                          // executed by the serving tier (and fallbacks)
-    OpTally oracle_ops;                   // executed by the CPU oracle for validation only
-    uint64_t cpu_fallback = 0;            // ops (or whole steps) meant for the device, run on CPU
+    std::string tier_reason;             // one line: why this tier
+    uint64_t steps = 0;                  // forward calls (step batches) run
+    OpTally ops;                         // executed by the serving tier (and fallbacks)
+    OpTally oracle_ops;                  // executed by the CPU oracle for validation only
+    uint64_t cpu_fallback = 0;           // ops (or whole steps) meant for the device, run on CPU
     std::map<std::string, uint64_t> fallback_ops;  // op name -> count
-    uint64_t validate_limit = 0;        // ZINC_VALIDATE=N (0: validation off)
-    uint64_t validated_steps = 0;       // steps compared against the CPU oracle
-    uint64_t validation_failures = 0;   // steps whose comparison failed (or non-finite logits)
-    uint64_t finiteness_checks = 0;     // steps after trust promotion checked for finite logits
-    bool trust_promoted = false;        // validate_limit clean validated steps done
-    std::string first_failure;          // "step S layer L op O: ..." of the first failure
+    uint64_t validate_limit = 0;                   // ZINC_VALIDATE=N (0: validation off)
+    uint64_t validated_steps = 0;                  // steps compared against the CPU oracle
+    uint64_t validation_failures = 0;  // steps whose comparison failed (or non-finite logits)
+    uint64_t finiteness_checks = 0;    // steps after trust promotion checked for finite logits
+    bool trust_promoted = false;       // validate_limit clean validated steps done
+    std::string first_failure;         // "step S layer L op O: ..." of the first failure
     bool shortcut_free = true;
     std::map<std::string, uint64_t> shortcuts;  // what -> count
 };

@@ -25,7 +25,9 @@ namespace zinc::runtime {
 /// Where an op ran.
 enum class Device : uint8_t { Cpu = 0, Cuda = 1 };
 inline constexpr int kNumDevices = 2;
-inline const char* device_name(Device d) { return d == Device::Cpu ? "cpu" : "cuda"; }
+inline const char* device_name(Device d) {
+    return d == Device::Cpu ? "cpu" : "cuda";
+}
 
 /// The ops a forward pass issues. One count = one call of a CPU op function or one CUDA kernel
 /// launch (kernels inside a replayed CUDA graph are counted once per replay).
@@ -48,17 +50,18 @@ enum class Op : uint8_t {
 };
 inline constexpr int kNumOps = static_cast<int>(Op::kCount);
 inline const char* op_name(Op op) {
-    static constexpr const char* kNames[kNumOps] = {
-        "embed", "rms_norm", "matmul", "dequant", "rope_kv", "attention",
-        "pack",  "glu",      "add",    "gather",  "softcap", "argmax"};
+    static constexpr const char* kNames[kNumOps] = {"embed",   "rms_norm",  "matmul",  "dequant",
+                                                    "rope_kv", "attention", "pack",    "glu",
+                                                    "add",     "gather",    "softcap", "argmax"};
     return kNames[static_cast<int>(op)];
 }
 
 /// Counts of one step (or a sum of steps), per device and op.
 struct OpTally {
     std::array<std::array<uint64_t, kNumOps>, kNumDevices> ops{};  // [device][op] executions
-    std::array<uint64_t, kNumDevices> weight_bytes{};  // weight bytes read (each tensor once per call)
-    std::array<uint64_t, kNumDevices> act_bytes{};     // activation + KV bytes read and written
+    std::array<uint64_t, kNumDevices>
+        weight_bytes{};                             // weight bytes read (each tensor once per call)
+    std::array<uint64_t, kNumDevices> act_bytes{};  // activation + KV bytes read and written
 
     void add(Device d, Op op, uint64_t w_bytes, uint64_t a_bytes) {
         const int i = static_cast<int>(d);
@@ -99,7 +102,9 @@ struct CorruptSpec {
     std::string name;  // e.g. "attn_out", "ffn_inp", "l_out"; empty: off
     int il = -1;
 };
-inline float corrupt_value(float x) { return 1.0f - x; }
+inline float corrupt_value(float x) {
+    return 1.0f - x;
+}
 
 /// KV positions a query row at position `pos` attends to (window 0: full causal attention).
 inline uint64_t attended_positions(int64_t pos, int window) {
@@ -121,7 +126,7 @@ struct Fallback {
 
 class ForwardHooks {
   public:
-    OpTally step;                    // ops of the current step; the step's owner resets it
+    OpTally step;                     // ops of the current step; the step's owner resets it
     std::vector<Shortcut> shortcuts;  // reported by the forward pass, drained by the owner
     std::vector<Fallback> fallbacks;  // idem
 
@@ -139,7 +144,8 @@ class ForwardHooks {
         if (il >= n_layer - 1) return false;
         for (int s : skip_layers) {
             if (s == il) {
-                shortcuts.push_back({"layer " + std::to_string(il) + " skipped (ZINC_SKIP_LAYERS)"});
+                shortcuts.push_back(
+                    {"layer " + std::to_string(il) + " skipped (ZINC_SKIP_LAYERS)"});
                 return true;
             }
         }
@@ -162,7 +168,8 @@ class ForwardHooks {
     float* capture(std::string_view name, int il, int n_rows, int64_t dim) {
         if (!capturing) return nullptr;
         Captured c;
-        c.name = il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name) : std::string(name);
+        c.name =
+            il >= 0 ? "blk." + std::to_string(il) + "." + std::string(name) : std::string(name);
         c.il = il;
         c.n_rows = n_rows;
         c.dim = dim;

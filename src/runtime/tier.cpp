@@ -7,13 +7,18 @@ namespace zinc::runtime {
 
 const char* to_string(TierRequest t) {
     switch (t) {
-        case TierRequest::Auto: return "auto";
-        case TierRequest::Cpu: return "cpu";
-        case TierRequest::Cuda: return "cuda";
+        case TierRequest::Auto:
+            return "auto";
+        case TierRequest::Cpu:
+            return "cpu";
+        case TierRequest::Cuda:
+            return "cuda";
     }
     return "?";
 }
-const char* to_string(Tier t) { return t == Tier::Cuda ? "cuda" : "cpu"; }
+const char* to_string(Tier t) {
+    return t == Tier::Cuda ? "cuda" : "cpu";
+}
 
 Result<TierRequest> parse_tier(std::string_view s, std::string_view what) {
     if (s == "auto") return TierRequest::Auto;
@@ -25,7 +30,9 @@ Result<TierRequest> parse_tier(std::string_view s, std::string_view what) {
 
 namespace {
 
-std::string mib(size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; }
+std::string mib(size_t b) {
+    return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB";
+}
 
 }  // namespace
 

@@ -49,10 +49,10 @@ struct RuntimeOptions {
     TierRequest tier = TierRequest::Auto;
     std::string tier_source = "default";  // "--tier", "ZINC_TIER" or "default"
     int device = 0;
-    int validate_steps = 0;       // ZINC_VALIDATE=N
-    bool validate_strict = false;  // ZINC_VALIDATE_STRICT=1: finish on the CPU after a failure
-    Thresholds thresholds;         // ZINC_VALIDATE_TOL=residual[,logits]
-    std::vector<int> skip_layers;  // ZINC_SKIP_LAYERS=3,5 (debug shortcut)
+    int validate_steps = 0;            // ZINC_VALIDATE=N
+    bool validate_strict = false;      // ZINC_VALIDATE_STRICT=1: finish on the CPU after a failure
+    Thresholds thresholds;             // ZINC_VALIDATE_TOL=residual[,logits]
+    std::vector<int> skip_layers;      // ZINC_SKIP_LAYERS=3,5 (debug shortcut)
     std::vector<std::string> cpu_ops;  // ZINC_CPU_OPS=glu (force ops of a device tier to the CPU)
     CorruptSpec corrupt;               // ZINC_TEST_CORRUPT=name:layer (test-only fault injection)
 };

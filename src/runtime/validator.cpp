@@ -56,8 +56,8 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
     const std::string where = "step " + std::to_string(step);
     for (const Captured& o : oracle) {
         const auto it = by_name.find(o.name);
-        const bool layer_out = o.il >= 0 && o.il + 1 < n_layer &&
-                               o.name == "blk." + std::to_string(o.il) + ".l_out";
+        const bool layer_out =
+            o.il >= 0 && o.il + 1 < n_layer && o.name == "blk." + std::to_string(o.il) + ".l_out";
         if (it == by_name.end()) {
             if (layer_out && r.ok) {
                 r.ok = false;
@@ -97,8 +97,8 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
         for (int il = 0; il + 1 < n_layer; ++il) {
             if (!l_out_seen[il]) {
                 r.ok = false;
-                r.failure = where + " layer " + std::to_string(il) +
-                            " op l_out: blk." + std::to_string(il) +
+                r.failure = where + " layer " + std::to_string(il) + " op l_out: blk." +
+                            std::to_string(il) +
                             ".l_out missing on the serving tier (not produced or not captured)";
                 break;
             }

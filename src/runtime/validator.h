@@ -21,9 +21,9 @@ namespace zinc::runtime {
 struct StepComparison {
     bool ok = true;
     int n_compared = 0;
-    double worst_rel = 0.0;   // largest relative error among compared intermediates
-    std::string worst_name;   // and its name
-    std::string failure;      // "step S layer L op O: NAME rel err E > tol T" when !ok
+    double worst_rel = 0.0;  // largest relative error among compared intermediates
+    std::string worst_name;  // and its name
+    std::string failure;     // "step S layer L op O: NAME rel err E > tol T" when !ok
 };
 
 /// The op whose output intermediate `name` is ("blk.3.attn_out" -> "attn_output matmul").

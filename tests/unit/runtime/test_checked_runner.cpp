@@ -130,14 +130,14 @@ void expect_ops(const rt::OpTally& t, const Expect& e, const char* what) {
     EXPECT_EQ(op(t, rt::Op::Add), e.add) << what;
     EXPECT_EQ(op(t, rt::Op::Gather), e.gather) << what;
     EXPECT_EQ(t.total_ops(rt::Device::Cuda), 0u) << what;
-    EXPECT_EQ(t.total_ops(rt::Device::Cpu),
-              e.embed + e.rms_norm + e.matmul + e.rope_kv + e.attention + e.glu + e.add + e.gather +
-                  op(t, rt::Op::Softcap))
+    EXPECT_EQ(t.total_ops(rt::Device::Cpu), e.embed + e.rms_norm + e.matmul + e.rope_kv +
+                                                e.attention + e.glu + e.add + e.gather +
+                                                op(t, rt::Op::Softcap))
         << what;
 }
 
-#define NEED(name)                                            \
-    const Loaded& L = load(name);                             \
+#define NEED(name)                                           \
+    const Loaded& L = load(name);                            \
     ASSERT_TRUE(L.model) << "models/" << name << " missing"; \
     const zm::Model& model = *L.model
 
@@ -202,7 +202,8 @@ TEST(CheckedRunner, SkippedLayerIsAShortcutAndItsOpsAreGone) {
     EXPECT_EQ(e.shortcuts.at("layer 5 skipped (ZINC_SKIP_LAYERS)"), 2u);  // both steps
     const int n_layer = model.config().n_layer;
     // Two steps: prefill (8 rows) and one decode, each with 28 of 30 layers.
-    const Expect p = expected_ops(n_layer - 2, false, 8, 1), q = expected_ops(n_layer - 2, false, 1, 1);
+    const Expect p = expected_ops(n_layer - 2, false, 8, 1),
+                 q = expected_ops(n_layer - 2, false, 1, 1);
     EXPECT_EQ(op(e.ops, rt::Op::Matmul), p.matmul + q.matmul);
     EXPECT_EQ(op(e.ops, rt::Op::Attention), p.attention + q.attention);
     EXPECT_NE(rt::evidence_line(e).find("shortcut_free=false"), std::string::npos);
@@ -241,8 +242,7 @@ TEST(CheckedRunner, CleanValidationPassesAndPromotes) {
 
 TEST(CheckedRunner, ValidationNamesTheCorruptedOpAndLayer) {
     NEED(kSmol);
-    for (const auto& [name, il, op_words] :
-         std::vector<std::tuple<std::string, int, std::string>>{
+    for (const auto& [name, il, op_words] : std::vector<std::tuple<std::string, int, std::string>>{
              {"attn_out", 3, "layer 3 op attn_output matmul: blk.3.attn_out"},
              {"ffn_out", 7, "layer 7 op ffn (gate/up matmul, glu, down matmul): blk.7.ffn_out"},
              {"l_out", 0, "layer 0 op ffn block"},
@@ -273,7 +273,7 @@ TEST(CheckedRunner, StrictFinishesOnTheOracleAndCountsTheFallback) {
     const auto e = tr.evidence->snapshot();
     EXPECT_EQ(e.validated_steps, 1u);  // the failing step; then the oracle serves
     EXPECT_EQ(e.validation_failures, 1u);
-    EXPECT_EQ(e.cpu_fallback, 4u);      // the failing step and the 3 after it
+    EXPECT_EQ(e.cpu_fallback, 4u);  // the failing step and the 3 after it
     EXPECT_EQ(e.fallback_ops.at("forward"), 4u);
     EXPECT_EQ(tr.runner->tier(), "cpu");
     auto plain = make(model, {});

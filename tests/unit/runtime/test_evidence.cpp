@@ -128,8 +128,7 @@ std::vector<rt::Captured> model_caps(int n_layer, float bump_layer_out = -1) {
     std::vector<rt::Captured> v;
     for (int il = 0; il < n_layer; ++il) {
         v.push_back(cap("ffn_inp", il, {1.0f, 2.0f, 3.0f, 4.0f}));
-        v.push_back(cap("l_out", il,
-                        {il == bump_layer_out ? -1.0f : 1.0f, 2.0f, 3.0f, 4.0f}));
+        v.push_back(cap("l_out", il, {il == bump_layer_out ? -1.0f : 1.0f, 2.0f, 3.0f, 4.0f}));
     }
     v.push_back(cap("result_output", -1, {0.5f, 0.25f}));
     return v;

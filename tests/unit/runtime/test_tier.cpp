@@ -36,7 +36,8 @@ std::function<const char*(const char*)> env_of(std::map<std::string, std::string
 }  // namespace
 
 TEST(Tier, AutoPicksCudaWhenADeviceHoldsTheModel) {
-    auto c = rt::choose_tier(rt::TierRequest::Auto, "default", gpu_probe(100ull << 30), 1ull << 30, 0);
+    auto c =
+        rt::choose_tier(rt::TierRequest::Auto, "default", gpu_probe(100ull << 30), 1ull << 30, 0);
     ASSERT_TRUE(c.ok()) << c.error().message;
     EXPECT_EQ(c->tier, rt::Tier::Cuda);
     EXPECT_NE(c->reason.find("H200"), std::string::npos) << c->reason;
@@ -125,7 +126,8 @@ TEST(RuntimeOptions, Switches) {
     EXPECT_EQ(o->cpu_ops, (std::vector<std::string>{"glu"}));
     EXPECT_EQ(o->corrupt.name, "attn_out");
     EXPECT_EQ(o->corrupt.il, 2);
-    for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"ZINC_VALIDATE", "x"},
+    for (auto [k, v] :
+         std::vector<std::pair<std::string, std::string>>{{"ZINC_VALIDATE", "x"},
                                                           {"ZINC_VALIDATE", "-1"},
                                                           {"ZINC_VALIDATE_STRICT", "yes"},
                                                           {"ZINC_VALIDATE_TOL", "0"},
