@@ -8,6 +8,8 @@
 #include <ctime>
 #include <exception>
 
+#include <sys/socket.h>
+
 #include "server/auth.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
@@ -291,6 +293,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, Server
     h.set_read_timeout(30, 0);
     h.set_write_timeout(10, 0);
     h.set_tcp_nodelay(true);  // stream chunks go out as they are written
+    // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second
+    // server bind the same port silently and take half the connections.
+    h.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    });
     impl->setup_routes();
     if (port == 0) {
         const int p = h.bind_to_any_port(host);

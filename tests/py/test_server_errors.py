@@ -245,3 +245,14 @@ def test_plain_zinc_m_serves_and_sigint_stops_with_a_stream_open():
             assert sock.connect_ex((s.host, s.port)) != 0
     finally:
         s.close()
+
+
+def test_port_in_use_is_an_error(server):
+    import subprocess
+    from server_harness import SMOL, ZINC
+    r = subprocess.run([str(ZINC), "serve", "-m", str(SMOL), "--port", str(server.port),
+                        "-c", "256", "-t", "1"], capture_output=True, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert f"cannot listen on 127.0.0.1:{server.port}" in err
+    assert_serving(server)
