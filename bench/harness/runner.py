@@ -80,7 +80,8 @@ class Run:
     def __init__(self, a):
         self.a = a
         self.a.out.mkdir(parents=True, exist_ok=True)
-        self.logs = self.a.out / "logs"
+        # Server logs stay out of git (bench/out/ is ignored), also when --out is in docs/.
+        self.logs = ROOT / "bench" / "out" / "logs" / self.a.out.name
         self.res = {"args": {k: (str(v) if isinstance(v, Path) else v)
                              for k, v in vars(a).items()},
                     "command": "bench/run " + " ".join(sys.argv[1:]),
