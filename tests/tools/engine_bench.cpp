@@ -9,7 +9,11 @@
 // (one JSON line, best of --reps): decode_tps = tokens generated after each request's first
 // token / time from the last first token to the last token (all c sequences decoding together);
 // total_tps = all generated tokens / wall time from submission; ttft_ms = mean time to first
-// token; steps = engine steps.
+// token; steps = engine steps; cpu_s = CPU seconds (user + sys) the process used for the run and
+// tokens_per_cpu_s = generated tokens / cpu_s (on a shared, loaded machine wall-clock rates
+// swing with the load, CPU time much less; with --threads 1 it is a clean cost measure).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -33,9 +37,17 @@ int fail(const std::string& msg) {
 }
 
 struct Run {
-    double decode_tps = 0, total_tps = 0, ttft_ms = 0;
+    double decode_tps = 0, total_tps = 0, ttft_ms = 0, cpu_s = 0;
+    long tokens = 0;
     uint64_t steps = 0;
 };
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    return s(u.ru_utime) + s(u.ru_stime);
+}
 
 Run run_once(const zinc::model::Model& model, int c, int n_prompt, int n_gen, int threads,
              int block_size, int max_batch_tokens, int rep) {
@@ -57,6 +69,7 @@ Run run_once(const zinc::model::Model& model, int c, int n_prompt, int n_gen, in
     std::vector<Clock::time_point> first(static_cast<size_t>(c)), last(static_cast<size_t>(c));
     std::vector<int> got(static_cast<size_t>(c), 0);
     const Clock::time_point t0 = Clock::now();
+    const double cpu0 = cpu_seconds();
     const int32_t nv = model.n_vocab();
     for (int i = 0; i < c; ++i) {
         zinc::engine::RequestParams p;
@@ -107,6 +120,8 @@ Run run_once(const zinc::model::Model& model, int c, int n_prompt, int n_gen, in
     r.decode_tps = static_cast<double>(decode_tokens) / std::max(1e-9, s(last_max - first_max));
     r.total_tps = static_cast<double>(total) / std::max(1e-9, s(last_max - t0));
     r.ttft_ms = 1000.0 * ttft / c;
+    r.cpu_s = cpu_seconds() - cpu0;
+    r.tokens = total;
     r.steps = eng.value()->stats().steps;
     return r;
 }
@@ -149,9 +164,11 @@ int main(int argc, char** argv) {
             if (x.decode_tps > best.decode_tps) best = x;
         }
         std::printf("{\"concurrency\": %d, \"prompt\": %d, \"gen\": %d, \"threads\": %d, "
-                    "\"decode_tps\": %.1f, \"total_tps\": %.1f, \"ttft_ms\": %.1f, \"steps\": %llu}\n",
+                    "\"decode_tps\": %.1f, \"total_tps\": %.1f, \"ttft_ms\": %.1f, \"steps\": %llu, "
+                    "\"cpu_s\": %.2f, \"tokens_per_cpu_s\": %.1f}\n",
                     c, n_prompt, n_gen, threads, best.decode_tps, best.total_tps, best.ttft_ms,
-                    static_cast<unsigned long long>(best.steps));
+                    static_cast<unsigned long long>(best.steps), best.cpu_s,
+                    static_cast<double>(best.tokens) / std::max(1e-9, best.cpu_s));
         std::fflush(stdout);
     }
     return 0;
