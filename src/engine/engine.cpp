@@ -6,6 +6,8 @@
 // built: "within one step"), plan a step (engine/scheduler.h), run it as one Batch, commit it,
 // and sample one token for every sequence whose logits came back. Sinks are called on this
 // thread without the mutex held, so a sink may call cancel().
+#include "engine/engine.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -13,7 +15,6 @@
 #include <unordered_map>
 
 #include "engine/block_manager.h"
-#include "engine/engine.h"
 #include "engine/logprobs.h"
 #include "engine/policy.h"
 #include "engine/scheduler.h"
@@ -24,11 +25,16 @@ namespace zinc::engine {
 
 const char* to_string(FinishReason r) {
     switch (r) {
-        case FinishReason::Length: return "length";
-        case FinishReason::Eog: return "eog";
-        case FinishReason::Cancelled: return "cancelled";
-        case FinishReason::Context: return "context";
-        case FinishReason::Error: return "error";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::Eog:
+            return "eog";
+        case FinishReason::Cancelled:
+            return "cancelled";
+        case FinishReason::Context:
+            return "context";
+        case FinishReason::Error:
+            return "error";
     }
     return "?";
 }
@@ -68,8 +74,7 @@ class EngineImpl : public Engine {
             }
         }
         if (params.max_tokens < 1) {
-            return invalid("max_tokens: " + std::to_string(params.max_tokens) +
-                           " (expected >= 1)");
+            return invalid("max_tokens: " + std::to_string(params.max_tokens) + " (expected >= 1)");
         }
         if (params.top_logprobs < -1 || params.top_logprobs > 20) {
             return invalid("top_logprobs: " + std::to_string(params.top_logprobs) +
@@ -82,7 +87,8 @@ class EngineImpl : public Engine {
                                    " > context " + std::to_string(opts_.n_ctx)};
         }
         std::lock_guard<std::mutex> lk(mu_);
-        if (!accepting_) return SubmitError{SubmitErrorKind::ShuttingDown, "engine is shutting down"};
+        if (!accepting_)
+            return SubmitError{SubmitErrorKind::ShuttingDown, "engine is shutting down"};
         const int64_t queued = static_cast<int64_t>(inbox_.size()) + n_waiting_;
         if (queued >= opts_.max_queue) {
             return SubmitError{SubmitErrorKind::QueueFull,
@@ -327,16 +333,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
     if (opts.n_threads < 0 || opts.n_threads > 1024)
         return bad("n_threads", opts.n_threads, "[0, 1024]");
-    const int64_t per_seq = (static_cast<int64_t>(opts.n_ctx) + opts.block_size - 1) /
-                            opts.block_size;
+    const int64_t per_seq =
+        (static_cast<int64_t>(opts.n_ctx) + opts.block_size - 1) / opts.block_size;
     const int64_t n_blocks =
         opts.n_kv_blocks > 0 ? opts.n_kv_blocks : per_seq * static_cast<int64_t>(opts.n_parallel);
     if (n_blocks < per_seq) {
-        return make_error("engine: " + std::to_string(n_blocks) + " KV blocks of " +
-                          std::to_string(opts.block_size) +
-                          " positions cannot hold one full sequence of n_ctx " +
-                          std::to_string(opts.n_ctx) + " (expected >= " +
-                          std::to_string(per_seq) + " blocks)");
+        return make_error(
+            "engine: " + std::to_string(n_blocks) + " KV blocks of " +
+            std::to_string(opts.block_size) + " positions cannot hold one full sequence of n_ctx " +
+            std::to_string(opts.n_ctx) + " (expected >= " + std::to_string(per_seq) + " blocks)");
     }
     if (n_blocks > (int64_t{1} << 30)) return bad("n_kv_blocks", n_blocks, "[1, 2^30]");
     model::RunnerOptions ro;

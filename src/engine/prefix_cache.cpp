@@ -36,8 +36,8 @@ int32_t PrefixCache::lookup(uint64_t hash, uint64_t parent, std::span<const int3
     const auto it = index_.find(hash);
     if (it == index_.end()) return -1;
     const Entry& e = it->second;
-    if (e.parent != parent || !std::equal(tokens.begin(), tokens.end(), e.tokens.begin(),
-                                          e.tokens.end())) {
+    if (e.parent != parent ||
+        !std::equal(tokens.begin(), tokens.end(), e.tokens.begin(), e.tokens.end())) {
         return -1;  // a collision: different content under the same hash
     }
     return e.block;
@@ -48,8 +48,8 @@ bool PrefixCache::insert(int32_t b, uint64_t hash, uint64_t parent,
     ZINC_CHECK(static_cast<int32_t>(tokens.size()) == block_size_);
     if (entry_of_[b] != nullptr || index_.count(hash) != 0) return false;
     ZINC_CHECK(!in_lru_[b]);  // only blocks in use are registered
-    auto [it, ok] =
-        index_.emplace(hash, Entry{b, hash, parent, std::vector<int32_t>(tokens.begin(), tokens.end())});
+    auto [it, ok] = index_.emplace(
+        hash, Entry{b, hash, parent, std::vector<int32_t>(tokens.begin(), tokens.end())});
     ZINC_CHECK(ok);
     entry_of_[b] = &it->second;
     if (evicted_.erase(hash) != 0) {

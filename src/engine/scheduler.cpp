@@ -99,10 +99,10 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
         ensure_hashes(s, n_full);
         for (int32_t i = 0; i < n_full; ++i) {
             const uint64_t parent = i == 0 ? kRootHash : s.block_hashes[i - 1];
-            const int32_t b = bm_.cache().lookup(
-                s.block_hashes[i], parent,
-                std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(i) * bs,
-                                                           static_cast<size_t>(bs)));
+            const int32_t b =
+                bm_.cache().lookup(s.block_hashes[i], parent,
+                                   std::span<const int32_t>(s.tokens).subspan(
+                                       static_cast<size_t>(i) * bs, static_cast<size_t>(bs)));
             if (b < 0) break;
             hits.push_back(b);
         }
@@ -170,9 +170,9 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
 StepPlan Scheduler::schedule() {
     StepPlan plan;
     int32_t budget = opts_.max_batch_tokens;
-    std::stable_sort(running_.begin(), running_.end(), [this](const Sequence* a, const Sequence* b) {
-        return policy_.before(*a, *b);
-    });
+    std::stable_sort(
+        running_.begin(), running_.end(),
+        [this](const Sequence* a, const Sequence* b) { return policy_.before(*a, *b); });
     for (size_t i = 0; i < running_.size() && budget > 0;) {
         Sequence* s = running_[i];
         const int32_t n = std::min(s->n_pending(), budget);
@@ -183,8 +183,7 @@ StepPlan Scheduler::schedule() {
                 scheduled = true;
                 break;
             }
-            const std::span<const Sequence* const> cand(running_.data() + i,
-                                                        running_.size() - i);
+            const std::span<const Sequence* const> cand(running_.data() + i, running_.size() - i);
             const size_t v = policy_.pick_victim(cand);
             ZINC_CHECK(v < cand.size());
             Sequence* victim = running_[i + v];

@@ -41,9 +41,9 @@ struct ScheduledSeq {
 };
 
 struct StepPlan {
-    std::vector<ScheduledSeq> seqs;     // in batch order
-    int32_t n_tokens = 0;               // rows of the batch
-    std::vector<Sequence*> preempted;   // sent back to waiting this step
+    std::vector<ScheduledSeq> seqs;    // in batch order
+    int32_t n_tokens = 0;              // rows of the batch
+    std::vector<Sequence*> preempted;  // sent back to waiting this step
     bool empty() const { return seqs.empty(); }
 };
 

@@ -57,8 +57,8 @@ class CpuContext : public Context {
             seq.all_logits = all_logits;
             const Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
                               std::span<const BatchSeq>(&seq, 1)};
-            float* out = all_logits ? logits_.data() + static_cast<size_t>(c0) * n_vocab_
-                                    : logits_.data();
+            float* out =
+                all_logits ? logits_.data() + static_cast<size_t>(c0) * n_vocab_ : logits_.data();
             ZINC_TRY(runner_->forward(batch, out));
             n_past_ += chunk;
         }

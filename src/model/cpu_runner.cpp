@@ -30,8 +30,8 @@ Workspace::Workspace(const ModelConfig& c, int nb, int max_seq_len, int n_thread
     gate.resize(n * c.n_ff);
     up.resize(n * c.n_ff);
     rope_cs.resize(n * c.n_rot);
-    scores.resize(static_cast<size_t>(
-        cpu::attention_scratch_floats(c.attention(0), n_threads, max_seq_len)));
+    scores.resize(
+        static_cast<size_t>(cpu::attention_scratch_floats(c.attention(0), n_threads, max_seq_len)));
 }
 
 namespace {
@@ -155,10 +155,10 @@ class CpuRunner : public Runner {
     KvPool kv_;
     Workspace ws_;
     DumpFilter dump_;
-    std::vector<int32_t> pos_;                // (max_batch_tokens) position of each row
-    std::vector<int64_t> slot_;               // (max_batch_tokens) physical KV row of each row
-    std::vector<int32_t> out_rows_;           // rows whose logits are wanted
-    std::vector<cpu::AttentionSeq> seqs_;     // this step's sequences
+    std::vector<int32_t> pos_;             // (max_batch_tokens) position of each row
+    std::vector<int64_t> slot_;            // (max_batch_tokens) physical KV row of each row
+    std::vector<int32_t> out_rows_;        // rows whose logits are wanted
+    std::vector<cpu::AttentionSeq> seqs_;  // this step's sequences
 };
 
 }  // namespace

@@ -45,7 +45,9 @@ struct Run {
 double cpu_seconds() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
-    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    auto s = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
     return s(u.ru_utime) + s(u.ru_stime);
 }
 
@@ -78,7 +80,8 @@ Run run_once(const zinc::model::Model& model, int c, int n_prompt, int n_gen, in
             x ^= x >> 12;
             x ^= x << 25;
             x ^= x >> 27;
-            p.prompt.push_back(static_cast<int32_t>((x * 2685821657736338717ull) % (nv - 100)) + 50);
+            p.prompt.push_back(static_cast<int32_t>((x * 2685821657736338717ull) % (nv - 100)) +
+                               50);
         }
         p.max_tokens = n_gen;
         p.sampling.temperature = 0.0f;
@@ -134,21 +137,31 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         try {
-            if (a == "--model") path = v;
-            else if (a == "--concurrency") conc = v;
-            else if (a == "--threads") threads = std::stoi(v);
-            else if (a == "--prompt") n_prompt = std::stoi(v);
-            else if (a == "--gen") n_gen = std::stoi(v);
-            else if (a == "--block-size") block_size = std::stoi(v);
-            else if (a == "--max-batch-tokens") mbt = std::stoi(v);
-            else if (a == "--reps") reps = std::stoi(v);
-            else return fail("unknown argument " + a);
+            if (a == "--model")
+                path = v;
+            else if (a == "--concurrency")
+                conc = v;
+            else if (a == "--threads")
+                threads = std::stoi(v);
+            else if (a == "--prompt")
+                n_prompt = std::stoi(v);
+            else if (a == "--gen")
+                n_gen = std::stoi(v);
+            else if (a == "--block-size")
+                block_size = std::stoi(v);
+            else if (a == "--max-batch-tokens")
+                mbt = std::stoi(v);
+            else if (a == "--reps")
+                reps = std::stoi(v);
+            else
+                return fail("unknown argument " + a);
         } catch (const std::exception&) {
             return fail("bad number for " + a + ": " + v);
         }
     }
     if (path.empty()) return fail("--model is required");
-    if (n_prompt < 1 || n_gen < 2 || reps < 1) return fail("--prompt >= 1, --gen >= 2, --reps >= 1");
+    if (n_prompt < 1 || n_gen < 2 || reps < 1)
+        return fail("--prompt >= 1, --gen >= 2, --reps >= 1");
     auto file = zinc::gguf::File::open(path);
     if (!file.ok()) return fail(file.error().message);
     auto model = zinc::model::Model::load(*file.value(), {});
@@ -163,12 +176,13 @@ int main(int argc, char** argv) {
             const Run x = run_once(*model.value(), c, n_prompt, n_gen, threads, block_size, mbt, r);
             if (x.decode_tps > best.decode_tps) best = x;
         }
-        std::printf("{\"concurrency\": %d, \"prompt\": %d, \"gen\": %d, \"threads\": %d, "
-                    "\"decode_tps\": %.1f, \"total_tps\": %.1f, \"ttft_ms\": %.1f, \"steps\": %llu, "
-                    "\"cpu_s\": %.2f, \"tokens_per_cpu_s\": %.1f}\n",
-                    c, n_prompt, n_gen, threads, best.decode_tps, best.total_tps, best.ttft_ms,
-                    static_cast<unsigned long long>(best.steps), best.cpu_s,
-                    static_cast<double>(best.tokens) / std::max(1e-9, best.cpu_s));
+        std::printf(
+            "{\"concurrency\": %d, \"prompt\": %d, \"gen\": %d, \"threads\": %d, "
+            "\"decode_tps\": %.1f, \"total_tps\": %.1f, \"ttft_ms\": %.1f, \"steps\": %llu, "
+            "\"cpu_s\": %.2f, \"tokens_per_cpu_s\": %.1f}\n",
+            c, n_prompt, n_gen, threads, best.decode_tps, best.total_tps, best.ttft_ms,
+            static_cast<unsigned long long>(best.steps), best.cpu_s,
+            static_cast<double>(best.tokens) / std::max(1e-9, best.cpu_s));
         std::fflush(stdout);
     }
     return 0;

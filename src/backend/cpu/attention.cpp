@@ -78,8 +78,7 @@ void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q,
                 for (int64_t j0 = lo; j0 <= pos;) {
                     const int64_t off = j0 % bs;
                     const int64_t len = std::min(bs - off, pos - j0 + 1);
-                    const int64_t phys =
-                        static_cast<int64_t>(sq.block_table[j0 / bs]) * bs + off;
+                    const int64_t phys = static_cast<int64_t>(sq.block_table[j0 / bs]) * bs + off;
                     weighted_sum_f16(s_all + g * n + (j0 - lo), len, vbase + phys * kv.v_stride,
                                      kv.v_stride, o0 + g * p.head_dim_v, p.head_dim_v,
                                      /*accumulate=*/j0 != lo);

@@ -112,7 +112,7 @@ TEST(BlockManager, CachedBlocksAreReusedThenEvictedLeastRecentFirst) {
     EXPECT_EQ(bm.n_cached(), 3);
     EXPECT_EQ(bm.n_free(), 1);
     EXPECT_EQ(bm.cache().lookup(h[1], h[0], toks(1, 2)), blk[1]);
-    EXPECT_EQ(bm.cache().lookup(h[1], h[0], toks(9, 2)), -1);  // same hash, other tokens
+    EXPECT_EQ(bm.cache().lookup(h[1], h[0], toks(9, 2)), -1);           // same hash, other tokens
     EXPECT_EQ(bm.cache().lookup(h[1], ze::kRootHash, toks(1, 2)), -1);  // other parent
     // Take block 0 back from the cache: it is no longer evictable.
     bm.retain(blk[0]);
@@ -146,11 +146,13 @@ TEST(PrefixCache, ChainHashDependsOnParentTokensAndOrder) {
     EXPECT_EQ(ze::chain_hash(7, a), ze::chain_hash(7, a));
     EXPECT_NE(ze::chain_hash(7, a), ze::chain_hash(7, b));
     EXPECT_NE(ze::chain_hash(7, a), ze::chain_hash(8, a));
-    EXPECT_NE(ze::chain_hash(7, std::vector<int32_t>{0}), ze::chain_hash(7, std::vector<int32_t>{0, 0}));
+    EXPECT_NE(ze::chain_hash(7, std::vector<int32_t>{0}),
+              ze::chain_hash(7, std::vector<int32_t>{0, 0}));
     // No collisions among many nearby inputs.
     std::set<uint64_t> seen;
     for (int32_t x = 0; x < 2000; ++x) {
-        EXPECT_TRUE(seen.insert(ze::chain_hash(ze::kRootHash, std::vector<int32_t>{x, x + 1})).second);
+        EXPECT_TRUE(
+            seen.insert(ze::chain_hash(ze::kRootHash, std::vector<int32_t>{x, x + 1})).second);
     }
 }
 
@@ -206,8 +208,7 @@ TEST(BlockManager, RandomisedOperationsKeepInvariants) {
                         if (s.empty()) break;
                         const size_t i = rng() % s.size();
                         const int32_t old = s[i];
-                        const bool copy =
-                            bm.ref_count(old) > 1 || bm.cache().is_registered(old);
+                        const bool copy = bm.ref_count(old) > 1 || bm.cache().is_registered(old);
                         const int32_t nb = bm.make_writable(old, [](int32_t, int32_t) {});
                         if (nb < 0) {
                             EXPECT_TRUE(copy);

@@ -6,13 +6,15 @@
 // others, after a prefix-cache hit, with any prefill chunk size, or after being preempted by a
 // KV pool too small for all of them. Also: logprobs against a log-softmax of the Context's
 // logits, cancellation releasing blocks, EOG stops, and submit() refusals.
+#include "engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -21,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 
@@ -50,8 +51,8 @@ const Loaded& smollm() {
     return *l;
 }
 
-#define NEED_MODEL()                                                        \
-    const Loaded& L = smollm();                                             \
+#define NEED_MODEL()                                                          \
+    const Loaded& L = smollm();                                               \
     ASSERT_TRUE(L.model) << "models/SmolLM2-135M-Instruct.Q4_1.gguf missing"; \
     const zm::Model& model = *L.model
 
@@ -63,7 +64,9 @@ std::vector<int32_t> prompt_of(int seed, int n, int32_t n_vocab) {
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
-        t = static_cast<int32_t>((x * 2685821657736338717ull) % static_cast<uint64_t>(n_vocab - 100)) + 50;
+        t = static_cast<int32_t>((x * 2685821657736338717ull) %
+                                 static_cast<uint64_t>(n_vocab - 100)) +
+            50;
     }
     return p;
 }
@@ -292,9 +295,8 @@ TEST(Engine, PrefixCacheHitEqualsMiss) {
         EXPECT_EQ(b.ids(), expect) << n_prompt;
         const int full = n_prompt / 16;
         EXPECT_EQ(a.usage.cached_prompt_tokens, std::min(full * 16, n_prompt - 1));
-        const ze::EngineStats s = wait_stats(*eng.value(), [](const ze::EngineStats& s) {
-            return s.kv_blocks_used == 0;
-        });
+        const ze::EngineStats s = wait_stats(
+            *eng.value(), [](const ze::EngineStats& s) { return s.kv_blocks_used == 0; });
         EXPECT_EQ(s.prefix_hits_blocks, 2u * full);
         EXPECT_EQ(s.prefix_miss_cold, static_cast<uint64_t>(full));
         EXPECT_EQ(s.prefix_miss_partial, n_prompt % 16 ? 3u : 0u);
@@ -419,9 +421,8 @@ TEST(Engine, EogStopsWithoutReportingTheToken) {
     const auto prompt = prompt_of(11, 12, model.n_vocab());
     const auto expect = context_greedy(model, prompt, 8);
     size_t stop_at = 3;
-    while (stop_at < expect.size() &&
-           std::find(expect.begin(), expect.begin() + stop_at, expect[stop_at]) !=
-               expect.begin() + stop_at) {
+    while (stop_at < expect.size() && std::find(expect.begin(), expect.begin() + stop_at,
+                                                expect[stop_at]) != expect.begin() + stop_at) {
         ++stop_at;
     }
     ASSERT_LT(stop_at, expect.size());
@@ -463,14 +464,13 @@ TEST(Engine, CancelReleasesBlocksWithinAStep) {
     ze::RequestId self_id = 0;
     std::mutex id_mu;
     auto inner = self.sink();
-    auto r = e.submit(greedy(prompt_of(13, 20, model.n_vocab()), 100),
-                      [&](const ze::Event& ev) {
-                          inner(ev);
-                          if (!ev.finished) {
-                              std::lock_guard<std::mutex> lk(id_mu);
-                              e.cancel(self_id);
-                          }
-                      });
+    auto r = e.submit(greedy(prompt_of(13, 20, model.n_vocab()), 100), [&](const ze::Event& ev) {
+        inner(ev);
+        if (!ev.finished) {
+            std::lock_guard<std::mutex> lk(id_mu);
+            e.cancel(self_id);
+        }
+    });
     {
         std::lock_guard<std::mutex> lk(id_mu);
         self_id = std::get<ze::RequestId>(r);
@@ -483,7 +483,8 @@ TEST(Engine, CancelReleasesBlocksWithinAStep) {
     std::vector<ze::RequestId> ids;
     for (int i = 0; i < 5; ++i) {
         cs.push_back(std::make_unique<Collector>());
-        ids.push_back(submit_ok(e, greedy(prompt_of(500 + i, 25, model.n_vocab()), 100), *cs.back()));
+        ids.push_back(
+            submit_ok(e, greedy(prompt_of(500 + i, 25, model.n_vocab()), 100), *cs.back()));
     }
     for (ze::RequestId i : ids) e.cancel(i);
     for (auto& c : cs) {
@@ -491,7 +492,7 @@ TEST(Engine, CancelReleasesBlocksWithinAStep) {
         EXPECT_EQ(c->reason, ze::FinishReason::Cancelled);
         EXPECT_EQ(c->events_after_finish, 0);
     }
-    e.cancel(id);  // finished: ignored
+    e.cancel(id);         // finished: ignored
     e.cancel(987654321);  // unknown: ignored
     const ze::EngineStats s = wait_stats(e, [](const ze::EngineStats& s) {
         return s.requests_cancelled == 7 && s.kv_blocks_used == 0 && s.slots_busy == 0 &&
@@ -520,7 +521,8 @@ TEST(Engine, SubmitRefusals) {
     EXPECT_EQ(kind(greedy({}, 4)), ze::SubmitErrorKind::InvalidRequest);
     EXPECT_EQ(kind(greedy({1, model.n_vocab()}, 4)), ze::SubmitErrorKind::InvalidRequest);
     EXPECT_EQ(kind(greedy({1, 2}, 0)), ze::SubmitErrorKind::InvalidRequest);
-    EXPECT_EQ(kind(greedy(prompt_of(1, 60, model.n_vocab()), 5)), ze::SubmitErrorKind::ContextLength);
+    EXPECT_EQ(kind(greedy(prompt_of(1, 60, model.n_vocab()), 5)),
+              ze::SubmitErrorKind::ContextLength);
     // Fill the slot and the queue with long requests, then one more is QueueFull.
     std::vector<std::unique_ptr<Collector>> cs;
     std::vector<ze::RequestId> ids;

@@ -35,7 +35,9 @@ uint64_t kv_value(const std::vector<int32_t>& tokens, int p) {
     for (int i = 0; i <= p; ++i) h = roll(h, tokens[i]);
     return h;
 }
-int32_t fake_sample(uint64_t v) { return static_cast<int32_t>((v >> 17) % 50); }
+int32_t fake_sample(uint64_t v) {
+    return static_cast<int32_t>((v >> 17) % 50);
+}
 
 // What the sequence must generate, computed without any scheduler.
 std::vector<int32_t> reference(std::vector<int32_t> tokens, int n_gen) {
@@ -129,7 +131,8 @@ Outcome simulate(const Config& cfg, unsigned seed) {
             // Reads: every computed position holds this sequence's value.
             for (int p = 0; p < s.n_computed; ++p) {
                 const int32_t b = s.blocks[p / cfg.block_size];
-                const uint64_t got = kv[static_cast<size_t>(b) * cfg.block_size + p % cfg.block_size];
+                const uint64_t got =
+                    kv[static_cast<size_t>(b) * cfg.block_size + p % cfg.block_size];
                 if (got != kv_value(s.tokens, p)) {
                     ADD_FAILURE() << "wrong KV: seed " << seed << " step " << step << " request "
                                   << s.id << " pos " << p;
@@ -154,7 +157,8 @@ Outcome simulate(const Config& cfg, unsigned seed) {
         for (const ze::ScheduledSeq& ss : plan.seqs) {
             if (!ss.want_logits) continue;
             ze::Sequence& s = *ss.seq;
-            s.tokens.push_back(fake_sample(kv_value(s.tokens, static_cast<int>(s.tokens.size()) - 1)));
+            s.tokens.push_back(
+                fake_sample(kv_value(s.tokens, static_cast<int>(s.tokens.size()) - 1)));
             if (s.n_generated() >= s.params.max_tokens) {
                 const std::vector<int32_t> got(s.tokens.begin() + s.n_prompt, s.tokens.end());
                 EXPECT_EQ(got, expect[s.id]) << "seed " << seed << " request " << s.id;
@@ -214,7 +218,8 @@ TEST(Scheduler, FullPrefixHitRecomputesLastTokenInAPrivateCopy) {
     ze::BlockManager bm(8, 4, true);
     auto policy = ze::make_fcfs_policy();
     std::vector<std::pair<int32_t, int32_t>> copies;
-    ze::Scheduler sched({4, 64}, bm, *policy, [&](int32_t s, int32_t d) { copies.emplace_back(s, d); });
+    ze::Scheduler sched({4, 64}, bm, *policy,
+                        [&](int32_t s, int32_t d) { copies.emplace_back(s, d); });
     ze::RequestParams p;
     p.prompt = {1, 2, 3, 4, 5, 6, 7, 8};  // two full blocks
     p.max_tokens = 4;
@@ -232,8 +237,8 @@ TEST(Scheduler, FullPrefixHitRecomputesLastTokenInAPrivateCopy) {
     EXPECT_EQ(s2.seqs[1].n_tokens, 1);  // only the last prompt token runs
     EXPECT_EQ(b.n_computed, 7);
     EXPECT_EQ(b.usage.cached_prompt_tokens, 7);
-    EXPECT_EQ(b.blocks[0], a.blocks[0]);          // shared
-    EXPECT_NE(b.blocks[1], a.blocks[1]);          // copied before the write
+    EXPECT_EQ(b.blocks[0], a.blocks[0]);  // shared
+    EXPECT_NE(b.blocks[1], a.blocks[1]);  // copied before the write
     ASSERT_EQ(copies.size(), 1u);
     EXPECT_EQ(copies[0], std::make_pair(a.blocks[1], b.blocks[1]));
     EXPECT_EQ(sched.counters().hits, 2u);

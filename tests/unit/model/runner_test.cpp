@@ -150,8 +150,8 @@ void batched_equals_alone(const std::string& model_name) {
     size_t row = 0;
     for (size_t i = 0; i < seqs.size(); ++i) {
         for (int t = 0; t < nt[i]; ++t, ++row) {
-            ASSERT_EQ(0, std::memcmp(step1[row].data(), alone_prefill[i][t].data(),
-                                     sizeof(float) * nv))
+            ASSERT_EQ(
+                0, std::memcmp(step1[row].data(), alone_prefill[i][t].data(), sizeof(float) * nv))
                 << model_name << " seq " << i << " prefill row " << t;
         }
     }
@@ -176,8 +176,8 @@ void batched_equals_alone(const std::string& model_name) {
     const int n = static_cast<int>(s.tokens.size()) - 1;
     ASSERT_TRUE(ctx.value()->eval(std::span<const int32_t>(s.tokens.data(), n), true).ok());
     for (int t = 0; t < n; ++t) {
-        ASSERT_EQ(0, std::memcmp(ctx.value()->logits(t), alone_prefill[4][t].data(),
-                                 sizeof(float) * nv))
+        ASSERT_EQ(
+            0, std::memcmp(ctx.value()->logits(t), alone_prefill[4][t].data(), sizeof(float) * nv))
             << model_name << " context row " << t;
     }
 }
