@@ -587,13 +587,13 @@ def test_fetch_models_progress_without_a_terminal(monkeypatch):
 
 
 def test_make_bench_has_a_rule():
-    # `bench` is a .PHONY target: it must build llama-bench and run the comparison script with
-    # this build's zinc (a dry run lists the commands without running them).
+    # `bench` is a .PHONY target: it must build llama.cpp and run the benchmark suite (bench/run)
+    # with this build's zinc (a dry run lists the commands without running them).
     r = subprocess.run(["make", "-n", "-C", str(SOURCE), "bench", "BUILD=build-x"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "scripts/build-llama-cpp" in r.stdout, r.stdout
-    assert "bench/cpu_vs_llamacpp.py --zinc build-x/zinc" in r.stdout, r.stdout
+    assert "bench/run --target cpu --zinc build-x/zinc" in r.stdout, r.stdout
 
 
 # ---------- issue 3: stop strings, --raw, --system-prompt, --no-think ----------
