@@ -10,6 +10,7 @@
 #include "server/generation.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/peer_watch.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
 
@@ -121,12 +122,23 @@ struct StreamState {
 };
 
 void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
-               const ResponseMeta& meta, int32_t n_prompt_tokens, httplib::Response& res) {
+               const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
+               httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
     std::vector<CompletionLogprobs> lp(results.size());
     std::vector<json> chat_lp(results.size(), json::array());
+    // A client that leaves a non-streamed request is noticed here (nothing is written until the
+    // end), and its sequences are cancelled so their KV blocks come back within a step.
+    const PeerWatch peer(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
     while (!gen.done()) {
-        for (auto& d : gen.poll(std::chrono::milliseconds(500))) {
+        if (peer.closed()) {
+            ctx.metrics.count_disconnect();
+            gen.cancel();
+            while (!gen.done()) gen.poll(std::chrono::milliseconds(50));
+            res.status = 499;  // never read: the client is gone (nginx's "client closed request")
+            return;
+        }
+        for (auto& d : gen.poll(std::chrono::milliseconds(100))) {
             ChoiceResult& r = results[static_cast<size_t>(d.index)];
             r.text += d.text;
             if (cr.logprobs && !d.tokens.empty()) {
@@ -253,7 +265,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.model = ctx.opts.model_id;
 
     if (!cr.stream)
-        return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, res);
+        return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
 
     auto st = std::make_shared<StreamState>();
     st->gen = std::move(gen.value());

@@ -1,6 +1,6 @@
 """`zinc serve` under load: 32 concurrent streams each equal to the same request run alone at
 temperature 0; 100 clients that disconnect mid-stream, after which /health shows every KV block
-back (none used, no slot busy); and a bounded soak (2000 requests, concurrency 16, short prompts
+back (none used, no slot busy); clients that leave non-streamed requests are cancelled too; and a bounded soak (2000 requests, concurrency 16, short prompts
 and few tokens) with no crash, no KV leak and a bounded RSS.
 """
 import http.client
@@ -113,6 +113,33 @@ def test_100_disconnects_free_every_block(server):
     # Still serving.
     r = server.client().completions.create(model=MODEL_ID, prompt="Hello", max_tokens=3)
     assert r.choices[0].text is not None
+
+
+def test_non_streamed_disconnect_cancels(server):
+    # A non-streamed request writes nothing until it ends; a client that leaves early must still
+    # have its sequence cancelled and its blocks freed, long before max_tokens would end it.
+    base = server.wait_idle()
+    cancelled0 = base["requests"]["cancelled"]
+    conns = []
+    for i in range(8):
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+        body = {"model": MODEL_ID, "prompt": f"{i}, {i + 1}, {i + 2},", "max_tokens": 240,
+                "temperature": 0}
+        conn.request("POST", "/v1/completions", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        conns.append(conn)
+    deadline = time.monotonic() + 20
+    while server.health()["slots"]["busy"] < 8 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.health()["slots"]["busy"] >= 1
+    for conn in conns:
+        conn.sock.shutdown(2)
+        conn.close()
+    t0 = time.monotonic()
+    h = server.wait_idle(timeout=10)
+    assert h["kv_blocks"]["used"] == 0 and h["slots"]["busy"] == 0, h
+    assert h["requests"]["cancelled"] - cancelled0 == 8, h
+    assert time.monotonic() - t0 < 3  # cancelled, not run to 240 tokens
 
 
 def test_soak_2000_requests_concurrency_16():
