@@ -34,7 +34,7 @@ struct EngineOptions {
     int32_t max_queue = 256;         // waiting requests beyond which submit() fails (QueueFull)
     bool prefix_cache = true;        // reuse cached full blocks of identical prefixes
     /// Batch-invariant mode: results at temperature 0 do not depend on what else is batched
-    /// (see docs/server.md for what it costs and when it is needed).
+    /// (see docs/engine.md: exact on the CPU tier; passed to the Runner for CUDA).
     bool batch_invariant = false;
     int n_threads = 0;                     // CPU tier threads, 0 = all
     std::vector<int32_t> eog_tokens;       // ids that end generation (Tokenizer EOG set)
