@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -196,6 +197,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         std::fprintf(stderr, "zinc: %s: shutting down (in-flight requests are cancelled)\n",
                      sig == SIGINT ? "SIGINT" : "SIGTERM");
         engine.shutdown();  // every pending request ends Cancelled; open streams end
+        http.drain(std::chrono::seconds(3));  // ... with their final chunk and [DONE]
         http.stop();
     });
     const bool ok = http.run();

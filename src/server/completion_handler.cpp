@@ -278,6 +278,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     ServingContext* c = &ctx;
+    ++ctx.open_streams;
     res.set_chunked_content_provider(
         "text/event-stream",
         [c, st](size_t /*offset*/, httplib::DataSink& sink) {
@@ -294,6 +295,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                 if (!st->ended) c->metrics.count_disconnect();
                 st->gen->cancel();
             }
+            --c->open_streams;
         });
 }
 

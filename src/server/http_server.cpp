@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <thread>
 
 #include <sys/socket.h>
 
@@ -319,6 +320,15 @@ bool HttpServer::run() { return impl_->http.listen_after_bind(); }
 
 void HttpServer::stop() {
     if (impl_) impl_->http.stop();
+}
+
+bool HttpServer::drain(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (impl_->ctx.open_streams.load() > 0) {
+        if (std::chrono::steady_clock::now() >= end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
 }
 
 }  // namespace zinc::server

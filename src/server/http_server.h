@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,10 @@ class HttpServer {
     /// Stop accepting and end the accept loop; open streams are cut. Thread-safe, idempotent;
     /// may be called before run().
     void stop();
+    /// Wait until every open stream has written its end (after Engine::shutdown() they all end
+    /// within a poll), or `timeout` passes. Returns whether all ended. Call before stop() so
+    /// clients get a complete body ending in `data: [DONE]` rather than a cut connection.
+    bool drain(std::chrono::milliseconds timeout);
 
   private:
     struct Impl;

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -25,6 +26,8 @@ class ServingContext {
     const ServedModel model;
     const ServerOptions opts;
     Metrics metrics;
+    /// Streamed responses whose body has not ended (HttpServer::drain waits for 0).
+    std::atomic<int> open_streams{0};
 
     /// A fresh random 64-bit value (request seeds when a request gives none). Thread-safe.
     uint64_t random_u64();

@@ -237,8 +237,9 @@ def test_plain_zinc_m_serves_and_sigint_stops_with_a_stream_open():
         assert s.stop(signal.SIGINT) == 0, s.stderr()
         assert time.monotonic() - t0 < 15
         assert "SIGINT" in s.stderr()
-        rest = resp.read() if not resp.isclosed() else b""
-        assert b"[DONE]" in rest or rest == b"" or b"error" in rest
+        # Shutdown drains open streams first: the body ends properly, with [DONE].
+        rest = resp.read()
+        assert rest.rstrip().endswith(b"data: [DONE]"), rest[-200:]
         conn.close()
         # The port is released.
         with socket.socket() as sock:
