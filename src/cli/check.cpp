@@ -185,7 +185,7 @@ int run_check(const CheckOptions& o) {
                                ", runtime " + cuda::version_string(p.runtime_version));
     }
     // Execution tier (runtime/tier.h): what `zinc --prompt` would run on, and why.
-    if (auto ro = runtime::runtime_options("", [](const char* k) { return std::getenv(k); }); !ro) {
+    if (auto ro = runtime::runtime_options(o.tier, [](const char* k) { return std::getenv(k); }); !ro) {
         r.fail("tier", ro.error().message);
     } else {
         auto c = runtime::choose_tier(ro.value().tier, ro.value().tier_source, p,

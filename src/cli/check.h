@@ -10,6 +10,7 @@ struct CheckOptions {
     std::string model_path;  // empty: the default model, if already downloaded
     int n_ctx = 4096;        // 0: the model's training context
     int n_threads = 0;       // 0: all hardware threads
+    std::string tier;        // --tier; empty: ZINC_TIER, else auto
 };
 
 /// Prints the report to stdout. Returns 0 when no line is FAIL, 1 otherwise.

@@ -270,6 +270,7 @@ int run_main(int argc, char** argv) {
         c.model_path = o.model_path;
         c.n_ctx = o.n_ctx;
         c.n_threads = o.n_threads;
+        c.tier = o.tier;
         return run_check(c);
     }
     if (!app.count("--prompt"))

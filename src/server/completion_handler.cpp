@@ -72,7 +72,8 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
                         " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
                         " tokens and " + cr.max_tokens_param + " asks for " +
                         std::to_string(max_tokens) + " more",
-                    cr.max_tokens_param);
+                    // The prompt alone not fitting is the prompt's fault, not max_tokens'.
+                    n_prompt >= n_ctx ? prompt_param : cr.max_tokens_param);
         } else {
             // OpenAI: chat runs until the context is full, completions default to 16 tokens.
             max_tokens = n_ctx - n_prompt;

@@ -14,9 +14,13 @@ ApiResult<json> parse_json_body(std::string_view body) {
     try {
         j = json::parse(body.begin(), body.end());
     } catch (const json::parse_error& e) {
-        // e.byte is 1-based, pointing just past the offending character.
-        return invalid_json("the request body is not valid JSON: parse error at byte offset " +
-                            std::to_string(e.byte) + " (expected a JSON object)");
+        // e.byte is 1-based, pointing just past the offending character. nlohmann's message is
+        // "[json.exception.parse_error.101] parse error at line L, column C: <reason>"; keep the
+        // reason (e.g. "syntax error while parsing value - invalid literal; last read: 'x'").
+        std::string why = e.what();
+        if (auto k = why.find(": "); k != std::string::npos) why = why.substr(k + 2);
+        return invalid_json("the request body is not valid JSON at byte offset " +
+                            std::to_string(e.byte) + ": " + why);
     }
     if (!j.is_object())
         return invalid_json("the request body must be a JSON object, got " + json_type_name(j));
@@ -52,7 +56,9 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
         out.sampling.repeat_penalty = static_cast<float>(d);
     if (const json* s = r.find("seed")) {
         const auto v = s->is_number() ? as_integer(*s) : std::nullopt;
-        if (!v)
+        if (s->is_number_unsigned())
+            out.seed = s->get<uint64_t>();  // the whole unsigned 64-bit range
+        else if (!v)
             r.fail(wrong_type(r.path_of("seed"), "an integer", *s));
         else
             out.seed = static_cast<uint64_t>(*v);  // negative seeds wrap, as in two's complement

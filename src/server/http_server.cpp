@@ -291,7 +291,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, Server
     h.set_payload_max_length(max_body);
     h.set_keep_alive_max_count(100000);
     h.set_keep_alive_timeout(keepalive);
-    h.set_read_timeout(30, 0);
+    // A client that stalls mid-request holds a connection thread: drop it after 5 s without a
+    // byte (a partial mitigation of slowloris-style exhaustion; docs/server.md, Limits).
+    h.set_read_timeout(5, 0);
     h.set_write_timeout(10, 0);
     h.set_tcp_nodelay(true);  // stream chunks go out as they are written
     // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second

@@ -156,6 +156,12 @@ def test_tier_cuda_without_a_device_is_one_error_line():
     err = r.stderr.decode().strip().splitlines()
     assert r.returncode != 0
     assert len(err) == 1 and "cannot use the CUDA tier" in err[0], err
+    # --check honours --tier: the FAIL line and status, not a silent auto.
+    c = zinc("--check", "-m", SMOL, "--tier", "cuda")
+    assert c.returncode == 1, c.stdout.decode()
+    assert "FAIL  tier: --tier=cuda: cannot use the CUDA tier" in c.stdout.decode(), c.stdout
+    c = zinc("--check", "-m", SMOL, "--tier", "bogus")
+    assert c.returncode != 0 and "bogus" in (c.stdout + c.stderr).decode()
 
 
 def test_validation_clean_promotes_and_does_not_change_the_text():

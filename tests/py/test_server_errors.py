@@ -57,6 +57,11 @@ def test_malformed_json(server):
                  b"{\"messages\": \"\xff\xfe\"}", b"{" * 100000]:
         e = assert_error(server.post("/v1/chat/completions", data=data), 400)
         assert e["type"] == "invalid_request_error"
+    # The parser's own reason is kept, not replaced by a generic one.
+    e = assert_error(server.post("/v1/chat/completions", data=b'{"messages": [1'), 400)
+    assert "byte offset" in e["message"] and "unexpected end of input" in e["message"], e
+    e = assert_error(server.post("/v1/chat/completions", data=b'{"messages": "\xff"}'), 400)
+    assert "UTF-8" in e["message"], e
     assert_serving(server)
 
 
@@ -150,7 +155,14 @@ def test_context_length_exceeded(server):
     assert "512" in e["message"]
     long_prompt = "hello " * 600
     assert_error(server.post("/v1/completions", {"model": MODEL_ID, "prompt": long_prompt}), 400,
-                 code="context_length_exceeded")
+                 param="prompt", code="context_length_exceeded")
+    # The prompt alone does not fit: its fault, whatever max_tokens says.
+    assert_error(server.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 1}), 400,
+                 param="prompt", code="context_length_exceeded")
+    assert_error(server.post("/v1/chat/completions",
+                             chat_body(messages=[{"role": "user", "content": long_prompt}],
+                                       max_tokens=1)),
+                 400, param="messages", code="context_length_exceeded")
     assert_error(server.post("/v1/completions", {"prompt": [1, 10 ** 7]}), 400, param="prompt[1]")
     assert_serving(server)
 
