@@ -1,0 +1,164 @@
+// zinc/backend/cuda/runner_impl.h — private to src/backend/cuda: the CudaRunner class shared by
+// runner_init.cpp (device memory, weight upload) and runner.cpp (the forward pass, graphs).
+// What the runner does and its switches: runner.cpp's header comment.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/activations.h"
+#include "backend/cuda/cublas_lib.h"
+#include "backend/cuda/cuda_tier.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/repack.h"
+#include "model/arch_model.h"
+#include "model/config.h"
+#include "model/tensor_names.h"
+#include "quant/types.h"
+#include "runtime/forward_hooks.h"
+
+namespace zinc::cuda::runner_detail {
+
+using model::ArchModel;
+using model::ModelConfig;
+using model::Weight;
+
+inline bool env_on(const char* name, bool dflt = true) {
+    const char* e = std::getenv(name);
+    if (!e || !*e) return dflt;
+    return std::string(e) != "0";
+}
+inline int env_int(const char* name, int dflt) {
+    const char* e = std::getenv(name);
+    return e && *e ? std::atoi(e) : dflt;
+}
+
+inline std::string fmt_mib(size_t b) {
+    return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+inline Error cuda_error(const std::string& what, cudaError_t e) {
+    return make_error("cuda: " + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                      ")");
+}
+
+#define CU_TRY(what, expr)                                   \
+    do {                                                     \
+        const cudaError_t e_ = (expr);                       \
+        if (e_ != cudaSuccess) return cuda_error(what, e_);  \
+    } while (0)
+
+struct DevMat {
+    int type = -1;
+    int64_t k = 0, n = 0;  // row length, rows
+    size_t row_bytes = 0;
+    uint8_t* d = nullptr;
+    bool valid() const { return d != nullptr; }
+};
+
+struct Layer {
+    DevMat wq, wk, wv, wo, gate, up, down;
+    const float *attn_norm = nullptr, *ffn_norm = nullptr, *post_attn_norm = nullptr,
+                *post_ffn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr, *bq = nullptr,
+                *bk = nullptr, *bv = nullptr;
+};
+
+class CudaRunner final : public model::Runner {
+  public:
+    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device)
+        : model_(m), cfg_(m.config()), opts_(o), device_(device) {}
+    ~CudaRunner() override;
+
+    Result<void> init();
+    Result<void> forward(const model::Batch& batch, float* logits) override {
+        return run(batch, logits, nullptr);
+    }
+    Result<void> run(const model::Batch& batch, float* logits, int32_t* tokens);
+    void copy_block(int32_t src, int32_t dst) override;
+    const model::RunnerOptions& options() const override { return opts_; }
+    std::string tier() const override { return "cuda"; }
+    size_t kv_bytes() const override { return kv_bytes_; }
+    RunnerStats stats() const { return stats_; }
+
+  private:
+    Result<DevMat> upload_mat(const std::string& name, bool required);
+    Result<const float*> upload_f32(const std::string& name, bool required);
+    void* dalloc(size_t bytes, cudaError_t& err);
+    void enqueue_step(int n_rows, int n_out);
+    // Norm (w) or plain copy of x into xf_, packed for weights of type `type` (aq_/ad_ or xh_).
+    void finish_rows(const float* x, const float* w, int n_rows, int dim, int type);
+    void glu(int n_rows, int il, int type);
+    RowOut row_out(int n_rows, int type);
+    int packed_mode_ = -1;  // packing now in aq_/ad_
+    void proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats, int n_rows,
+              int k, bool accumulate);
+    // Evidence (runtime/forward_hooks.h): every kernel launch is counted with its op and bytes;
+    // a replayed CUDA graph adds the tally recorded when it was captured.
+    void launched(runtime::Op op, uint64_t w_bytes, uint64_t a_bytes) {
+        ++launches_;
+        tally_.add(runtime::Device::Cuda, op, w_bytes, a_bytes);
+    }
+    // Fault injection and intermediate capture of residual-stream rows x (n_rows, dim).
+    void observe(const char* name, int il, float* x, int n_rows, int dim);
+    int launches_ = 0;
+    runtime::OpTally tally_;
+    std::map<int, runtime::OpTally> graph_tally_;
+
+    const ArchModel& model_;
+    const ModelConfig& cfg_;
+    model::RunnerOptions opts_;
+    int device_;
+    bool gemma_ = false;
+    cudaStream_t stream_ = nullptr;
+    std::vector<void*> allocs_;
+    size_t weight_bytes_ = 0, kv_bytes_ = 0;
+
+    DevMat tok_embd_, output_;
+    const float* output_norm_ = nullptr;
+    const float* rope_freqs_ = nullptr;
+    std::vector<Layer> layers_;
+    uint16_t* k_cache_ = nullptr;
+    uint16_t* v_cache_ = nullptr;
+    size_t layer_k_elems_ = 0, layer_v_elems_ = 0;
+
+    // activations (R = max_batch_tokens rows)
+    int R_ = 0, wide_ = 0;
+    float *x_ = nullptr, *xf_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr,
+          *attn_ = nullptr, *gate_ = nullptr, *up_ = nullptr, *h_ = nullptr, *xo_ = nullptr,
+          *logits_ = nullptr;
+    uint16_t* xh_ = nullptr;
+    int8_t* aq_ = nullptr;
+    float4* ad_ = nullptr;
+    uint16_t* wdq_ = nullptr;  // dequantized weight scratch (GEMM path)
+    size_t wdq_elems_ = 0;
+    int32_t* tok_out_ = nullptr;
+    void* argmax_scratch_ = nullptr;
+
+    // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][bt max_bt]
+    int32_t* meta_d_ = nullptr;
+    int32_t* meta_h_ = nullptr;  // pinned
+    // Pinned landing buffers for the step's results (a copy to pageable memory would block the
+    // host until the copy, i.e. the whole step, is done): tokens (R), logits (max_seqs rows).
+    int32_t* tok_h_ = nullptr;
+    float* logits_h_ = nullptr;
+    size_t logits_h_rows_ = 0;
+    int max_bt_ = 0;
+    int32_t *d_tokens_ = nullptr, *d_pos_ = nullptr, *d_slot_ = nullptr, *d_rowbt_ = nullptr,
+            *d_out_ = nullptr, *d_bt_ = nullptr;
+
+    CublasLib cublas_;
+    int dmmv_max_rows_ = 16;
+    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
+    std::map<int, cudaGraphExec_t> graphs_;
+    RunnerStats stats_;
+};
+
+}  // namespace zinc::cuda::runner_detail
