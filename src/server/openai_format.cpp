@@ -55,6 +55,8 @@ json CompletionLogprobs::add(const tokenizer::Tokenizer& tok,
         json top = json::object();
         for (size_t k = 0; k < t.top.size() && static_cast<int32_t>(k) < top_n; ++k)
             top[piece(tok, t.top[k].id)] = t.top[k].logprob;
+        // OpenAI's legacy format always carries the sampled token too (up to logprobs + 1).
+        if (top_n > 0 && !top.contains(p)) top[p] = t.logprob;
         c_tokens.push_back(p);
         c_lp.push_back(t.logprob);
         c_top.push_back(top_n > 0 ? top : json(nullptr));

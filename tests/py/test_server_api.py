@@ -230,6 +230,16 @@ def test_logprobs_chat_and_completions(server, client):
     assert lp.text_offset == [sum(len(t.encode()) for t in lp.tokens[:i]) for i in range(6)]
     for tok, tlp, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
         assert len(top) == 5 and abs(top[tok] - tlp) < 1e-5
+    # Sampled (not greedy): the chosen token is always in top_logprobs, so up to logprobs + 1.
+    s = client.completions.create(model=MODEL_ID, prompt=prompt, temperature=2.0,
+                                  top_p=1.0, seed=7, max_tokens=16, logprobs=1,
+                                  extra_body={"top_k": 0, "min_p": 0})
+    slp = s.choices[0].logprobs
+    off_top = 0
+    for tok, tlp, top in zip(slp.tokens, slp.token_logprobs, slp.top_logprobs):
+        assert 1 <= len(top) <= 2 and abs(top[tok] - tlp) < 1e-5, (tok, top)
+        off_top += len(top) == 2
+    assert off_top >= 1  # temperature 2 really sampled below the top token somewhere
 
     # Against llama.cpp's distribution at the first generated position (same prompt tokens).
     llama_cpp = pytest.importorskip("llama_cpp")
