@@ -256,21 +256,10 @@ int chat_loop(const ChatOptions& o) {
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     // The tier (--tier, ZINC_TIER, auto) and the session's evidence: runtime/run_context.h.
-    runtime::RunContextOptions co;
-    co.n_ctx = n_ctx;
-    co.n_threads = n_threads;
-    co.tier_flag = o.tier;
-    std::unique_ptr<model::Context> ctx;
-    runtime::RunContext rc;
-    try {
-        auto ctx_r = runtime::create_run_context(*m.model, co);
-        if (!ctx_r) return report_error(ctx_r.error().message);
-        rc = std::move(ctx_r.value());
-        ctx = std::move(rc.ctx);
-    } catch (const std::bad_alloc&) {
-        return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
-                            " positions; lower -c/--context");
-    }
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier);
+    if (!rc_r) return report_error(rc_r.error().message);
+    runtime::RunContext rc = std::move(rc_r.value());
+    std::unique_ptr<model::Context> ctx = std::move(rc.ctx);
 
     ChatSession session(o, m, std::move(tmpl.value()), *ctx);
     // Every Ctrl-C only raises the flag (no SA_RESETHAND); SA_RESTART keeps writes whole, and

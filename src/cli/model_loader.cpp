@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <new>
 
 #include "cli/host_info.h"
 
@@ -111,6 +112,21 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
     // released the parsed metadata and the resident weights never coexist.
     if (opts.prefault) prefault_weights(*m.file, opts.progress);
     return m;
+}
+
+Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
+                                             int n_threads, const std::string& tier_flag) {
+    runtime::RunContextOptions co;
+    co.n_ctx = n_ctx;
+    co.n_threads = n_threads;
+    co.tier_flag = tier_flag;
+    try {
+        return runtime::create_run_context(model, co);
+    } catch (const std::bad_alloc&) {
+        return make_error("out of memory allocating a context of " + std::to_string(n_ctx) +
+                          " positions (KV cache " + format_bytes(model.kv_cache_bytes(n_ctx)) +
+                          "); lower -c/--context");
+    }
 }
 
 }  // namespace zinc::cli

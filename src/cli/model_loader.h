@@ -8,6 +8,7 @@
 #include "chat/chat_template.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "runtime/run_context.h"
 #include "tokenizer/tokenizer.h"
 #include "util/result.h"
 
@@ -52,6 +53,12 @@ constexpr uint64_t kWorkspaceBytes = 64ull << 20;
 /// (e.g. "-c/--context"). Error: one line with the sizes.
 Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n_ctx,
                               const std::string& flag);
+
+/// The one-sequence Context of `zinc --prompt` and `zinc chat` on the tier chosen from `tier_flag`
+/// (then ZINC_TIER, then auto; runtime/run_context.h), with its evidence. Errors (one line): a
+/// bad tier request, runner creation, or an allocation failure with the KV cache size.
+Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
+                                             int n_threads, const std::string& tier_flag);
 
 /// Touch every page of the tensor data (so the first forward pass does not pay for page
 /// faults), drawing a progress bar on stderr when it is a terminal.

@@ -123,22 +123,10 @@ int generate(const RunOptions& o) {
                      n_ctx, m.model->n_ctx_train());
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    runtime::RunContextOptions co;
-    co.n_ctx = n_ctx;
-    co.n_threads = n_threads;
-    co.tier_flag = o.tier;
-    std::unique_ptr<model::Context> ctx_owner;
-    runtime::RunContext rc;
-    try {
-        auto ctx_r = runtime::create_run_context(*m.model, co);
-        if (!ctx_r) return report_error(ctx_r.error().message);
-        rc = std::move(ctx_r.value());
-        ctx_owner = std::move(rc.ctx);
-    } catch (const std::bad_alloc&) {
-        return report_error("out of memory allocating a context of " + std::to_string(n_ctx) +
-                            " positions (KV cache " +
-                            format_bytes(m.model->kv_cache_bytes(n_ctx)) + "); lower -c/--context");
-    }
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier);
+    if (!rc_r) return report_error(rc_r.error().message);
+    runtime::RunContext rc = std::move(rc_r.value());
+    std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);
     model::Context& ctx = *ctx_owner;
     std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
                  rc.choice.reason.c_str());
