@@ -16,9 +16,9 @@ namespace {
 // cheaper); results do not depend on it.
 constexpr int kContextBlockSize = 256;
 
-class CpuContext : public Context {
+class RunnerContext : public Context {
   public:
-    CpuContext(std::unique_ptr<Runner> runner, int n_ctx, int n_batch, int32_t n_vocab)
+    RunnerContext(std::unique_ptr<Runner> runner, int n_ctx, int n_batch, int32_t n_vocab)
         : runner_(std::move(runner)), n_ctx_(n_ctx), n_batch_(n_batch), n_vocab_(n_vocab) {
         block_table_.resize(static_cast<size_t>(runner_->options().n_blocks));
         std::iota(block_table_.begin(), block_table_.end(), 0);
@@ -116,8 +116,19 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     ro.n_threads = opts.n_threads;
     auto runner = Runner::create_cpu(model, ro);
     if (!runner) return runner.error();
-    return std::unique_ptr<Context>(std::make_unique<CpuContext>(
-        std::move(runner.value()), opts.n_ctx, ro.max_batch_tokens, model.n_vocab()));
+    return over_runner(std::move(runner.value()), opts.n_ctx, model.n_vocab());
+}
+
+Result<std::unique_ptr<Context>> Context::over_runner(std::unique_ptr<Runner> runner, int n_ctx,
+                                                      int32_t n_vocab) {
+    if (!runner) return make_error("context: no runner");
+    const RunnerOptions& o = runner->options();
+    if (static_cast<int64_t>(o.n_blocks) * o.block_size < n_ctx)
+        return make_error("context: the runner's KV blocks hold fewer than n_ctx = " +
+                          std::to_string(n_ctx) + " positions");
+    const int n_batch = std::min(o.max_batch_tokens, n_ctx);
+    return std::unique_ptr<Context>(
+        std::make_unique<RunnerContext>(std::move(runner), n_ctx, n_batch, n_vocab));
 }
 
 }  // namespace zinc::model

@@ -22,6 +22,7 @@ class File;
 namespace zinc::model {
 
 struct ModelConfig;  // model/config.h
+class Runner;        // model/batch.h
 
 struct LoadOptions {
     int n_threads = 0;  // 0 = all hardware threads
@@ -50,6 +51,11 @@ struct ContextOptions {
 class Context {
   public:
     static Result<std::unique_ptr<Context>> create(const Model& model, const ContextOptions& opts);
+    /// A Context over any Runner (model/batch.h), e.g. the CUDA tier's: one sequence owning the
+    /// Runner's blocks 0..n_blocks-1 in order, evaluated in chunks of max_batch_tokens. Error:
+    /// the Runner's blocks hold fewer than n_ctx positions.
+    static Result<std::unique_ptr<Context>> over_runner(std::unique_ptr<Runner> runner, int n_ctx,
+                                                        int32_t n_vocab);
     virtual ~Context() = default;
 
     /// Run the forward pass for `tokens` at positions n_past() .. n_past()+n-1, appending to the
