@@ -31,24 +31,40 @@ bool cand_before(const Cand& a, const Cand& b) {
 // llama_sampler_penalties: a token seen c > 0 times has its logit divided by `repeat` when
 // positive and multiplied by it otherwise, then reduced by c * frequency + presence
 // (OpenAI's presence/frequency penalty definitions).
-void apply_penalties(std::vector<float>& logit, std::span<const int32_t> history,
-                     const SamplerOptions& o) {
-    const bool any =
-        o.repeat_penalty != 1.0f || o.presence_penalty != 0.0f || o.frequency_penalty != 0.0f;
-    if (!any || o.penalty_last_n == 0 || history.empty()) return;
+bool any_penalty(const SamplerOptions& o) {
+    return o.repeat_penalty != 1.0f || o.presence_penalty != 0.0f || o.frequency_penalty != 0.0f;
+}
+
+// The penalty window (the last `penalty_last_n` tokens of history) as distinct ids in
+// [0, n_vocab), ascending, with their counts; empty when no penalty is on.
+void penalty_window(std::span<const int32_t> history, const SamplerOptions& o, int32_t n_vocab,
+                    std::vector<int32_t>& ids, std::vector<int32_t>& counts) {
+    ids.clear();
+    counts.clear();
+    if (!any_penalty(o) || o.penalty_last_n == 0 || history.empty()) return;
     size_t n = history.size();
     if (o.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(o.penalty_last_n));
     std::vector<int32_t> window(history.end() - static_cast<std::ptrdiff_t>(n), history.end());
     std::sort(window.begin(), window.end());
-    const auto n_vocab = static_cast<int32_t>(logit.size());
     for (size_t i = 0; i < window.size();) {
         size_t j = i;
         while (j < window.size() && window[j] == window[i]) ++j;
         const int32_t id = window[i];
-        const auto count = static_cast<float>(j - i);
+        const auto count = static_cast<int32_t>(j - i);
         i = j;
         if (id < 0 || id >= n_vocab) continue;  // ids from another vocabulary: ignore
-        float& l = logit[static_cast<size_t>(id)];
+        ids.push_back(id);
+        counts.push_back(count);
+    }
+}
+
+void apply_penalties(std::vector<float>& logit, std::span<const int32_t> history,
+                     const SamplerOptions& o) {
+    std::vector<int32_t> ids, counts;
+    penalty_window(history, o, static_cast<int32_t>(logit.size()), ids, counts);
+    for (size_t k = 0; k < ids.size(); ++k) {
+        const auto count = static_cast<float>(counts[k]);
+        float& l = logit[static_cast<size_t>(ids[k])];
         if (std::isinf(l)) continue;  // -inf stays -inf
         l = l <= 0.0f ? l * o.repeat_penalty : l / o.repeat_penalty;
         l -= count * o.frequency_penalty + o.presence_penalty;
@@ -91,6 +107,40 @@ void sort_prefix(std::vector<Cand>& cand, size_t k, size_t n) {
 }  // namespace
 
 Sampler::Sampler(const SamplerOptions& opts) : opts_(opts), rng_(opts.seed) {}
+
+double Sampler::next_uniform() {
+    if (pending_) {
+        const double u = *pending_;
+        pending_.reset();
+        return u;
+    }
+    // Uniform double in [0, 1) from the top 53 bits: the same on every platform, unlike
+    // std::uniform_real_distribution whose algorithm is implementation-defined.
+    return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+model::RowSampling Sampler::device_row(std::span<const int32_t> history, int32_t n_vocab) {
+    model::RowSampling r;
+    r.temperature = opts_.temperature;
+    r.top_k = opts_.top_k;
+    r.top_p = opts_.top_p;
+    r.min_p = opts_.min_p;
+    r.repeat_penalty = opts_.repeat_penalty;
+    r.presence_penalty = opts_.presence_penalty;
+    r.frequency_penalty = opts_.frequency_penalty;
+    penalty_window(history, opts_, n_vocab, pen_ids_, pen_counts_);
+    r.penalty_ids = pen_ids_;
+    r.penalty_counts = pen_counts_;
+    if (opts_.temperature > 0.0f) {
+        if (!pending_) pending_ = next_uniform();
+        r.uniform = *pending_;
+    }
+    return r;
+}
+
+void Sampler::device_done(const model::SampledToken& t) {
+    if (t.used_uniform) pending_.reset();
+}
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
     ZINC_CHECK(!logits.empty());
@@ -231,6 +281,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         n_sorted = std::min(n_sorted, cand_.size());
     }
 
+    // The draw walks the candidates in ascending id (a device sampler's natural order); only
+    // the top-k / top-p paths leave them in another order.
+    auto by_id = [](const Cand& a, const Cand& b) { return a.second < b.second; };
+    if (!std::is_sorted(cand_.begin(), cand_.end(), by_id))
+        std::sort(cand_.begin(), cand_.end(), by_id);
+
     // temperature, softmax, draw.
     const float inv_t = 1.0f / opts_.temperature;
     float max_l = kNegInf;
@@ -243,9 +299,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         c.first = d == 0.0 ? 1.0f : static_cast<float>(std::exp(d * inv_t));
         z += c.first;
     }
-    // Uniform double in [0, 1) from the top 53 bits: the same on every platform, unlike
-    // std::uniform_real_distribution whose algorithm is implementation-defined.
-    const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+    const double u = next_uniform();
     const double target = u * z;
     double cum = 0.0;
     for (const auto& c : cand_) {

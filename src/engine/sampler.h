@@ -4,12 +4,18 @@
 // `penalty_last_n` tokens, presence, frequency; as in llama-sampling / OpenAI's definitions) ->
 // top-k -> top-p -> min-p -> temperature -> draw with a seeded RNG (std::mt19937_64). temp <= 0
 // means greedy (argmax, lowest id on ties). Same seed + settings + logits => same tokens.
+// The draw walks the kept candidates in ascending token id, so a device sampler can reproduce
+// it without sorting (Runner::forward_sample: device_row() hands it this sampler's settings and
+// next uniform, device_done() consumes the uniform when the device used it).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
+
+#include "model/batch.h"
 
 namespace zinc::engine {
 
@@ -32,9 +38,21 @@ class Sampler {
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
     const SamplerOptions& options() const { return opts_; }
 
+    /// This sampler's settings as a device row for Runner::forward_sample (n_vocab logits per
+    /// row): the penalty window of `history` as distinct ids in [0, n_vocab) with counts (held
+    /// by this Sampler, valid until its next call) and the next uniform draw, peeked: it stays
+    /// pending until device_done() or sample() consumes it, so the draws are sample()'s.
+    model::RowSampling device_row(std::span<const int32_t> history, int32_t n_vocab);
+    /// The device sampled the row device_row() described: consume the uniform if it was used.
+    void device_done(const model::SampledToken& t);
+
   private:
+    double next_uniform();  // the pending draw if any, else a fresh one
+
     SamplerOptions opts_;
     std::mt19937_64 rng_;
+    std::optional<double> pending_;                // peeked by device_row, not yet consumed
+    std::vector<int32_t> pen_ids_, pen_counts_;    // device_row's penalty window
     std::vector<float> work_;                      // scratch: (n_vocab) penalised logits
     std::vector<std::pair<float, int32_t>> cand_;  // scratch: (logit, id) candidates
 };

@@ -64,6 +64,28 @@ struct RunnerOptions {
     runtime::ForwardHooks* hooks = nullptr;
 };
 
+/// Sampling settings of one logits row for Runner::forward_sample: engine/sampler.h's chain
+/// (penalties -> top-k -> top-p -> min-p -> temperature -> draw) with its float arithmetic. The
+/// host supplies the penalty window as distinct ids with counts, and the row's uniform draw
+/// (engine::Sampler::device_row fills this from the sequence's own RNG).
+struct RowSampling {
+    float temperature = 0.0f;  // <= 0: greedy (argmax, lowest id on ties), the draw is unused
+    int32_t top_k = 0;         // <= 0 or >= n_vocab: disabled
+    float top_p = 1.0f;        // >= 1: disabled
+    float min_p = 0.0f;        // <= 0: disabled
+    float repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+    std::span<const int32_t> penalty_ids;     // distinct token ids of the window, in [0, n_vocab)
+    std::span<const int32_t> penalty_counts;  // occurrences of each (same length)
+    double uniform = 0.0;                     // in [0, 1)
+};
+
+/// One row sampled by forward_sample.
+struct SampledToken {
+    int32_t id = 0;
+    bool used_uniform = false;  // false: greedy, or no finite logit (id 0), as the CPU sampler
+    float logprob = 0.0f;       // log-softmax of the raw logits at id (only when asked)
+};
+
 /// Executes step batches of one model on one tier. Not thread-safe: one caller (the engine's
 /// step loop, or a Context) at a time.
 class Runner {
@@ -86,6 +108,19 @@ class Runner {
     virtual std::string tier() const = 0;
     /// Bytes of KV storage for all blocks.
     virtual size_t kv_bytes() const = 0;
+
+    /// Whether forward_sample is implemented (the CUDA tier samples on the device).
+    virtual bool samples_on_device() const { return false; }
+    /// forward(), with each logits row sampled where it was computed: only tokens (and, with
+    /// want_logprob, the token's logprob) come back. rows[i] and out[i] belong to the i-th
+    /// logits row forward() would write; no sequence may have all_logits. For the same logits
+    /// and uniforms the tokens are engine::Sampler's (docs/cuda.md, "Sampling on the GPU").
+    /// Errors: as forward(); rows.size() not the number of logits rows; unsupported tier.
+    virtual Result<void> forward_sample(const Batch& batch, std::span<const RowSampling> rows,
+                                        SampledToken* out, bool want_logprob) {
+        (void)batch, (void)rows, (void)out, (void)want_logprob;
+        return make_error("forward_sample: the " + tier() + " tier does not sample on its device");
+    }
 };
 
 }  // namespace zinc::model

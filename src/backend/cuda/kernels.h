@@ -129,4 +129,34 @@ void softcap(float* x, int64_t n, float cap, cudaStream_t s);
 /// Convert f32 to f16 (n elements).
 void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
 
+// ---- sampling.cu
+/// One logits row's sampling settings (engine/sampler.h's chain; model::RowSampling with the
+/// host-side constants precomputed exactly as the CPU sampler computes them).
+struct SampleRowParams {
+    double uniform = 0.0;       // [0, 1): the row's draw
+    float temperature = 0.0f;   // <= 0: greedy
+    float inv_t = 0.0f;         // 1.0f / temperature
+    float top_p = 1.0f;         // >= 1: off
+    float log_min_p = 0.0f;     // std::log(std::min(min_p, 1.0f)) (host libm)
+    float repeat = 1.0f, presence = 0.0f, frequency = 0.0f;
+    int32_t top_k = 0;          // <= 0 or >= n_vocab: off
+    int32_t min_p_on = 0;       // min_p > 0
+    int32_t pen_off = 0, pen_n = 0;  // this row's slice of pen_ids / pen_counts / pen_orig
+};
+struct SampleOut {
+    int32_t token;
+    int32_t used;  // the uniform was consumed (not greedy, some finite logit)
+    float logprob;  // log-softmax of the raw logits at token (want_logprob)
+};
+/// Host side (runner_sample.cpp): a row's device settings, inv_t = 1.0f / temperature and
+/// log_min_p = std::log(std::min(min_p, 1.0f)) computed with the host libm as the CPU sampler
+/// computes them; pen_off / pen_n left 0.
+SampleRowParams sample_row_params(float temperature, int32_t top_k, float top_p, float min_p,
+                                  float repeat, float presence, float frequency, double uniform);
+/// Sample one token per row of logits (n_rows, n_vocab), one block per row. The penalties are
+/// applied to `logits` in place (pen_orig receives the raw values). pen_ids: distinct per row.
+void sample_rows(float* logits, int n_rows, int n_vocab, const SampleRowParams* rows,
+                 const int32_t* pen_ids, const int32_t* pen_counts, float* pen_orig,
+                 SampleOut* out, bool want_logprob, cudaStream_t s);
+
 }  // namespace zinc::cuda

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ struct Layer {
                 *bk = nullptr, *bv = nullptr;
 };
 
+struct SampleState;  // runner_sample.cpp: device buffers of forward_sample
+
 class CudaRunner final : public model::Runner {
   public:
     CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device)
@@ -87,6 +90,10 @@ class CudaRunner final : public model::Runner {
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
     RunnerStats stats() const { return stats_; }
+    // Sampling on the device (runner_sample.cpp); ZINC_GPU_SAMPLING=0 turns it off.
+    bool samples_on_device() const override;
+    Result<void> forward_sample(const model::Batch& batch, std::span<const model::RowSampling> rows,
+                                model::SampledToken* out, bool want_logprob) override;
 
   private:
     Result<DevMat> upload_mat(const std::string& name, bool required);
@@ -159,6 +166,7 @@ class CudaRunner final : public model::Runner {
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
+    std::shared_ptr<SampleState> sample_;  // created by the first forward_sample
 };
 
 }  // namespace zinc::cuda::runner_detail
