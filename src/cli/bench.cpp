@@ -39,6 +39,7 @@ struct BenchOptions {
     int n_batch = 512;
     bool json = false;
     std::string tier;  // --tier; empty: ZINC_TIER or auto
+    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
 };
 
 struct TestResult {
@@ -156,6 +157,9 @@ int bench_main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
     app.add_option("--tier", o.tier, "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
+    app.add_option("-d,--device", o.device,
+                   "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
+        ->check(int_in(0, 1023));
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
 
     if (o.n_prompt == 0 && o.n_gen == 0)
@@ -188,6 +192,7 @@ int bench_main(int argc, char** argv) {
         rco.n_threads = co.n_threads;
         rco.n_batch = co.n_batch;
         rco.tier_flag = o.tier;
+        rco.device_flag = o.device;
         auto ctx_r = runtime::create_run_context(*m.model, rco);
         if (!ctx_r) return report_error(ctx_r.error().message);
         rc = std::move(ctx_r.value());

@@ -45,6 +45,7 @@ struct ChatOptions {
     std::vector<std::string> stops;
     engine::SamplerOptions sampling;
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
 };
 
 using Clock = std::chrono::steady_clock;
@@ -256,7 +257,7 @@ int chat_loop(const ChatOptions& o) {
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     // The tier (--tier, ZINC_TIER, auto) and the session's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx = std::move(rc.ctx);
@@ -338,6 +339,9 @@ int chat_main(int argc, char** argv) {
     app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
+    app.add_option("-d,--device", o.device,
+                   "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
+        ->check(int_in(0, 1023));
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     finish_sampling_flags(seed_opt, o.sampling);
     return chat_loop(o);

@@ -185,13 +185,32 @@ int run_check(const CheckOptions& o) {
                                ", runtime " + cuda::version_string(p.runtime_version));
     }
     // Execution tier (runtime/tier.h): what `zinc --prompt` would run on, and why.
-    if (auto ro = runtime::runtime_options(o.tier, [](const char* k) { return std::getenv(k); }); !ro) {
+    // The device line names the device a run would use (-d / ZINC_DEVICE / 0).
+    if (auto ro = runtime::runtime_options(o.tier, o.device,
+                                           [](const char* k) { return std::getenv(k); });
+        !ro) {
         r.fail("tier", ro.error().message);
     } else {
-        auto c = runtime::choose_tier(ro.value().tier, ro.value().tier_source, p,
-                                      cuda::device_bytes_needed(model, n_ctx), ro.value().device);
-        if (!c) r.fail("tier", c.error().message);
-        else r.ready("tier", std::string(runtime::to_string(c.value().tier)) + ": " + c.value().reason);
+        const runtime::RuntimeOptions& rt = ro.value();
+        auto c = runtime::choose_tier(rt.tier, rt.tier_source, p,
+                                      cuda::device_bytes_needed(model, n_ctx), rt.device,
+                                      rt.device_source);
+        if (!c) {
+            r.fail("tier", c.error().message);
+        } else {
+            r.ready("tier", std::string(runtime::to_string(c.value().tier)) + ": " + c.value().reason);
+            std::string dev;
+            if (c.value().tier == runtime::Tier::Cuda) {
+                for (const auto& d : p.devices)
+                    if (d.index == c.value().device) dev = "cuda:" + std::to_string(d.index) + " (" + d.name + ")";
+            } else {
+                dev = "cpu";
+                if (rt.device_source != "default")
+                    dev += " (" + rt.device_source + " " + std::to_string(rt.device) +
+                           " not used: the CPU tier runs)";
+            }
+            r.ready("device", dev + "; devices found: " + runtime::describe_devices(p));
+        }
     }
     return r.finish();
 }

@@ -11,6 +11,7 @@ struct CheckOptions {
     int n_ctx = 4096;        // 0: the model's training context
     int n_threads = 0;       // 0: all hardware threads
     std::string tier;        // --tier; empty: ZINC_TIER, else auto
+    int device = -1;         // -d/--device; < 0: ZINC_DEVICE, else 0
 };
 
 /// Prints the report to stdout. Returns 0 when no line is FAIL, 1 otherwise.

@@ -49,6 +49,7 @@ struct RunOptions {
     bool check = false;
     bool version = false;
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
     engine::SamplerOptions sampling;
 };
 
@@ -123,7 +124,7 @@ int generate(const RunOptions& o) {
                      n_ctx, m.model->n_ctx_train());
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);
@@ -234,6 +235,9 @@ int run_main(int argc, char** argv) {
         "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
+    app.add_option("-d,--device", o.device,
+                   "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
+        ->check(int_in(0, 1023));
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
@@ -259,6 +263,7 @@ int run_main(int argc, char** argv) {
         c.n_ctx = o.n_ctx;
         c.n_threads = o.n_threads;
         c.tier = o.tier;
+        c.device = o.device;
         return run_check(c);
     }
     if (!app.count("--prompt"))

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,8 @@ struct ServeOptions {
     int http_threads = 0;
     engine::SamplerOptions sampling;
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
 };
 
 std::string format_mib(size_t bytes) {
@@ -70,6 +73,10 @@ std::string model_id_for(const std::string& path, const std::string& alias) {
 }
 
 int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
+    // A busy port fails before the model is loaded: one line, status 2 (docs/server.md).
+    if (o.port != 0)
+        if (auto ok = server::check_listen_address(o.host, o.port); !ok)
+            return report_error(ok.error().message);
     auto resolved = resolve_model_path(o.model_path);
     if (!resolved) return report_error(resolved.error().message, kExitFailure);
     const std::string path = resolved.value();
@@ -136,7 +143,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     signal(SIGPIPE, SIG_IGN);
 
     // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
-    auto ropts = runtime::runtime_options(o.tier, [](const char* k) { return std::getenv(k); });
+    auto ropts = runtime::runtime_options(o.tier, o.device,
+                                          [](const char* k) { return std::getenv(k); });
     if (!ropts) return report_error(ropts.error().message);
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
@@ -146,6 +154,10 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         evidence = tr->evidence;
         tier_choice = tr->choice;
         return std::move(tr->runner);
+    };
+    // Per-request evidence: after each step the engine reads what that step did.
+    eo.step_evidence = [&evidence]() {
+        return evidence ? evidence->last_step() : runtime::StepRecord{};
     };
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
@@ -164,6 +176,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
     sm.evidence = evidence;
+    // /v1/models `created`: the model file's modification time (else the start time).
+    if (struct stat st{}; stat(path.c_str(), &st) == 0) sm.created = static_cast<int64_t>(st.st_mtime);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -171,13 +185,14 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     if (const char* env = std::getenv("ZINC_API_KEY"); env && *env) so.api_keys.push_back(env);
     so.max_body_bytes = static_cast<size_t>(o.max_body_mib * 1024 * 1024);
     so.http_threads = o.http_threads;
+    so.cors_origin = o.cors_origin;
     so.model_id = model_id_for(path, o.alias);
     so.sampling = o.sampling;
     if (seed_opt->count() > 0) so.default_seed = o.sampling.seed;
     auto srv = server::HttpServer::create(std::move(sm), so);
     if (!srv) {
         engine.shutdown();
-        return report_error(srv.error().message, kExitFailure);
+        return report_error(srv.error().message);
     }
     server::HttpServer& http = *srv.value();
 
@@ -271,6 +286,13 @@ int serve_main(int argc, char** argv) {
                  "results at temperature 0 independent of batching (slower; docs/server.md)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
+    app.add_option("-d,--device", o.device,
+                   "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
+        ->check(int_in(0, 1023));
+    app.add_option("--cors-origin", o.cors_origin,
+                   "Access-Control-Allow-Origin of every response and preflight; '' turns CORS "
+                   "headers off")
+        ->capture_default_str();
     app.add_option("--api-key", o.api_keys,
                    "require 'Authorization: Bearer KEY' (repeatable; also $ZINC_API_KEY)");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");

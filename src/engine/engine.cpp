@@ -89,10 +89,15 @@ class EngineImpl : public Engine {
         std::lock_guard<std::mutex> lk(mu_);
         if (!accepting_)
             return SubmitError{SubmitErrorKind::ShuttingDown, "engine is shutting down"};
-        const int64_t queued = static_cast<int64_t>(inbox_.size()) + n_waiting_;
-        if (queued >= opts_.max_queue) {
+        // Admitted while fewer than n_parallel + max_queue requests are running or waiting.
+        // Requests still in the inbox count too: one that will take a free slot is not waiting.
+        const int64_t in_flight = static_cast<int64_t>(inbox_.size()) + n_waiting_ + n_running_;
+        if (in_flight >= static_cast<int64_t>(opts_.n_parallel) + opts_.max_queue) {
+            const int64_t waiting = std::max<int64_t>(0, in_flight - opts_.n_parallel);
             return SubmitError{SubmitErrorKind::QueueFull,
-                               "queue full: " + std::to_string(queued) + " requests waiting"};
+                               "queue full: " + std::to_string(waiting) + " requests waiting (--max-queue " +
+                                   std::to_string(opts_.max_queue) + ") and " +
+                                   std::to_string(opts_.n_parallel) + " running"};
         }
         const RequestId id = next_id_++;
         inbox_.push_back(std::make_unique<Sequence>(id, id, std::move(params), std::move(sink)));
@@ -194,6 +199,7 @@ class EngineImpl : public Engine {
             }
             return;
         }
+        if (opts_.step_evidence) attribute_step(plan);  // before commit: n_computed is the start
         sched_.commit(plan);
         ++counters_.steps;
         size_t row = 0;
@@ -202,6 +208,24 @@ class EngineImpl : public Engine {
             const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
             ++row;
             on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
+        }
+    }
+
+    // The step that just ran, attributed to its sequences (runtime/request_evidence.h): each
+    // its row share of the step's counts, the step's totals, and the step's events.
+    void attribute_step(const StepPlan& plan) {
+        const runtime::StepRecord rec = opts_.step_evidence();
+        if (rec.index == 0 || rec.index == last_step_index_) return;  // the Runner recorded none
+        last_step_index_ = rec.index;
+        step_rows_.clear();
+        for (const ScheduledSeq& ss : plan.seqs) step_rows_.push_back(static_cast<uint64_t>(ss.n_tokens));
+        const std::vector<runtime::OpTally> shares = runtime::split_by_rows(rec.ops, step_rows_);
+        for (size_t i = 0; i < plan.seqs.size(); ++i) {
+            Sequence& s = *plan.seqs[i].seq;
+            const int32_t start = s.n_computed, end = start + plan.seqs[i].n_tokens;
+            const int32_t prompt_end = std::min(end, s.n_prompt);
+            const auto n_prompt_rows = static_cast<uint64_t>(std::max(0, prompt_end - start));
+            s.evidence.add_step(rec, shares[i], n_prompt_rows, step_rows_[i] - n_prompt_rows);
         }
     }
 
@@ -250,6 +274,7 @@ class EngineImpl : public Engine {
         ev.reason = reason;
         ev.error = std::move(error);
         ev.usage = s.usage;
+        if (opts_.step_evidence) ev.evidence = std::move(s.evidence);
         if (reason == FinishReason::Cancelled) {
             ++counters_.requests_cancelled;
         } else {
@@ -282,6 +307,7 @@ class EngineImpl : public Engine {
         std::lock_guard<std::mutex> lk(mu_);
         snapshot_ = s;
         n_waiting_ = s.queue_depth;
+        n_running_ = s.slots_busy;
     }
 
     const EngineOptions opts_;
@@ -297,6 +323,8 @@ class EngineImpl : public Engine {
     std::vector<int32_t> batch_tokens_;
     std::vector<model::BatchSeq> batch_seqs_;
     std::vector<float> logits_;  // (max_seqs, n_vocab)
+    std::vector<uint64_t> step_rows_;  // rows per sequence of the step being attributed
+    uint64_t last_step_index_ = 0;     // StepRecord::index last attributed
     EngineStats counters_;       // cumulative counters (the gauges are filled by publish)
 
     // Shared, under mu_.
@@ -308,6 +336,7 @@ class EngineImpl : public Engine {
     bool accepting_ = true;
     RequestId next_id_ = 1;
     int32_t n_waiting_ = 0;
+    int32_t n_running_ = 0;
     EngineStats snapshot_;
 
     std::mutex join_mu_;

@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "engine/sampler.h"
 #include "model/batch.h"
+#include "runtime/request_evidence.h"
 #include "util/result.h"
 
 namespace zinc::engine {
@@ -31,7 +33,9 @@ struct EngineOptions {
     int32_t n_kv_blocks = 0;         // 0: enough for n_parallel full contexts
     int32_t block_size = 16;         // positions per KV block
     int32_t max_batch_tokens = 512;  // token budget of one step (decodes + prefill chunks)
-    int32_t max_queue = 256;         // waiting requests beyond which submit() fails (QueueFull)
+    /// Requests that may wait for a slot: submit() fails (QueueFull) once n_parallel + max_queue
+    /// requests are running or waiting (so max_queue 0 admits only what can run at once).
+    int32_t max_queue = 256;
     bool prefix_cache = true;        // reuse cached full blocks of identical prefixes
     /// Batch-invariant mode: results at temperature 0 do not depend on what else is batched
     /// (see docs/engine.md: exact on the CPU tier; passed to the Runner for CUDA).
@@ -41,6 +45,11 @@ struct EngineOptions {
     /// Builds the Runner once the engine has sized the KV pool; empty: the CPU tier
     /// (model::Runner::create_cpu). The CUDA tier plugs in here.
     std::function<Result<std::unique_ptr<model::Runner>>(const model::RunnerOptions&)> make_runner;
+    /// Optional: what the step that just ran did (runtime::Evidence::last_step of the Runner
+    /// make_runner built), called on the step thread after every successful forward. The engine
+    /// attributes it to the step's requests (runtime/request_evidence.h) and hands each request
+    /// its evidence in its final Event. Empty: no per-request evidence.
+    std::function<runtime::StepRecord()> step_evidence;
 };
 
 /// What a request wants. Tenant and priority are carried for the scheduling policy.
@@ -89,6 +98,9 @@ struct Event {
     FinishReason reason = FinishReason::Length;
     std::string error;  // when reason == Error
     Usage usage;        // cumulative
+    /// On the final event when EngineOptions::step_evidence is set: what the steps this request
+    /// took part in did (its row share, the steps' totals, fallbacks, validation, shortcuts).
+    std::optional<runtime::RequestEvidence> evidence;
 };
 using EventSink = std::function<void(const Event&)>;
 

@@ -42,6 +42,7 @@ struct Sequence {
     SeqState state = SeqState::Waiting;
     bool admitted_once = false;
     Usage usage;
+    runtime::RequestEvidence evidence;  // accumulated per step when the engine has step evidence
     Sampler sampler;
 
     int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }

@@ -194,7 +194,8 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     const size_t need = ropts.tier == TierRequest::Cpu
                             ? 0
                             : cuda::device_bytes_needed(model, ro.n_blocks * ro.block_size);
-    auto choice = choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device);
+    auto choice =
+        choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device, ropts.device_source);
     if (!choice) return choice.error();
     return create_tiered_runner(model, ro, ropts, choice.value());
 }

@@ -1,5 +1,5 @@
 // zinc/runtime/evidence.cpp — the thread-safe evidence accumulator and its three renderings
-// (line, JSON, Prometheus).
+// (line, JSON, Prometheus), and the JSON of one request's evidence (request_evidence.h).
 #include "runtime/evidence.h"
 
 #include <cinttypes>
@@ -24,13 +24,19 @@ void Evidence::record_step(const OpTally& ops, const std::vector<Shortcut>& shor
     std::lock_guard<std::mutex> lk(mu_);
     ++s_.steps;
     s_.ops += ops;
+    last_ = StepRecord{};
+    last_.index = s_.steps;
+    last_.tier = base_tier_;
+    last_.ops = ops;
     for (const auto& sc : shortcuts) {
         ++s_.shortcuts[sc.what];
         s_.shortcut_free = false;
+        last_.shortcuts.push_back(sc.what);
     }
     for (const auto& f : fallbacks) {
         ++s_.cpu_fallback;
         ++s_.fallback_ops[f.op];
+        last_.fallbacks.push_back(f.op);
     }
     if (!fallbacks.empty() && base_tier_ != "cpu") {
         fell_back_ = true;
@@ -47,6 +53,7 @@ void Evidence::record_fallback(const std::string& op) {
     std::lock_guard<std::mutex> lk(mu_);
     ++s_.cpu_fallback;
     ++s_.fallback_ops[op];
+    last_.fallbacks.push_back(op);
     if (base_tier_ != "cpu") {
         fell_back_ = true;
         s_.execution_tier = base_tier_ + "+cpu";
@@ -57,11 +64,14 @@ void Evidence::record_shortcut(const std::string& what) {
     std::lock_guard<std::mutex> lk(mu_);
     ++s_.shortcuts[what];
     s_.shortcut_free = false;
+    last_.shortcuts.push_back(what);
 }
 
 void Evidence::record_validation(bool ok, const std::string& failure) {
     std::lock_guard<std::mutex> lk(mu_);
     ++s_.validated_steps;
+    last_.validated = true;
+    last_.validation_failed = last_.validation_failed || !ok;
     if (!ok) {
         ++s_.validation_failures;
         if (s_.first_failure.empty()) s_.first_failure = failure;
@@ -71,6 +81,8 @@ void Evidence::record_validation(bool ok, const std::string& failure) {
 void Evidence::record_finiteness(bool ok, const std::string& failure) {
     std::lock_guard<std::mutex> lk(mu_);
     ++s_.finiteness_checks;
+    last_.finiteness_checked = true;
+    last_.finiteness_failed = last_.finiteness_failed || !ok;
     if (!ok) {
         ++s_.validation_failures;
         if (s_.first_failure.empty()) s_.first_failure = failure;
@@ -85,6 +97,11 @@ void Evidence::set_trust_promoted(bool v) {
 EvidenceSnapshot Evidence::snapshot() const {
     std::lock_guard<std::mutex> lk(mu_);
     return s_;
+}
+
+StepRecord Evidence::last_step() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return last_;
 }
 
 namespace {
@@ -144,7 +161,9 @@ std::string json_counts(const std::map<std::string, uint64_t>& m) {
     return o + "}";
 }
 
-std::string json_tally(const OpTally& t) {
+}  // namespace
+
+std::string op_tally_json(const OpTally& t) {
     std::string o = "{";
     for (int d = 0; d < kNumDevices; ++d) {
         const Device dev = static_cast<Device>(d);
@@ -163,6 +182,8 @@ std::string json_tally(const OpTally& t) {
     }
     return o + "}";
 }
+
+namespace {
 
 // Label values escaped for the Prometheus text format.
 std::string prom_label(const std::string& s) {
@@ -230,8 +251,8 @@ std::string evidence_json(const EvidenceSnapshot& e) {
     o += "\"execution_tier\":" + json_str(e.execution_tier);
     o += ",\"tier_reason\":" + json_str(e.tier_reason);
     o += ",\"steps\":" + std::to_string(e.steps);
-    o += ",\"devices\":" + json_tally(e.ops);
-    o += ",\"oracle\":" + json_tally(e.oracle_ops);
+    o += ",\"devices\":" + op_tally_json(e.ops);
+    o += ",\"oracle\":" + op_tally_json(e.oracle_ops);
     o += ",\"cpu_fallback\":" + std::to_string(e.cpu_fallback);
     o += ",\"fallback_ops\":" + json_counts(e.fallback_ops);
     o += ",\"validate_limit\":" + std::to_string(e.validate_limit);
@@ -240,6 +261,27 @@ std::string evidence_json(const EvidenceSnapshot& e) {
     o += ",\"finiteness_checks\":" + std::to_string(e.finiteness_checks);
     o += std::string(",\"trust_promoted\":") + (e.trust_promoted ? "true" : "false");
     o += ",\"first_failure\":" + json_str(e.first_failure);
+    o += std::string(",\"shortcut_free\":") + (e.shortcut_free ? "true" : "false");
+    o += ",\"shortcuts\":" + json_counts(e.shortcuts);
+    return o + "}";
+}
+
+std::string request_evidence_json(const RequestEvidence& e) {
+    std::string o = "{";
+    o += "\"execution_tier\":" + json_str(e.execution_tier);
+    o += ",\"steps\":" + std::to_string(e.steps);
+    o += ",\"prompt_rows\":" + std::to_string(e.prompt_rows);
+    o += ",\"generated_rows\":" + std::to_string(e.generated_rows);
+    o += ",\"attribution\":" +
+         json_str("devices: each step's ops and bytes split by rows over its requests; "
+                  "step_totals: whole steps this request was part of (shared)");
+    o += ",\"devices\":" + op_tally_json(e.share);
+    o += ",\"step_totals\":" + op_tally_json(e.step_totals);
+    o += ",\"cpu_fallback\":" + std::to_string(e.cpu_fallback);
+    o += ",\"fallback_ops\":" + json_counts(e.fallback_ops);
+    o += ",\"validated_steps\":" + std::to_string(e.validated_steps);
+    o += ",\"validation_failures\":" + std::to_string(e.validation_failures);
+    o += ",\"finiteness_checks\":" + std::to_string(e.finiteness_checks);
     o += std::string(",\"shortcut_free\":") + (e.shortcut_free ? "true" : "false");
     o += ",\"shortcuts\":" + json_counts(e.shortcuts);
     return o + "}";

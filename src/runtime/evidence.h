@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/forward_hooks.h"
+#include "runtime/request_evidence.h"
 
 namespace zinc::runtime {
 
@@ -49,10 +50,15 @@ class Evidence {
     void record_finiteness(bool ok, const std::string& failure);
     void set_trust_promoted(bool v);
     EvidenceSnapshot snapshot() const;
+    /// What the most recent step did: everything recorded from its record_step up to now (its
+    /// validation, a strict fallback). The engine reads it right after each forward and
+    /// attributes it to the step's requests (runtime/request_evidence.h).
+    StepRecord last_step() const;
 
   private:
     mutable std::mutex mu_;
     EvidenceSnapshot s_;
+    StepRecord last_;
     bool fell_back_ = false;
     std::string base_tier_ = "cpu";
 };
@@ -64,6 +70,9 @@ class Evidence {
 std::string evidence_line(const EvidenceSnapshot& e);
 /// A JSON object (one line) with every field; op counts per device and op name.
 std::string evidence_json(const EvidenceSnapshot& e);
+/// The JSON object of one tally: {"cpu":{"ops","weight_bytes","act_bytes","by_op":{...}},
+/// "cuda":{...}} (used by evidence_json and request_evidence_json).
+std::string op_tally_json(const OpTally& t);
 /// Prometheus text-format series prefixed zinc_evidence_ (with # HELP / # TYPE lines).
 std::string evidence_prometheus(const EvidenceSnapshot& e);
 /// `after` minus `before` for the counters and the named counts (fallback ops, shortcuts):

@@ -10,7 +10,8 @@
 namespace zinc::runtime {
 
 Result<RunContext> create_run_context(const model::Model& model, const RunContextOptions& o) {
-    auto ropts = runtime_options(o.tier_flag, [](const char* k) { return std::getenv(k); });
+    auto ropts =
+        runtime_options(o.tier_flag, o.device_flag, [](const char* k) { return std::getenv(k); });
     if (!ropts) return ropts.error();
     if (o.n_ctx < 1) return make_error("context size " + std::to_string(o.n_ctx) + " < 1");
     model::RunnerOptions ro;

@@ -20,6 +20,7 @@ struct RunContextOptions {
     int n_threads = 0;
     int n_batch = 512;      // most rows in one forward
     std::string tier_flag;  // --tier value; empty: not given
+    int device_flag = -1;   // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
 };
 
 struct RunContext {

@@ -36,16 +36,39 @@ std::string mib(size_t b) {
 
 }  // namespace
 
+std::string describe_devices(const cuda::Probe& probe) {
+    if (probe.devices.empty())
+        return "none (" + (probe.reason.empty() ? std::string("no usable CUDA device") : probe.reason) +
+               ")";
+    std::string o;
+    for (const auto& d : probe.devices) {
+        if (!o.empty()) o += ", ";
+        o += std::to_string(d.index) + " (" + d.name + ", compute " + std::to_string(d.cc_major) +
+             "." + std::to_string(d.cc_minor) + ")";
+    }
+    return o;
+}
+
 Result<TierChoice> choose_tier(TierRequest req, std::string_view source, const cuda::Probe& probe,
-                               size_t bytes_needed, int device) {
+                               size_t bytes_needed, int device, std::string_view device_source) {
     const std::string src = std::string(source) == "default"
                                 ? std::string("auto")
                                 : std::string(source) + "=" + to_string(req);
+    const bool device_asked = device_source != "default";
+    const std::string dev_src = std::string(device_source) + " " + std::to_string(device);
     TierChoice c;
     c.device = device;
     if (req == TierRequest::Cpu) {
         c.reason = src + ": the CPU tier was asked for";
+        if (device_asked) c.reason += " (" + dev_src + " ignored: it selects a CUDA device)";
         return c;
+    }
+    if (device_asked && !probe.devices.empty()) {
+        bool found = false;
+        for (const auto& d : probe.devices) found = found || d.index == device;
+        if (!found)
+            return make_error(dev_src + ": no usable CUDA device " + std::to_string(device) +
+                              "; usable devices found: " + describe_devices(probe));
     }
     // Why CUDA cannot be used, or "" when it can.
     std::string why_not;
@@ -75,6 +98,7 @@ Result<TierChoice> choose_tier(TierRequest req, std::string_view source, const c
                    " free) holds the model and KV cache (about " + mib(bytes_needed) + ")";
         return c;
     }
+    if (device_asked) why_not += " (" + dev_src + " asked for)";
     if (req == TierRequest::Cuda) return make_error(src + ": cannot use the CUDA tier: " + why_not);
     c.tier = Tier::Cpu;
     c.reason = src + ": using the CPU tier because " + why_not;
@@ -117,11 +141,28 @@ Result<double> parse_tol(const std::string& s, const char* var) {
 
 Result<RuntimeOptions> runtime_options(const std::string& tier_flag,
                                        const std::function<const char*(const char*)>& env) {
+    return runtime_options(tier_flag, -1, env);
+}
+
+Result<RuntimeOptions> runtime_options(const std::string& tier_flag, int device_flag,
+                                       const std::function<const char*(const char*)>& env) {
     RuntimeOptions o;
     auto get = [&](const char* k) -> std::string {
         const char* v = env(k);
         return v ? std::string(v) : std::string();
     };
+    if (device_flag >= 0) {
+        if (device_flag > 1023)
+            return make_error("-d " + std::to_string(device_flag) +
+                              ": expected a CUDA device index in [0, 1023]");
+        o.device = device_flag;
+        o.device_source = "-d";
+    } else if (const std::string v = get("ZINC_DEVICE"); !v.empty()) {
+        auto n = parse_int(v, "ZINC_DEVICE", 0, 1023);
+        if (!n) return n.error();
+        o.device = n.value();
+        o.device_source = "ZINC_DEVICE";
+    }
     if (!tier_flag.empty()) {
         auto t = parse_tier(tier_flag, "--tier");
         if (!t) return t.error();

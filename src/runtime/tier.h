@@ -1,4 +1,5 @@
-// zinc/runtime/tier.h — tier selection (`--tier auto|cuda|cpu`, ZINC_TIER) and the runtime's
+// zinc/runtime/tier.h — tier and device selection (`--tier auto|cuda|cpu`, ZINC_TIER, `-d N`,
+// ZINC_DEVICE) and the runtime's
 // environment switches (ZINC_VALIDATE, ZINC_VALIDATE_STRICT, ZINC_VALIDATE_TOL,
 // ZINC_SKIP_LAYERS, ZINC_CPU_OPS, ZINC_TEST_CORRUPT), parsed once into RuntimeOptions.
 //
@@ -35,9 +36,14 @@ struct TierChoice {
 /// Auto picks CUDA when the build has it, a usable device `device` exists and its free memory
 /// holds `bytes_needed`; otherwise the CPU, saying why. An explicit Cuda request that cannot be
 /// met is an error (one line, with the probe's reason); Cpu is always granted.
-/// `source` names where the request came from ("--tier", "ZINC_TIER", "default").
+/// `source` names where the request came from ("--tier", "ZINC_TIER", "default");
+/// `device_source` where the device index came from ("-d", "ZINC_DEVICE", "default"). A device
+/// asked for explicitly (-d / ZINC_DEVICE) that is not among the usable devices found is an
+/// error naming them, under auto too; with the CPU tier asked for, the index is ignored and the
+/// reason says so.
 Result<TierChoice> choose_tier(TierRequest req, std::string_view source, const cuda::Probe& probe,
-                               size_t bytes_needed, int device);
+                               size_t bytes_needed, int device,
+                               std::string_view device_source = "default");
 
 /// Relative-L2 thresholds of validation (|a - b|_2 / |b|_2 per intermediate).
 struct Thresholds {
@@ -48,7 +54,8 @@ struct Thresholds {
 struct RuntimeOptions {
     TierRequest tier = TierRequest::Auto;
     std::string tier_source = "default";  // "--tier", "ZINC_TIER" or "default"
-    int device = 0;
+    int device = 0;                          // -d N / --device N, else ZINC_DEVICE, else 0
+    std::string device_source = "default";   // "-d", "ZINC_DEVICE" or "default"
     int validate_steps = 0;            // ZINC_VALIDATE=N
     bool validate_strict = false;      // ZINC_VALIDATE_STRICT=1: finish on the CPU after a failure
     Thresholds thresholds;             // ZINC_VALIDATE_TOL=residual[,logits]
@@ -61,5 +68,13 @@ struct RuntimeOptions {
 /// empty when the flag was not given (then ZINC_TIER, then auto). Errors name the variable.
 Result<RuntimeOptions> runtime_options(const std::string& tier_flag,
                                        const std::function<const char*(const char*)>& env);
+/// The same with the -d/--device value (`device_flag` < 0: not given; then ZINC_DEVICE, an
+/// integer in [0, 1023], else device 0).
+Result<RuntimeOptions> runtime_options(const std::string& tier_flag, int device_flag,
+                                       const std::function<const char*(const char*)>& env);
+
+/// The usable CUDA devices of a probe as one phrase, e.g. "0 (NVIDIA H200, compute 9.0), 1
+/// (NVIDIA H200, compute 9.0)", or "none" with the probe's reason.
+std::string describe_devices(const cuda::Probe& probe);
 
 }  // namespace zinc::runtime

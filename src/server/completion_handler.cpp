@@ -4,9 +4,11 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/evidence.h"
 #include "server/generation.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
@@ -96,6 +98,7 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
             s.params.sampling.seed = seed ? *seed + static_cast<uint64_t>(j) : ctx.random_u64();
             s.params.top_logprobs = cr.logprobs ? cr.top_logprobs : -1;
             s.params.tenant = cr.user;
+            s.params.ignore_eos = cr.ignore_eos;
             specs.push_back(std::move(s));
         }
     }
@@ -110,6 +113,13 @@ json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLo
     return acc->add(*ctx.model.tok, tokens, cr.top_logprobs);
 }
 
+// The request's own evidence (runtime/request_evidence.h) as an extension object next to
+// `usage`: {"zinc": {"evidence": {...}}}. OpenAI clients keep unknown fields (model_extra).
+void add_evidence(json& body, const Generation& gen) {
+    if (auto ev = gen.evidence())
+        body["zinc"] = {{"evidence", json::parse(runtime::request_evidence_json(*ev))}};
+}
+
 // State of one streamed response, shared by httplib's content provider and releaser.
 struct StreamState {
     std::unique_ptr<Generation> gen;
@@ -117,6 +127,10 @@ struct StreamState {
     ResponseMeta meta;
     int32_t prompt_tokens = 0;
     std::vector<CompletionLogprobs> lp;  // completions format, per choice
+    // Each choice's finish chunk, held until the engine's final event for it is in (a stop
+    // string cancels the engine request; its evidence arrives within a step). The last one
+    // written carries the request's evidence unless a usage chunk follows.
+    std::vector<std::optional<json>> finish_chunk;
     bool started = false;
     bool ended = false;
     Clock::time_point last_write;
@@ -163,8 +177,10 @@ void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr
         }
     }
     UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
+    json body = whole_response(meta, results, u);
+    add_evidence(body, gen);
     res.status = 200;
-    res.set_content(dump(whole_response(meta, results, u)), "application/json");
+    res.set_content(dump(body), "application/json");
 }
 
 // One call of httplib's content provider: write what is new; false when the client is gone.
@@ -193,10 +209,21 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
                                                    std::nullopt, st.cr.include_usage)))))
                 return false;
         }
-        if (d.finish_reason &&
-            !write(sse_event(dump(stream_chunk(st.meta, d.index, "", false, nullptr,
-                                               d.finish_reason, st.cr.include_usage)))))
-            return false;
+        if (d.finish_reason)
+            st.finish_chunk[static_cast<size_t>(d.index)] = stream_chunk(
+                st.meta, d.index, "", false, nullptr, d.finish_reason, st.cr.include_usage);
+    }
+    if (!st.gen->failure()) {
+        const bool all_settled = st.gen->done();
+        size_t held = 0;
+        for (const auto& f : st.finish_chunk) held += f ? 1 : 0;
+        for (size_t i = 0; i < st.finish_chunk.size(); ++i) {
+            std::optional<json>& f = st.finish_chunk[i];
+            if (!f || !st.gen->settled(static_cast<int32_t>(i))) continue;
+            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen);
+            if (!write(sse_event(dump(*f)))) return false;
+            f.reset();
+        }
     }
     if (st.gen->failure()) {
         // The status line is long gone: report in-band, as OpenAI does mid-stream.
@@ -214,7 +241,9 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         if (st.cr.include_usage) {
             UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
                           st.gen->cached_prompt_tokens()};
-            if (!write(sse_event(dump(usage_chunk(st.meta, u))))) return false;
+            json chunk = usage_chunk(st.meta, u);
+            add_evidence(chunk, *st.gen);
+            if (!write(sse_event(dump(chunk)))) return false;
         }
         if (!write(sse_done())) return false;
         sink.done();
@@ -274,6 +303,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->meta = std::move(meta);
     st->prompt_tokens = n_prompt_tokens;
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
+    st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");

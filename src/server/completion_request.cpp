@@ -100,6 +100,7 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
         }
     }
     r.get_string("user", out.user);
+    r.get_bool("ignore_eos", out.ignore_eos);
     // Known OpenAI fields this server does not implement: refuse rather than ignore them.
     if (const json* lb = r.find("logit_bias")) {
         if (!lb->is_object())

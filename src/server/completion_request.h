@@ -48,6 +48,7 @@ struct CompletionRequest {
     bool logprobs = false;
     int32_t top_logprobs = 0;  // alternatives per token (0..20) when logprobs
     std::string user;
+    bool ignore_eos = false;  // llama.cpp / vLLM extension: generate past end-of-generation
 };
 
 /// Limits on what one request may ask for (docs/server.md, "Limits").

@@ -20,15 +20,30 @@ struct Generation::Channel {
 
 struct Generation::Choice {
     Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops)
-        : stream(tok, stops) {}
+        : stream(tok, stops), tail(tok) {}
+    // The stream's end-of-generation flush without the replacement of a truncated character.
+    std::string finish_text() {
+        std::string text = stream.finish();
+        const std::string cut = tail.finish();  // U+FFFD per cut character, or ""
+        if (!cut.empty() && text.size() >= cut.size() &&
+            text.compare(text.size() - cut.size(), cut.size(), cut) == 0)
+            text.resize(text.size() - cut.size());
+        return text;
+    }
     engine::RequestId id = 0;
     bool submitted = false;
     bool engine_done = false;  // the engine sent its final event
     int32_t prompt_index = 0;
+    bool ignore_eos = false;  // end-of-generation tokens are generated on, with no text
     tokenizer::TextStream stream;
     std::optional<std::string> finish_reason;
     int32_t n_tokens = 0;
     int32_t cached_prompt_tokens = 0;
+    std::optional<runtime::RequestEvidence> evidence;  // from the engine's final event
+    // Bytes of a UTF-8 character cut by the end of generation: this second detokenizer sees the
+    // same tokens as `stream`, and what its finish() returns is the U+FFFD that the stream's
+    // finish() appends for them, which we drop (as llama.cpp's server and OpenAI do).
+    tokenizer::IncrementalDetokenizer tail;
     Clock::time_point first_token{}, last_token{};
 };
 
@@ -47,6 +62,7 @@ ApiResult<std::unique_ptr<Generation>> Generation::start(engine::Engine& eng,
     for (auto& spec : choices) {
         auto c = std::make_unique<Choice>(tok, stops);
         c->prompt_index = spec.prompt_index;
+        c->ignore_eos = spec.params.ignore_eos;
         g->choices_.push_back(std::move(c));
     }
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -88,8 +104,23 @@ void Generation::cancel() {
 bool Generation::done() const {
     if (failure_) return true;
     for (const auto& c : choices_)
-        if (!c->finish_reason) return false;
+        if (!c->finish_reason || !c->engine_done) return false;
     return true;
+}
+
+bool Generation::settled(int32_t index) const {
+    const Choice& c = *choices_[static_cast<size_t>(index)];
+    return failure_ || (c.finish_reason && c.engine_done);
+}
+
+std::optional<runtime::RequestEvidence> Generation::evidence() const {
+    if (failure_) return std::nullopt;
+    runtime::RequestEvidence sum;
+    for (const auto& c : choices_) {
+        if (!c->finish_reason || !c->engine_done || !c->evidence) return std::nullopt;
+        sum += *c->evidence;
+    }
+    return sum;
 }
 
 int32_t Generation::completion_tokens() const {
@@ -128,6 +159,7 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
         if (ev.finished) {
             c.engine_done = true;
             c.cached_prompt_tokens = ev.usage.cached_prompt_tokens;
+            c.evidence = ev.evidence;
         }
         if (c.finish_reason || failure_) continue;  // ended on our side (a stop string)
         ChoiceDelta& d = delta_for(item.choice);
@@ -144,9 +176,13 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
             c.last_token = item.at;
             last_token_time_ = item.at;
             ++c.n_tokens;
-            tokenizer::StreamStep step = c.stream.push(t.id);
-            d.text += step.text;
             d.tokens.push_back(t);
+            // ignore_eos: an end-of-generation token is a generated token like any other (it
+            // counts, and has logprobs) but has no text and must not end the stream.
+            if (c.ignore_eos && tok_.is_eog(t.id)) continue;
+            tokenizer::StreamStep step = c.stream.push(t.id);
+            c.tail.push(t.id);
+            d.text += step.text;
             if (step.status != tokenizer::StreamStatus::Continue) {
                 // A stop string completed (or an end-of-turn token the engine did not know):
                 // release the sequence now rather than when max_tokens runs out.
@@ -162,11 +198,11 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
         switch (ev.reason) {
             case engine::FinishReason::Length:
             case engine::FinishReason::Context:
-                d.text += c.stream.finish();  // may still complete a stop string
+                d.text += c.finish_text();  // may still complete a stop string
                 c.finish_reason = c.stream.stopped() ? "stop" : "length";
                 break;
             case engine::FinishReason::Eog:
-                d.text += c.stream.finish();
+                d.text += c.finish_text();
                 c.finish_reason = "stop";
                 break;
             case engine::FinishReason::Cancelled:

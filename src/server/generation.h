@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "runtime/request_evidence.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "tokenizer/text_stream.h"
@@ -58,8 +59,15 @@ class Generation {
     /// Wait up to `timeout` for engine events and turn them into deltas (one per choice that
     /// has news; empty on timeout).
     std::vector<ChoiceDelta> poll(std::chrono::milliseconds timeout);
-    /// Every choice has its finish reason, or the generation failed.
+    /// Every choice has its finish reason and the engine's final event (so its evidence is in),
+    /// or the generation failed. A choice ended by a stop string waits for the cancel to land
+    /// (within one engine step).
     bool done() const;
+    /// Choice `index` has its finish reason and the engine's final event.
+    bool settled(int32_t index) const;
+    /// The choices' per-request evidence summed (runtime/request_evidence.h), once every choice
+    /// is settled and the engine keeps step evidence; nullopt otherwise.
+    std::optional<runtime::RequestEvidence> evidence() const;
     /// Set when the engine ended a choice abnormally (an internal error, or shutdown).
     const std::optional<ApiError>& failure() const { return failure_; }
     /// Cancel every choice still running (the client went away). Idempotent.

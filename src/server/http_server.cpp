@@ -7,9 +7,15 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <string_view>
 #include <thread>
 
+#include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "server/auth.h"
 #include "server/json_fields.h"
@@ -62,7 +68,88 @@ std::string endpoint_label(const std::string& path) {
     return "other";
 }
 
+// Every route and the methods it answers (OPTIONS, the CORS preflight, on all of them).
+struct Route {
+    const char* pattern;  // httplib regex
+    const char* path;     // as matched literally (the /v1/models/{id} prefix for the regex)
+    const char* allow;    // the Allow header of a 405 / OPTIONS answer
+};
+constexpr Route kRoutes[] = {
+    {"/v1/chat/completions", "/v1/chat/completions", "POST, OPTIONS"},
+    {"/v1/completions", "/v1/completions", "POST, OPTIONS"},
+    {"/tokenize", "/tokenize", "POST, OPTIONS"},
+    {"/detokenize", "/detokenize", "POST, OPTIONS"},
+    {"/v1/models", "/v1/models", "GET, HEAD, OPTIONS"},
+    {"/v1/models/(.+)", "/v1/models/", "GET, HEAD, OPTIONS"},
+    {"/health", "/health", "GET, HEAD, OPTIONS"},
+    {"/metrics", "/metrics", "GET, HEAD, OPTIONS"},
+};
+
+// The route a path belongs to, or nullptr.
+const Route* route_of(const std::string& path) {
+    for (const Route& r : kRoutes) {
+        const std::string_view p = r.path;
+        if (p.back() == '/' ? path.size() > p.size() && path.rfind(p, 0) == 0 : path == p) return &r;
+    }
+    return nullptr;
+}
+
+// Answer a CORS preflight (or a plain OPTIONS) on a known route: 204 with Allow, and when CORS
+// is on the Access-Control-Allow-* headers (requested headers echoed, else the ones we read).
+void answer_options(const ServerOptions& o, const Route& r, const httplib::Request& req,
+                    httplib::Response& res) {
+    res.status = 204;
+    res.set_header("Allow", r.allow);
+    if (o.cors_origin.empty()) return;
+    res.set_header("Access-Control-Allow-Methods", r.allow);
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Headers",
+                   asked.empty() ? "Authorization, Content-Type, X-Api-Key" : asked);
+    res.set_header("Access-Control-Max-Age", "86400");
+}
+
 }  // namespace
+
+Result<void> check_listen_address(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* res = nullptr;
+    const std::string where = host + ":" + std::to_string(port);
+    if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
+        return make_error("cannot listen on " + where + ": the host does not resolve (" +
+                          gai_strerror(rc) + "); expected an address such as 127.0.0.1 or 0.0.0.0");
+    int err = 0;
+    for (addrinfo* a = res; a; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int yes = 1;  // as the server's own socket (SO_REUSEADDR, no SO_REUSEPORT)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        const bool ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+        err = ok ? 0 : errno;
+        close(fd);
+        if (ok) break;
+    }
+    freeaddrinfo(res);
+    if (err == 0) return {};
+    if (err == EADDRINUSE)
+        return make_error("cannot listen on " + where +
+                          ": the port is already in use (another zinc serve or program listens "
+                          "there); stop it or choose another --port (--port 0 picks a free one)");
+    if (err == EADDRNOTAVAIL)
+        return make_error("cannot listen on " + where +
+                          ": not an address of this machine; expected one of its addresses, "
+                          "127.0.0.1 or 0.0.0.0");
+    if (err == EACCES)
+        return make_error("cannot listen on " + where +
+                          ": permission denied (ports below 1024 need privileges); choose "
+                          "another --port");
+    return make_error("cannot listen on " + where + ": " + std::strerror(err));
+}
 
 struct HttpServer::Impl {
     Impl(ServedModel m, ServerOptions o) : ctx(std::move(m), std::move(o)) {}
@@ -82,7 +169,7 @@ json HttpServer::Impl::model_card() const {
     const engine::EngineOptions& eo = ctx.model.engine->options();
     return {{"id", ctx.opts.model_id},
             {"object", "model"},
-            {"created", 0},
+            {"created", ctx.model.created},
             {"owned_by", "zinc"},
             {"max_model_len", eo.n_ctx}};
 }
@@ -215,17 +302,33 @@ void HttpServer::Impl::setup_routes() {
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
         detokenize(req, res);
     });
-    // The right path with the wrong method is a 405, not a 404.
-    for (const char* p : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"})
-        http.Get(p, [](const httplib::Request& req, httplib::Response& res) {
+    // The right path with the wrong method is a 405 with Allow, not a 404.
+    for (const Route& r : kRoutes) {
+        auto not_allowed = [allow = r.allow](const httplib::Request& req, httplib::Response& res) {
             send_error(res, method_not_allowed(req.method, req.path));
-        });
-    for (const char* p : {"/v1/models", "/health", "/metrics"})
-        http.Post(p, [](const httplib::Request& req, httplib::Response& res) {
-            send_error(res, method_not_allowed(req.method, req.path));
-        });
+            res.set_header("Allow", allow);
+        };
+        if (std::string_view(r.allow).starts_with("POST"))
+            http.Get(r.pattern, not_allowed);
+        else
+            http.Post(r.pattern, not_allowed);
+        http.Put(r.pattern, not_allowed);
+        http.Patch(r.pattern, not_allowed);
+        http.Delete(r.pattern, not_allowed);
+    }
+    // CORS (docs/server.md): every response names the allowed origin; preflights are answered
+    // before the API-key check (browsers send them without credentials).
+    if (!ctx.opts.cors_origin.empty())
+        http.set_default_headers({{"Access-Control-Allow-Origin", ctx.opts.cors_origin},
+                                  {"Vary", "Origin"}});
 
     http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
+        if (req.method == "OPTIONS") {
+            const Route* r = route_of(req.path);
+            if (!r) return httplib::Server::HandlerResponse::Unhandled;  // 404
+            answer_options(c->opts, *r, req, res);
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (c->opts.api_keys.empty() || !route_needs_key(req.path))
             return httplib::Server::HandlerResponse::Unhandled;
         if (api_key_ok(c->opts.api_keys, req.get_header_value("Authorization"),
@@ -285,6 +388,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, Server
     const int keepalive = opts.idle_keepalive_s;
     const std::string host = opts.host;
     const int port = opts.port;
+    if (model.created == 0) model.created = static_cast<int64_t>(std::time(nullptr));
     auto impl = std::make_unique<Impl>(std::move(model), std::move(opts));
     httplib::Server& h = impl->http;
     h.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -308,9 +412,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, Server
         if (p <= 0) return make_error("server: cannot bind " + host + " (any port)");
         impl->port = p;
     } else {
-        if (!h.bind_to_port(host, port))
-            return make_error("server: cannot listen on " + host + ":" + std::to_string(port) +
-                              " (in use, or not an address of this machine?)");
+        if (!h.bind_to_port(host, port)) {
+            auto why = check_listen_address(host, port);
+            return make_error(why ? "cannot listen on " + host + ":" + std::to_string(port)
+                                  : why.error().message);
+        }
         impl->port = port;
     }
     return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -41,6 +41,11 @@ struct ServerOptions {
     /// Seed for requests that give none (choice j: seed + j); absent: a random one each.
     std::optional<uint64_t> default_seed;
     RequestLimits limits;
+    /// CORS: the Access-Control-Allow-Origin value of every response and of OPTIONS preflight
+    /// answers ("*" by default, as llama.cpp's server; a browser page of any origin may call the
+    /// API, which still needs the API key when keys are set). Empty: no CORS headers (browsers
+    /// then refuse cross-origin calls); preflights are still answered 204 with Allow.
+    std::string cors_origin = "*";
     int heartbeat_ms = 2000;  // idle streams get an SSE comment this often (finds gone clients)
     int idle_keepalive_s = 5;  // an idle keep-alive connection is closed after this long
 };
@@ -58,7 +63,15 @@ struct ServedModel {
     /// The Runner's evidence (runtime/evidence.h): an "evidence" object in /health and
     /// zinc_evidence_* series in /metrics; null: neither.
     std::shared_ptr<runtime::Evidence> evidence;
+    /// `created` of /v1/models (Unix seconds): the model file's modification time; 0: the time
+    /// the server was created.
+    int64_t created = 0;
 };
+
+/// Why host:port cannot be listened on, as one line ("127.0.0.1:8080 is already in use by
+/// another program; stop it or choose another --port (--port 0 picks a free one)"), or ok when a
+/// probe socket binds it. Used before the model is loaded so a busy port fails fast.
+Result<void> check_listen_address(const std::string& host, int port);
 
 class HttpServer {
   public:
