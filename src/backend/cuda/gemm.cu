@@ -1,7 +1,13 @@
 // zinc/backend/cuda/gemm.cu — weight dequantization for the prefill path (whole matrices to f16,
-// fed to cuBLAS by the runner: gemm_cublas.cpp) and embedding row lookup (get_rows).
+// fed to cuBLAS by the runner: gemm_cublas.cpp) and embedding row lookup (get_rows). get_rows of
+// the GGUF layouts performs quant::dequantize_row's float operations element for element (then
+// `* scale` when scale != 1, as cpu::get_rows), so embedding rows equal the CPU tier's bits.
+#include <type_traits>
+
+#include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "quant/canon_dot.h"
 
 namespace zinc::cuda {
 namespace {
@@ -44,6 +50,90 @@ __global__ void dequant_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes
     v *= scale;
     if (h) h[t] = __half_as_ushort(__float2half_rn(v));
     else f[t] = v;
+}
+
+namespace cn = zinc::canon;
+namespace cd = zinc::quant::canon_dot;
+namespace qd = zinc::quant::detail;
+
+// Element e of a row, as dequantize_row_<type> computes it (src/quant/q_legacy.cpp,
+// k_quants.cpp, fp16.cpp): the same products and sums, each rounded.
+template <int T>
+__device__ __forceinline__ float dequant_exact(const uint8_t* row, int e) {
+    if constexpr (T == kF32) {
+        return reinterpret_cast<const float*>(row)[e];
+    } else if constexpr (T == kF16) {
+        return h2f(ld16(row + 2 * e));
+    } else if constexpr (T == kBF16) {
+        return bf2f(ld16(row + 2 * e));
+    } else if constexpr (T == kQ4_0 || T == kQ5_0 || T == kQ8_0 || T == kQ4_1 || T == kQ5_1) {
+        const int u = e & 31;
+        if constexpr (T == kQ4_0) {
+            const auto& b = reinterpret_cast<const qd::BlockQ4_0*>(row)[e >> 5];
+            return cn::mul(h2f(b.d), static_cast<float>(cd::code_q4_0(b, u)));
+        } else if constexpr (T == kQ5_0) {
+            const auto& b = reinterpret_cast<const qd::BlockQ5_0*>(row)[e >> 5];
+            return cn::mul(h2f(b.d), static_cast<float>(cd::code_q5_0(b, u)));
+        } else if constexpr (T == kQ8_0) {
+            const auto& b = reinterpret_cast<const qd::BlockQ8_0*>(row)[e >> 5];
+            return cn::mul(static_cast<float>(b.qs[u]), h2f(b.d));
+        } else if constexpr (T == kQ4_1) {
+            const auto& b = reinterpret_cast<const qd::BlockQ4_1*>(row)[e >> 5];
+            return cn::add(cn::mul(h2f(b.d), static_cast<float>(cd::code_q4_1(b, u))), h2f(b.m));
+        } else {
+            const auto& b = reinterpret_cast<const qd::BlockQ5_1*>(row)[e >> 5];
+            return cn::add(cn::mul(h2f(b.d), static_cast<float>(cd::code_q5_1(b, u))), h2f(b.m));
+        }
+    } else {
+        const int u = e & 255;
+        if constexpr (T == kQ2_K) {
+            const auto& b = reinterpret_cast<const qd::BlockQ2_K*>(row)[e >> 8];
+            const int sc = b.scales[u / 16];
+            const float dl = cn::mul(h2f(b.d), static_cast<float>(sc & 0x0F));
+            const float ml = cn::mul(h2f(b.dmin), static_cast<float>(sc >> 4));
+            return cn::sub(cn::mul(dl, static_cast<float>(cd::code_q2_k(b, u))), ml);
+        } else if constexpr (T == kQ3_K) {
+            const auto& b = reinterpret_cast<const qd::BlockQ3_K*>(row)[e >> 8];
+            const float dl = cn::mul(h2f(b.d), static_cast<float>(cd::scale_q3_k(b, u / 16)));
+            return cn::mul(dl, static_cast<float>(cd::code_q3_k(b, u)));
+        } else if constexpr (T == kQ4_K || T == kQ5_K) {
+            using B = std::conditional_t<T == kQ4_K, qd::BlockQ4_K, qd::BlockQ5_K>;
+            const auto& b = reinterpret_cast<const B*>(row)[e >> 8];
+            const int j = u / 32;
+            const float d1 = cn::mul(h2f(b.d), static_cast<float>(cd::scale_min_k4(b.scales, j, false)));
+            const float m1 = cn::mul(h2f(b.dmin), static_cast<float>(cd::scale_min_k4(b.scales, j, true)));
+            int q;
+            if constexpr (T == kQ4_K) q = cd::code_q4_k(b, u);
+            else q = cd::code_q5_k(b, u);
+            return cn::sub(cn::mul(d1, static_cast<float>(q)), m1);
+        } else {
+            static_assert(T == kQ6_K);
+            const auto& b = reinterpret_cast<const qd::BlockQ6_K*>(row)[e >> 8];
+            return cn::mul(cn::mul(h2f(b.d), static_cast<float>(b.scales[u / 16])),
+                           static_cast<float>(cd::code_q6_k(b, u) - 32));
+        }
+    }
+}
+
+// One thread per element of the n rows.
+template <int T>
+__global__ void get_rows_exact_kernel(const uint8_t* __restrict__ w, size_t row_bytes,
+                                      const int32_t* __restrict__ rows, int n, int k, float scale,
+                                      float* __restrict__ out) {
+    const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= static_cast<int64_t>(n) * k) return;
+    const int r = static_cast<int>(t / k), e = static_cast<int>(t % k);
+    float v = dequant_exact<T>(w + static_cast<size_t>(rows[r]) * row_bytes, e);
+    if (scale != 1.0f) v = cn::mul(v, scale);
+    out[t] = v;
+}
+
+template <int T>
+void launch_rows_exact(const uint8_t* w, size_t rb, const int32_t* rows, int n, int k, float scale,
+                       float* out, cudaStream_t s) {
+    const int64_t total = static_cast<int64_t>(n) * k;
+    get_rows_exact_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
+        w, rb, rows, n, k, scale, out);
 }
 
 template <int T>
@@ -93,7 +183,23 @@ void dequant_f16(int type, const uint8_t* w, size_t row_bytes, int n_out, int k,
 
 void get_rows(int type, const uint8_t* w, size_t row_bytes, const int32_t* rows, int n, int k,
               float scale, float* out, cudaStream_t s) {
-    dequant_any(type, w, row_bytes, n, k, scale, rows, nullptr, out, s);
+    switch (type) {
+        case kQ4_0: launch_rows_exact<kQ4_0>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ4_1: launch_rows_exact<kQ4_1>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ5_0: launch_rows_exact<kQ5_0>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ5_1: launch_rows_exact<kQ5_1>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ8_0: launch_rows_exact<kQ8_0>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ2_K: launch_rows_exact<kQ2_K>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ3_K: launch_rows_exact<kQ3_K>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ4_K: launch_rows_exact<kQ4_K>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ5_K: launch_rows_exact<kQ5_K>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kQ6_K: launch_rows_exact<kQ6_K>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kF32: launch_rows_exact<kF32>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kF16: launch_rows_exact<kF16>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kBF16: launch_rows_exact<kBF16>(w, row_bytes, rows, n, k, scale, out, s); break;
+        default:  // the repacked layouts (ZINC_REPACK=1): decoded chunks, not bit-exact
+            dequant_any(type, w, row_bytes, n, k, scale, rows, nullptr, out, s);
+    }
 }
 
 }  // namespace zinc::cuda

@@ -3,9 +3,12 @@
 // (row r of a (n_rows, dim) buffer starts at r * dim). Launchers never synchronize.
 //
 // Activation packing (pack.cu): a row of dim floats (dim % 32 == 0) becomes dim int8 codes `aq`
-// and dim/32 float4 `ad` = (d, s_lo, s_hi, 0) per 32 elements: x ~ d * code, and s_lo / s_hi the
-// (scaled) sums of the codes of each half, for the weights' min terms. The codes and scales are
-// those of the CPU tier's packing for the consuming weight type (RowOut::mode).
+// and dim/32 float4 `ad` = (d, s_lo, s_hi, sums) per 32 elements: x ~ d * code, and s_lo / s_hi
+// the (scaled) sums of the codes of each half, for the weights' min terms (Q8_1: s_lo = the f16
+// s of the block, s_hi = 0); `sums` holds the two 16-element integer code sums as int16 bits
+// (low half | high half << 16), Q8_K's bsums, for the exact kernels. The codes and scales are the
+// CPU tier's packing for the consuming weight type (RowOut::mode), byte for byte:
+// quant::quantize_row(Q8_0 / Q8_1 / Q8_K) (d = the f16 value for Q8_0/Q8_1, the f32 for Q8_K).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -66,6 +69,16 @@ bool dmmv_supports(int type);
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
 
+// ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
+/// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).
+bool dmmv_exact_supports(int type);
+/// dmmv's contract, computed in the CPU tier's vec_dot order (quant/canon_dot.h): each output is
+/// bit-identical to quant::vec_dot(type, k, row, packed activation row) (+ bias: one rounded add;
+/// accumulate: y + that, one rounded add). Any n_act >= 1 (decode and prefill). The activations
+/// must come from pack.cu with the consuming type's packing mode (ad.w carries the code sums).
+void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s);
+
 // ---- gemm.cu
 /// Dequantize a (n_out, k) weight of `type` to f16 (row-major) into dst.
 void dequant_f16(int type, const uint8_t* w, size_t row_bytes, int n_out, int k, uint16_t* dst,
@@ -85,8 +98,9 @@ struct RopeJob {
     float eps = 1e-6f;
     int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0, n_rot = 0;
     bool neox = false;
-    float freq_base = 10000.f, freq_scale = 1.f;
-    const float* freq_factors = nullptr;
+    // (positions, n_rot) cos/sin table of this layer's RoPE: row p is cpu::rope_cache(params, p)
+    // computed on the host (the CPU tier's own values; docs/exactness.md).
+    const float* cs = nullptr;
     const int32_t* row_pos = nullptr;   // (n_rows) positions
     const int32_t* row_slot = nullptr;  // (n_rows) physical KV slot = block * block_size + off
     uint16_t* k_cache = nullptr;        // this layer: (slots, n_head_kv * head_dim) f16
@@ -96,6 +110,9 @@ struct RopeJob {
 void rope_kv(const RopeJob& j, int n_rows, cudaStream_t s);
 
 // ---- attention.cu
+/// Attention in the canonical chunked order (backend/canon.h): key positions in chunks aligned
+/// to canon::kAttnChunk, per chunk max / exp / sum / V accumulation in position order, chunks
+/// merged in order; bit-identical to cpu::paged_attention.
 struct AttnJob {
     const float* q = nullptr;  // (n_rows, q_ld)
     int q_ld = 0;
@@ -110,9 +127,20 @@ struct AttnJob {
     const int32_t* row_pos = nullptr;    // (n_rows) query position
     const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`
     const int32_t* bt = nullptr;         // concatenated block tables
-    int max_pos = 0;  // most positions a row attends to (shared-memory scores), fixed per runner
+    int max_pos = 0;  // most positions a row attends to, fixed per runner
+    // Split-K scratch (decode: at most attn_split_rows(...) rows): chunk partials
+    // (rows, n_head, max_chunks, head_dim_v + 2) floats and (rows, n_head) arrival counters
+    // (zero at allocation; the kernel leaves them zero). Null: one block per (row, head) walks
+    // its chunks in order (prefill).
+    float* part = nullptr;
+    unsigned* counters = nullptr;
 };
-/// Once per runner, before any launch or capture: allow the shared memory max_pos needs.
+/// Rows up to which attention splits the key chunks over blocks (when part/counters are set).
+constexpr int kAttnSplitRows = 16;
+/// Chunks of canon::kAttnChunk positions covering max_pos positions.
+int attn_max_chunks(int max_pos);
+/// Once per runner, before any launch or capture (no-op today; kept for kernels that need more
+/// shared memory than the default).
 cudaError_t attention_prepare(int max_pos, int head_dim_v);
 void attention(const AttnJob& j, int n_rows, cudaStream_t s);
 

@@ -1,8 +1,12 @@
 // zinc/backend/cuda/pack.cu — row-finishing kernels: RMS norm, gated activations (SwiGLU,
 // GeGLU) and residual adds, each fused with the int8 activation packing that the quantized
-// matrix-vector kernels read (kernels.h), and/or f32 / f16 outputs. Norms and packings follow the
-// CPU tier's arithmetic (f64 sum of squares, the Q8_0/Q8_1/Q8_K quantizers' rounding), so the two
-// tiers feed the same int8 codes to their integer dot products.
+// matrix-vector kernels read (kernels.h), and/or f32 / f16 outputs. The arithmetic is canon.h's
+// (RMS scale: 32 f64 chains, lane l of one warp owning chain l, the xor butterfly as tree32;
+// rms_apply; silu / gelu_tanh; each op a correctly rounded intrinsic), and the packings are the
+// CPU quantizers' (quant::quantize_row Q8_0 / Q8_1 / Q8_K) operation for operation, so both tiers
+// feed the same bytes to their dot products (docs/exactness.md; tests/cuda/test_parity.cpp checks
+// the bytes).
+#include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -10,7 +14,7 @@ namespace zinc::cuda {
 namespace {
 
 using dev::warp_max;
-using dev::warp_sum;
+namespace cn = zinc::canon;
 
 constexpr int kThreads = 256;
 
@@ -18,10 +22,16 @@ constexpr int kThreads = 256;
 // g0 + 32 * i + lane), into the requested outputs. The int8 codes and scales are computed exactly
 // as the CPU tier's activation packings (src/quant: quantize_row_q8_0 / _q8_1 / _q8_k), so the
 // integer dot products of both tiers see the same codes:
-//   Q8_0: d = amax / 127, q = roundf(x / d), scale used = fp16(d)
-//   Q8_1: as Q8_0, plus s = fp16(d * sum q) over the 32 (stored in the low half's slot)
+//   Q8_0: d = amax / 127, q = roundf(x * (1 / d)), scale used = fp16(d)
+//   Q8_1: as Q8_0, plus s = fp16(sum q * d) over the 32 (stored in the low half's slot)
 //   Q8_K: 256 elements, max = the first element of largest |x|, q = min(127, rint(-127/max * x)),
 //         d = 1 / (-127 / max) (f32); per 32-element chunk the half sums d * sum q.
+// Every chunk's float4 also carries the two 16-element integer code sums in .w (sums_bits).
+__device__ __forceinline__ float sums_bits(int s_lo, int s_hi) {
+    return __uint_as_float((static_cast<uint32_t>(s_lo) & 0xffffu) |
+                           (static_cast<uint32_t>(s_hi) << 16));
+}
+
 template <int NV>
 __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int dim, int g0,
                                            int mode, const RowOut& o) {
@@ -35,9 +45,9 @@ __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int di
     if (!o.q) return;
     if (NV == 1 && mode != kPackQ8K) {
         const float amax = warp_max(fabsf(v[0]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const int q = static_cast<int>(roundf(__fmul_rn(v[0], id)));
+        const float d = cn::div(amax, 127.0f);
+        const float id = d != 0.0f ? cn::div(1.0f, d) : 0.0f;
+        const int q = static_cast<int>(roundf(cn::mul(v[0], id)));
         o.q[base + lane] = static_cast<int8_t>(q);
         int s = q;
 #pragma unroll
@@ -47,9 +57,11 @@ __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int di
         if (lane == 0) {
             float4 r;
             if (mode == kPackQ8_1)
-                r = make_float4(dh, __half2float(__float2half_rn(static_cast<float>(s_lo + s_hi) * d)), 0.f, 0.f);
+                r = make_float4(dh, __half2float(__float2half_rn(cn::mul(static_cast<float>(s_lo + s_hi), d))),
+                                0.f, sums_bits(s_lo, s_hi));
             else
-                r = make_float4(dh, dh * s_lo, dh * s_hi, 0.f);
+                r = make_float4(dh, cn::mul(dh, static_cast<float>(s_lo)),
+                                cn::mul(dh, static_cast<float>(s_hi)), sums_bits(s_lo, s_hi));
             o.d[static_cast<size_t>(row) * (dim / 32) + g0 / 32] = r;
         }
         return;
@@ -77,11 +89,11 @@ __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int di
             idx = i2;
         }
     }
-    const float iscale = amax != 0.f ? -127.0f / mx : 0.f;
-    const float d = amax != 0.f ? 1.0f / iscale : 0.f;
+    const float iscale = amax != 0.f ? cn::div(-127.0f, mx) : 0.f;
+    const float d = amax != 0.f ? cn::div(1.0f, iscale) : 0.f;
 #pragma unroll
     for (int i = 0; i < NV; ++i) {
-        const int q = min(127, __float2int_rn(__fmul_rn(iscale, v[i])));
+        const int q = min(127, __float2int_rn(cn::mul(iscale, v[i])));
         o.q[base + 32 * i + lane] = static_cast<int8_t>(q);
         int s = q;
 #pragma unroll
@@ -89,7 +101,8 @@ __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int di
         const int s_lo = __shfl_sync(0xffffffffu, s, 0), s_hi = __shfl_sync(0xffffffffu, s, 16);
         if (lane == 0)
             o.d[static_cast<size_t>(row) * (dim / 32) + g0 / 32 + i] =
-                make_float4(d, d * s_lo, d * s_hi, 0.f);
+                make_float4(d, cn::mul(d, static_cast<float>(s_lo)),
+                            cn::mul(d, static_cast<float>(s_hi)), sums_bits(s_lo, s_hi));
     }
 }
 
@@ -120,32 +133,31 @@ inline dim3 pack_grid(int n_rows, int dim) {
     return dim3(n_rows, (dim + 256 * kGroupsPerBlock - 1) / (256 * kGroupsPerBlock));
 }
 
-// Sum of squares as the CPU tier's rms_norm: f32 products accumulated in f64.
-__device__ double block_sum_d(double v, double* sh) {
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+// canon::rms_scale of a row, computed by warp 0 (lane l owns chain l: elements l, l + 32, ...
+// squared in f32, summed in f64 in increasing order; the xor butterfly is canon::tree32) and
+// shared with the block. Every thread of the block must call it.
+__device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps) {
+    __shared__ float s_scale;
+    if (threadIdx.x < 32) {
+        double ch = 0.0;
+        for (int i = threadIdx.x; i < dim; i += 32)
+            ch = cn::dadd(ch, static_cast<double>(cn::mul(xr[i], xr[i])));
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        for (int off = 16; off > 0; off >>= 1) ch = cn::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, off));
+        const float mean = static_cast<float>(cn::ddiv(ch, static_cast<double>(dim)));
+        if (threadIdx.x == 0) s_scale = cn::div(1.0f, cn::sqrt(cn::add(mean, eps)));
+    }
     __syncthreads();
-    if (lane == 0) sh[w] = v;
-    __syncthreads();
-    double t = 0.0;
-    for (int i = 0; i < static_cast<int>(blockDim.x >> 5); ++i) t += sh[i];
-    return t;
+    return s_scale;
 }
 
 __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                 float eps, int dim, int mode, RowOut o) {
-    __shared__ double sh[32];
     const int row = blockIdx.x;
     const float* xr = x + static_cast<size_t>(row) * dim;
-    double ss = 0.0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += static_cast<double>(__fmul_rn(xr[i], xr[i]));
-    ss = block_sum_d(ss, sh);
-    const float mean = static_cast<float>(ss / static_cast<double>(dim));
-    const float scale = 1.0f / sqrtf(mean + eps);
+    const float scale = row_rms_scale(xr, dim, eps);
     pack_row(row, dim, mode, o, [&](int i) {
-        const float v = __fmul_rn(xr[i], scale);
-        return w ? __fmul_rn(v, w[i]) : v;
+        return w ? cn::rms_apply(xr[i], scale, w[i]) : cn::rms_apply(xr[i], scale);
     });
 }
 
@@ -155,43 +167,30 @@ __global__ void pack_kernel(const float* __restrict__ x, int dim, int mode, RowO
     pack_row(row, dim, mode, o, [&](int i) { return xr[i]; });
 }
 
-__device__ __forceinline__ float silu(float x) {
-    return x / (1.f + expf(-x));
-}
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return x / (1.f + expf(-2.f * u));
-}
-
 __global__ void glu_kernel(const float* __restrict__ g, const float* __restrict__ u, int ld,
                            bool gelu, int dim, int mode, RowOut o) {
     const int row = blockIdx.x;
     const float* gr = g + static_cast<size_t>(row) * ld;
     const float* ur = u + static_cast<size_t>(row) * ld;
     pack_row(row, dim, mode, o, [&](int i) {
-        const float a = gelu ? gelu_tanh(gr[i]) : silu(gr[i]);
-        return __fmul_rn(a, ur[i]);
+        const float a = gelu ? cn::gelu_tanh(gr[i]) : cn::silu(gr[i]);
+        return cn::mul(a, ur[i]);
     });
 }
 
 __global__ void add_rms_norm_kernel(float* __restrict__ x, const float* __restrict__ h,
                                     const float* __restrict__ w, float eps, int dim) {
-    __shared__ double sh[32];
     const int row = blockIdx.x;
     const float* hr = h + static_cast<size_t>(row) * dim;
     float* xr = x + static_cast<size_t>(row) * dim;
-    double ss = 0.0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += static_cast<double>(__fmul_rn(hr[i], hr[i]));
-    ss = block_sum_d(ss, sh);
-    const float mean = static_cast<float>(ss / static_cast<double>(dim));
-    const float scale = 1.0f / sqrtf(mean + eps);
+    const float scale = row_rms_scale(hr, dim, eps);
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        xr[i] = __fadd_rn(xr[i], __fmul_rn(__fmul_rn(hr[i], scale), w[i]));
+        xr[i] = cn::add(xr[i], cn::rms_apply(hr[i], scale, w[i]));
 }
 
 __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ h, int64_t n) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += h[i];
+    if (i < n) x[i] = cn::add(x[i], h[i]);
 }
 
 }  // namespace

@@ -1,0 +1,450 @@
+// zinc/backend/cuda/dmmv_exact.cu — exact quantized matrix x vectors products: for every weight
+// row and every activation row, the float operations of the CPU tier's vec_dot in its order
+// (quant/canon_dot.h), so the result equals quant::vec_dot / gemm_tile bit for bit. Any number of
+// activation rows (decode and prefill); docs/exactness.md, "Matrix products".
+//
+// Thread mapping. Only the float chains have an order; the integer lane sums (4 products of one
+// lane of one 32-element group) are exact however they are formed, so they are done by __dp4a
+// and, where useful, split over threads and combined with integer shuffles.
+//  * 32-element formats (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1): 16 threads per weight row, thread
+//    (p, l) owns chain p (blocks of parity p) lane l; it walks its blocks in increasing order,
+//    loading the 4 weight bytes of its lane (8 threads read one block's 16 or 32 bytes, the other
+//    8 the next block), and keeps one accumulator per activation row. Two rows per warp, 8 per
+//    block of 128 threads. The closing sum is a butterfly over the 16 threads: xor 8 adds the
+//    parities (c0 + c1), xor 4, 2, 1 is canon::tree8. The min-term chain of Q4_1/Q5_1 is thread
+//    (0, 0)'s: per block pair (m0 s0 + m1 s1), a lone last block m s.
+//  * K-quants (Q2_K..Q6_K): one warp per weight row; thread t = 8 part + l owns lane l's chain
+//    and computes the integer part of two of the eight 32-element groups of each super-block
+//    (groups 2 part, 2 part + 1); xor shuffles 8 and 16 complete the lane integers, after which
+//    all four parts hold the same value and run the same chain step. The min chains (Q2_K's st,
+//    Q4_K/Q5_K's am[k], k = l & 3) run in every thread alike; xor 4, 2, 1 close the tree.
+//  * F32/F16/BF16: one warp per row, thread t = 8 g + l owns chain (g, l) of the 4 x 8 chains of
+//    canon_dot::dot_float (coalesced: a warp reads 32 consecutive elements), groups of 8 left
+//    over go to chain 0 (threads 0..7), xor 8, 16 then 4, 2, 1 close the sum, thread 0 adds the
+//    last n % 8 products.
+// Activations (pack.cu): aq (n_act, k) int8 codes, ad (n_act, k / 32) float4 with x = the
+// packing's scale as the CPU holds it (f16 value for Q8_0/Q8_1, f32 for Q8_K), y = Q8_1's s, and
+// w = the two 16-element code sums of the group as int16 bits (low, high): Q8_K's bsums.
+// Output: y = v (+ bias) or, accumulating, y = y + (v (+ bias)), each one rounded add — as the
+// CPU tier's `v += bias` and residual `x += y`.
+#include "backend/canon.h"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "quant/canon_dot.h"
+
+namespace zinc::cuda {
+namespace {
+
+using namespace dev;
+namespace cn = zinc::canon;
+namespace cd = zinc::quant::canon_dot;
+
+constexpr int kThreads = 128;
+constexpr unsigned kFull = 0xffffffffu;
+
+struct Jobs {
+    MatJob m[3];
+    int n_jobs;
+    int row_end[3];  // cumulative row counts
+};
+
+__device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
+    int j = 0;
+    if (J.n_jobs > 1 && row >= J.row_end[0]) j = 1;
+    if (J.n_jobs > 2 && row >= J.row_end[1]) j = 2;
+    if (j > 0) row -= J.row_end[j - 1];
+    return j;
+}
+
+__device__ __forceinline__ void store(const MatJob& m, int row, int a, float v, bool accumulate) {
+    if (m.bias) v = cn::add(v, m.bias[row]);
+    float* y = m.y + static_cast<size_t>(a) * m.ldy + row;
+    *y = accumulate ? cn::add(*y, v) : v;
+}
+
+__device__ __forceinline__ float fadd_xor(float v, int o) {
+    return cn::add(v, __shfl_xor_sync(kFull, v, o));
+}
+
+// ---- 32-element formats: the 4 signed codes of lane l (elements 4l..4l+3) as packed int8 ------
+
+template <int T>
+struct Legacy;
+template <>
+struct Legacy<kQ4_0> {
+    static constexpr int bytes = 18;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return nib4(ld32_a2(b + 2 + 4 * (l & 3)), 4 * (l >> 2), 8);
+    }
+};
+template <>
+struct Legacy<kQ5_0> {
+    static constexpr int bytes = 22;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        const uint32_t v = (ld32_a2(b + 6 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
+        return static_cast<int>(__vsubss4(v | hbits4(ld32_a2(b + 2), 4 * l), 0x10101010u));
+    }
+};
+template <>
+struct Legacy<kQ8_0> {
+    static constexpr int bytes = 34;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return static_cast<int>(ld32_a2(b + 2 + 4 * l));
+    }
+};
+template <>
+struct Legacy<kQ4_1> {
+    static constexpr int bytes = 20;
+    static constexpr bool asym = true;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return nib4(ld32(b + 4 + 4 * (l & 3)), 4 * (l >> 2), 0);
+    }
+};
+template <>
+struct Legacy<kQ5_1> {
+    static constexpr int bytes = 24;
+    static constexpr bool asym = true;
+    __device__ static int codes(const uint8_t* b, int l) {
+        const uint32_t v = (ld32(b + 8 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
+        return static_cast<int>(v | hbits4(ld32(b + 4), 4 * l));
+    }
+};
+
+template <int T, int NB>
+__global__ void __launch_bounds__(kThreads)
+    exact_legacy(Jobs J, int nb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+                 int n_act, bool accumulate) {
+    using W = Legacy<T>;
+    const int total = J.row_end[J.n_jobs - 1];
+    const int row = blockIdx.x * (kThreads / 16) + (threadIdx.x >> 4);
+    const int sub = threadIdx.x & 15, p = sub >> 3, l = sub & 7;
+    int r = min(row, total - 1);
+    const int jj = pick_job(J, r);
+    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const int a0 = blockIdx.y * NB;
+    const int na = min(NB, n_act - a0);
+    const size_t k = static_cast<size_t>(nb) * 32;
+    const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * l;
+    const float4* adb = ad + static_cast<size_t>(a0) * nb;
+    float acc[NB], am[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[b] = am[b] = 0.0f;
+    for (int i = p; i < nb; i += 2) {
+        const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
+        const int wq = W::codes(blk, l);
+        const float dw = h2f(ld16(blk));
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            if (b < na) {
+                const int x = *reinterpret_cast<const int*>(aqb + b * k + 32 * static_cast<size_t>(i));
+                const float dd = cn::mul(dw, adb[b * static_cast<size_t>(nb) + i].x);
+                acc[b] = cn::fma(dd, static_cast<float>(__dp4a(wq, x, 0)), acc[b]);
+            }
+        }
+        if constexpr (W::asym) {
+            if (sub == 0) {  // the min chain: blocks i (even) and i + 1
+                const float m0 = h2f(ld16(blk + 2));
+                const bool pair = i + 1 < nb;
+                const float m1 = pair ? h2f(ld16(blk + W::bytes + 2)) : 0.0f;
+#pragma unroll
+                for (int b = 0; b < NB; ++b) {
+                    if (b < na) {
+                        const float4* s = adb + b * static_cast<size_t>(nb) + i;
+                        const float p0 = cn::mul(m0, s[0].y);
+                        am[b] = pair ? cn::add(am[b], cn::add(p0, cn::mul(m1, s[1].y)))
+                                     : cn::add(am[b], p0);
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+        float v = fadd_xor(acc[b], 8);  // chain 0 + chain 1, lane-wise
+        v = fadd_xor(v, 4);
+        v = fadd_xor(v, 2);
+        v = fadd_xor(v, 1);
+        if (sub == 0 && row < total && b < na) {
+            if constexpr (W::asym) v = cn::add(v, am[b]);
+            store(J.m[jj], r, a0 + b, v, accumulate);
+        }
+    }
+}
+
+// ---- K-quants: lane l of 32-element group c of a super-block: 4 codes and the integer scale ---
+
+template <int T>
+struct KQ;
+template <>
+struct KQ<kQ2_K> {
+    static constexpr int bytes = 84, d_off = 80;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 2) + 4 * l) >> (2 * (c & 3))) & 0x03030303u);
+        sc = b[2 * c + (l >> 2)] & 0x0F;
+    }
+};
+template <>
+struct KQ<kQ3_K> {
+    static constexpr int bytes = 110, d_off = 108;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        const uint32_t lo = (ld32_a2(b + 32 + 32 * (c >> 2) + 4 * l) >> (2 * (c & 3))) & 0x03030303u;
+        const uint32_t clear = (~(ld32_a2(b + 4 * l) >> c)) & 0x01010101u;
+        q = static_cast<int>(__vsubss4(lo, clear * 4u));
+        sc = cd::scale_q3_k(*reinterpret_cast<const quant::detail::BlockQ3_K*>(b), 2 * c + (l >> 2));
+    }
+};
+template <>
+struct KQ<kQ4_K> {
+    static constexpr int bytes = 144, d_off = 0;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
+        sc = cd::scale_min_k4(b + 4, c, false);
+    }
+};
+template <>
+struct KQ<kQ5_K> {
+    static constexpr int bytes = 176, d_off = 0;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        const uint32_t lo = (ld32(b + 48 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu;
+        const uint32_t hi = ((ld32(b + 16 + 4 * l) >> c) & 0x01010101u) << 4;
+        q = static_cast<int>(lo | hi);
+        sc = cd::scale_min_k4(b + 4, c, false);
+    }
+};
+template <>
+struct KQ<kQ6_K> {
+    static constexpr int bytes = 210, d_off = 208;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        const int h = c >> 2, kq = c & 3;
+        const uint32_t lo = (ld32_a2(b + 64 * h + 32 * (kq & 1) + 4 * l) >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
+        const uint32_t hi = ((ld32_a2(b + 128 + 32 * h + 4 * l) >> (2 * kq)) & 0x03030303u) << 4;
+        q = static_cast<int>(lo | hi);
+        sc = static_cast<int8_t>(b[192 + 2 * c + (l >> 2)]);
+    }
+};
+
+__device__ __forceinline__ int bsum_lo(float4 s) {
+    return static_cast<int16_t>(__float_as_uint(s.w) & 0xffffu);
+}
+__device__ __forceinline__ int bsum_hi(float4 s) {
+    return static_cast<int16_t>(__float_as_uint(s.w) >> 16);
+}
+__device__ __forceinline__ int isum_xor(int v, int o) {
+    return v + __shfl_xor_sync(kFull, v, o);
+}
+
+template <int T, int NB>
+__global__ void __launch_bounds__(kThreads)
+    exact_k(Jobs J, int nsb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+            int n_act, bool accumulate) {
+    using W = KQ<T>;
+    const int total = J.row_end[J.n_jobs - 1];
+    const int row = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5);
+    const int t = threadIdx.x & 31, l = t & 7, part = t >> 3;
+    int r = min(row, total - 1);
+    const int jj = pick_job(J, r);
+    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const int a0 = blockIdx.y * NB;
+    const int na = min(NB, n_act - a0);
+    const int n_grp = nsb * 8;  // 32-element groups per row
+    const size_t k = static_cast<size_t>(nsb) * 256;
+    const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * l;
+    const float4* adb = ad + static_cast<size_t>(a0) * n_grp;
+    float acc[NB], mn[NB];  // mn: Q2_K's st, or Q4_K/Q5_K's am[l & 3]
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[b] = mn[b] = 0.0f;
+    for (int i = 0; i < nsb; ++i) {
+        const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
+        int q0, s0, q1, s1;
+        W::lane(blk, 2 * part, l, q0, s0);
+        W::lane(blk, 2 * part + 1, l, q1, s1);
+        const float dw = h2f(ld16(blk + W::d_off));
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            if (b < na) {
+                const int8_t* xa = aqb + b * k + 256 * static_cast<size_t>(i) + 64 * part;
+                const float4* sa = adb + b * static_cast<size_t>(n_grp) + 8 * i;
+                int s = s0 * __dp4a(q0, *reinterpret_cast<const int*>(xa), 0) +
+                        s1 * __dp4a(q1, *reinterpret_cast<const int*>(xa + 32), 0);
+                if constexpr (T == kQ6_K) {
+                    if (part == 0) {  // lane l's share of the -32 offset: sub-blocks 2l, 2l + 1
+                        const float4 g = sa[l];
+                        const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+                        s -= 32 * (sc[2 * l] * bsum_lo(g) + sc[2 * l + 1] * bsum_hi(g));
+                    }
+                }
+                s = isum_xor(s, 8);
+                s = isum_xor(s, 16);
+                const float da = sa[0].x;
+                acc[b] = cn::fma(cn::mul(da, dw), static_cast<float>(s), acc[b]);
+                if constexpr (T == kQ2_K) {
+                    // summ = sum_k (scales[k] >> 4) * bsums[k]: thread t < 16 takes sub-block t
+                    int m = 0;
+                    if (t < 16) {
+                        const float4 g = sa[t >> 1];
+                        m = (blk[t] >> 4) * ((t & 1) ? bsum_hi(g) : bsum_lo(g));
+                    }
+#pragma unroll
+                    for (int o = 16; o >= 1; o >>= 1) m = isum_xor(m, o);
+                    const float dmin = cn::mul(da, h2f(ld16(blk + 82)));
+                    mn[b] = cn::sub(mn[b], cn::mul(dmin, static_cast<float>(m)));
+                } else if constexpr (T == kQ4_K || T == kQ5_K) {
+                    const int kk = l & 3;  // min lane: sub-blocks 2kk, 2kk + 1 (groups)
+                    const float4 g0 = sa[2 * kk], g1 = sa[2 * kk + 1];
+                    const int m = cd::scale_min_k4(blk + 4, 2 * kk, true) * (bsum_lo(g0) + bsum_hi(g0)) +
+                                  cd::scale_min_k4(blk + 4, 2 * kk + 1, true) * (bsum_lo(g1) + bsum_hi(g1));
+                    const float dmin = cn::mul(-da, h2f(ld16(blk + 2)));
+                    mn[b] = cn::fma(dmin, static_cast<float>(m), mn[b]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+        float v = fadd_xor(acc[b], 4);
+        v = fadd_xor(v, 2);
+        v = fadd_xor(v, 1);
+        float m = mn[b];
+        if constexpr (T == kQ4_K || T == kQ5_K) {
+            m = fadd_xor(m, 2);  // (am0 + am2) + (am1 + am3)
+            m = fadd_xor(m, 1);
+        }
+        if (t == 0 && row < total && b < na) {
+            if constexpr (T == kQ2_K || T == kQ4_K || T == kQ5_K) v = cn::add(v, m);
+            store(J.m[jj], r, a0 + b, v, accumulate);
+        }
+    }
+}
+
+// ---- float weights x f32 activations -----------------------------------------------------------
+
+template <int T>
+__device__ __forceinline__ float load_w(const uint8_t* w, int i) {
+    if constexpr (T == kF32) return reinterpret_cast<const float*>(w)[i];
+    else if constexpr (T == kF16) return h2f(reinterpret_cast<const uint16_t*>(w)[i]);
+    else return bf2f(reinterpret_cast<const uint16_t*>(w)[i]);
+}
+
+template <int T, int NB>
+__global__ void __launch_bounds__(kThreads)
+    exact_f(Jobs J, int k, const float* __restrict__ x, int n_act, bool accumulate) {
+    const int total = J.row_end[J.n_jobs - 1];
+    const int row = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5);
+    const int t = threadIdx.x & 31;
+    int r = min(row, total - 1);
+    const int jj = pick_job(J, r);
+    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const int a0 = blockIdx.y * NB;
+    const int na = min(NB, n_act - a0);
+    const float* xb = x + static_cast<size_t>(a0) * k;
+    float acc[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[b] = 0.0f;
+    const int n32 = k / 32 * 32, n8 = k / 8 * 8;
+    for (int i = t; i < n32; i += 32) {
+        const float wv = load_w<T>(w, i);
+#pragma unroll
+        for (int b = 0; b < NB; ++b)
+            if (b < na) acc[b] = cn::fma(wv, xb[b * static_cast<size_t>(k) + i], acc[b]);
+    }
+    if (t < 8) {
+        for (int i = n32 + t; i < n8; i += 8) {
+            const float wv = load_w<T>(w, i);
+#pragma unroll
+            for (int b = 0; b < NB; ++b)
+                if (b < na) acc[b] = cn::fma(wv, xb[b * static_cast<size_t>(k) + i], acc[b]);
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+        float v = fadd_xor(acc[b], 8);  // (c0 + c1), (c2 + c3)
+        v = fadd_xor(v, 16);            // (c0 + c1) + (c2 + c3)
+        v = fadd_xor(v, 4);
+        v = fadd_xor(v, 2);
+        v = fadd_xor(v, 1);
+        if (t == 0 && row < total && b < na) {
+            for (int i = n8; i < k; ++i)
+                v = cn::add(v, cn::mul(load_w<T>(w, i), xb[b * static_cast<size_t>(k) + i]));
+            store(J.m[jj], r, a0 + b, v, accumulate);
+        }
+    }
+}
+
+// ---- launches ----------------------------------------------------------------------------------
+
+template <int NB>
+dim3 grid_of(const Jobs& J, int rows_per_block, int n_act) {
+    const int rows = J.row_end[J.n_jobs - 1];
+    return dim3((rows + rows_per_block - 1) / rows_per_block, (n_act + NB - 1) / NB);
+}
+
+template <int T, int NB>
+void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
+            bool acc, cudaStream_t s) {
+    if constexpr (T == kF32 || T == kF16 || T == kBF16) {
+        exact_f<T, NB><<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k, xf, n_act, acc);
+    } else if constexpr (T == kQ2_K || T == kQ3_K || T == kQ4_K || T == kQ5_K || T == kQ6_K) {
+        exact_k<T, NB><<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k / 256, aq, ad,
+                                                                                n_act, acc);
+    } else {
+        exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 16, n_act), kThreads, 0, s>>>(J, k / 32, aq,
+                                                                                     ad, n_act, acc);
+    }
+}
+
+// Activation rows per thread: one weight read serves NB activation rows.
+template <int T>
+void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
+              bool acc, cudaStream_t s) {
+    if (n_act == 1) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act == 2) launch<T, 2>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act <= 4) launch<T, 4>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act <= 8) launch<T, 8>(J, k, aq, ad, xf, n_act, acc, s);
+    else launch<T, 16>(J, k, aq, ad, xf, n_act, acc, s);
+}
+
+}  // namespace
+
+bool dmmv_exact_supports(int type) {
+    switch (type) {
+        case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
+        case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+    Jobs J{};
+    J.n_jobs = n_jobs;
+    int total = 0;
+    for (int i = 0; i < n_jobs; ++i) {
+        J.m[i] = jobs[i];
+        total += jobs[i].n_out;
+        J.row_end[i] = total;
+    }
+    if (total == 0 || n_act == 0) return;
+    switch (type) {
+        case kQ4_0: by_batch<kQ4_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ4_1: by_batch<kQ4_1>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ5_0: by_batch<kQ5_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ5_1: by_batch<kQ5_1>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ8_0: by_batch<kQ8_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ2_K: by_batch<kQ2_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ3_K: by_batch<kQ3_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ4_K: by_batch<kQ4_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ5_K: by_batch<kQ5_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kQ6_K: by_batch<kQ6_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kF32: by_batch<kF32>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kF16: by_batch<kF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kBF16: by_batch<kBF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        default: break;  // callers check dmmv_exact_supports
+    }
+}
+
+}  // namespace zinc::cuda
