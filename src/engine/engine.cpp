@@ -55,6 +55,7 @@ class EngineImpl : public Engine {
           eog_(opts.eog_tokens) {
         std::sort(eog_.begin(), eog_.end());
         logits_.resize(static_cast<size_t>(runner_->options().max_seqs) * n_vocab_);
+        device_sampling_ = runner_->samples_on_device();
         batch_tokens_.reserve(static_cast<size_t>(opts.max_batch_tokens));
         publish();
         thread_ = std::thread([this] { loop(); });
@@ -193,7 +194,24 @@ class EngineImpl : public Engine {
             batch_seqs_.push_back(bs);
         }
         const model::Batch batch{batch_tokens_, batch_seqs_};
-        if (auto r = runner_->forward(batch, logits_.data()); !r) {
+        // Sampling on the Runner's device when it can and no request of the step needs its
+        // logits on the host (logprobs): only token ids come back (model/batch.h).
+        const bool on_device =
+            device_sampling_ &&
+            std::none_of(plan.seqs.begin(), plan.seqs.end(), [](const ScheduledSeq& ss) {
+                return ss.want_logits && ss.seq->params.top_logprobs >= 0;
+            });
+        if (on_device) {
+            sample_rows_.clear();
+            for (const ScheduledSeq& ss : plan.seqs)
+                if (ss.want_logits)
+                    sample_rows_.push_back(ss.seq->sampler.device_row(ss.seq->tokens, n_vocab_));
+            sampled_.assign(sample_rows_.size(), model::SampledToken{});
+        }
+        if (auto r = on_device
+                         ? runner_->forward_sample(batch, sample_rows_, sampled_.data(), false)
+                         : runner_->forward(batch, logits_.data());
+            !r) {
             for (const ScheduledSeq& ss : plan.seqs) {
                 finish(*ss.seq, FinishReason::Error, r.error().message);
             }
@@ -205,6 +223,11 @@ class EngineImpl : public Engine {
         size_t row = 0;
         for (const ScheduledSeq& ss : plan.seqs) {
             if (!ss.want_logits) continue;
+            if (on_device) {
+                ss.seq->sampler.device_done(sampled_[row]);
+                on_token(*ss.seq, sampled_[row++].id, {});
+                continue;
+            }
             const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
             ++row;
             on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
@@ -232,7 +255,12 @@ class EngineImpl : public Engine {
     bool is_eog(int32_t t) const { return std::binary_search(eog_.begin(), eog_.end(), t); }
 
     void on_logits(Sequence& s, std::span<const float> logits) {
-        const int32_t tok = s.sampler.sample(logits, s.tokens);
+        on_token(s, s.sampler.sample(logits, s.tokens), logits);
+    }
+
+    // The sequence's next token; `logits` (its row, for logprobs) is empty when the token was
+    // sampled on the device (only for requests without logprobs).
+    void on_token(Sequence& s, int32_t tok, std::span<const float> logits) {
         if (!s.params.ignore_eos && is_eog(tok)) {
             finish(s, FinishReason::Eog);
             return;
@@ -323,6 +351,9 @@ class EngineImpl : public Engine {
     std::vector<int32_t> batch_tokens_;
     std::vector<model::BatchSeq> batch_seqs_;
     std::vector<float> logits_;  // (max_seqs, n_vocab)
+    bool device_sampling_ = false;                   // runner_->samples_on_device()
+    std::vector<model::RowSampling> sample_rows_;    // the step's rows, forward_sample
+    std::vector<model::SampledToken> sampled_;       // its results
     std::vector<uint64_t> step_rows_;  // rows per sequence of the step being attributed
     uint64_t last_step_index_ = 0;     // StepRecord::index last attributed
     EngineStats counters_;       // cumulative counters (the gauges are filled by publish)
