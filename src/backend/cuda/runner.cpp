@@ -6,8 +6,10 @@
 // staged in pinned memory and copied in one transfer; the kernels run; logits (or argmax tokens)
 // come back in one transfer; one stream synchronization. Decode steps (every sequence one row)
 // are captured once per row count as a CUDA graph and replayed (ZINC_CUDA_GRAPH=0: plain
-// launches). Projections take the int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows
-// (default 16) and dequantize-to-f16 + cuBLAS above (prefill). Opt-outs: ZINC_FUSED_PROJ=0
+// launches). Projections: by default (ZINC_EXACT=1) the exact kernels of dmmv_exact.cu for every
+// row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the int8/dp4a matrix-vector kernels
+// up to ZINC_DMMV_MAX_ROWS rows (default 16) and dequantize-to-f16 + cuBLAS above (prefill),
+// not bit-identical to the CPU tier. Opt-outs: ZINC_FUSED_PROJ=0
 // (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0 (norm, then a separate pack),
 // and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured gain yet).
 #include "backend/cuda/runner_impl.h"
@@ -127,7 +129,7 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             ++nj;
             ++i;
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
-        dmmv(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
+        (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
     }

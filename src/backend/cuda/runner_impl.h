@@ -164,6 +164,7 @@ class CudaRunner final : public model::Runner {
     CublasLib cublas_;
     int dmmv_max_rows_ = 16;
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
+    bool exact_ = true;  // ZINC_EXACT: every matrix product by dmmv_exact (docs/exactness.md)
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
     std::shared_ptr<SampleState> sample_;  // created by the first forward_sample

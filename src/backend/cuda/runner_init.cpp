@@ -90,6 +90,14 @@ Result<void> CudaRunner::init() {
     fused_proj_ = env_on("ZINC_FUSED_PROJ");
     fused_norm_ = env_on("ZINC_FUSED_NORM");
     repack_ = env_on("ZINC_REPACK", false);  // opt-in: no measured gain yet (perf-notes)
+    // ZINC_EXACT (default on): every matrix product, decode and prefill, by dmmv_exact, which
+    // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
+    // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
+    exact_ = env_on("ZINC_EXACT");
+    if (exact_) {
+        repack_ = false;
+        dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
+    }
     if (c.head_dim_k > 256 || c.head_dim_v > 256)
         return make_error("cuda: head_dim " + std::to_string(c.head_dim_k) +
                           " > 256 is not supported by the attention kernel");
