@@ -163,15 +163,14 @@ ZINC_HD float tree8(const float* a) {
     return add(add(add(a[0], a[4]), add(a[2], a[6])), add(add(a[1], a[5]), add(a[3], a[7])));
 }
 
-/// Dot product of n floats (n % 8 == 0) in the canonical order: 8 chains, element i into chain
-/// i % 8 by fma in increasing i, then tree8. b is given as a loader so f16 K rows and f32 rows
-/// share the order.
+/// Dot product of n floats in the canonical order: 8 chains, element i into chain i % 8 by
+/// fma(a_i, b_i, chain) in increasing i, then tree8. (An AVX2 loop with one accumulator register
+/// over 8 elements at a time, lanes stored and finished in scalar code for a tail, is this.)
+/// b is given as a loader so f16 K rows and f32 rows share the order.
 template <typename LoadB>
 ZINC_HD float dot8(const float* a, LoadB b, int n) {
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    for (int i = 0; i < n; i += 8) {
-        for (int c = 0; c < 8; ++c) acc[c] = fma(a[i + c], b(i + c), acc[c]);
-    }
+    for (int i = 0; i < n; ++i) acc[i & 7] = fma(a[i], b(i), acc[i & 7]);
     return tree8(acc);
 }
 

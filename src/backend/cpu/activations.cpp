@@ -3,8 +3,9 @@
 // Both activations are x * sigmoid(z): silu has z = x, and the tanh-approximated GELU has
 // z = 2 sqrt(2/pi) (x + 0.044715 x^3), because 0.5 (1 + tanh(u)) = sigmoid(2u). The AVX2 path
 // evaluates sigmoid with a vectorised exp (Cody-Waite range reduction + degree-6 polynomial,
-// about 2 ulp), so GeGLU no longer spends most of its time in libm's tanhf; ZINC_SIMD=0 selects
-// the scalar path (libm exp).
+// about 2 ulp), so GeGLU no longer spends most of its time in libm's tanhf. The scalar path
+// (ZINC_SIMD=0, and the tails) is canon::exp / canon::silu / canon::gelu_tanh of
+// backend/canon.h: the same operations, so both paths and the CUDA tier give the same bits.
 #include "backend/cpu/activations.h"
 
 #include <cmath>
@@ -14,13 +15,14 @@
 #define ZINC_ACT_SIMD 1
 #endif
 
+#include "backend/canon.h"
 #include "quant/quant.h"
 
 namespace zinc::cpu {
 namespace {
 
-constexpr float kGeluZ = 2.0f * 0.79788456080286535588f;  // 2 sqrt(2/pi)
-constexpr float kGeluC = 0.044715f;
+constexpr float kGeluZ = canon::kGeluZ;
+constexpr float kGeluC = canon::kGeluC;
 
 bool use_simd() {
 #ifdef ZINC_ACT_SIMD
@@ -69,12 +71,12 @@ inline __m256 gelu8(__m256 x) {
 }  // namespace
 
 float silu(float x) {
-    return x / (1.0f + std::exp(-x));
+    return canon::silu(x);
 }
 
 float gelu_tanh(float x) {
     // 0.5 x (1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3)
-    return x / (1.0f + std::exp(-kGeluZ * x * (1.0f + kGeluC * x * x)));
+    return canon::gelu_tanh(x);
 }
 
 void silu_rows(const float* x, float* y, int64_t n) {
@@ -110,7 +112,7 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
         }
     }
 #endif
-    for (; i < n; ++i) y[i] = silu(gate[i]) * up[i];
+    for (; i < n; ++i) y[i] = canon::mul(silu(gate[i]), up[i]);
 }
 
 void geglu(const float* gate, const float* up, float* y, int64_t n) {
@@ -123,7 +125,7 @@ void geglu(const float* gate, const float* up, float* y, int64_t n) {
         }
     }
 #endif
-    for (; i < n; ++i) y[i] = gelu_tanh(gate[i]) * up[i];
+    for (; i < n; ++i) y[i] = canon::mul(gelu_tanh(gate[i]), up[i]);
 }
 
 }  // namespace zinc::cpu

@@ -12,13 +12,15 @@
 // physical row block_table[j / block_size] * block_size + j % block_size. paged_attention runs
 // the rows of many sequences in one call (varlen: each row attends only to its own sequence's
 // positions); the result of a row does not depend on which other rows share the call, on the
-// thread count, or on the block size (the scores and the V sum are accumulated in position
-// order either way).
+// thread count, or on the block size: the math follows the canonical order of backend/canon.h
+// (key chunks of canon::kAttnChunk aligned positions, merged in order), which the CUDA tier
+// performs too, so both tiers give the same bits.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "backend/canon.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace zinc::cpu {
@@ -58,9 +60,12 @@ struct AttentionSeq {
     const int32_t* block_table = nullptr;  // physical blocks covering [0, pos0 + n_tokens)
 };
 
-/// Scratch floats for attention over at most n_pos positions per query row.
+/// Scratch floats for attention (any number of positions; n_pos is kept for callers): per
+/// thread, the scores of one key chunk and the running and chunk outputs of the `group` query
+/// heads that share a KV head (the canonical chunked order, backend/canon.h).
 inline int64_t attention_scratch_floats(const AttentionParams& p, int n_threads, int64_t n_pos) {
-    return static_cast<int64_t>(n_threads) * (p.n_head / p.n_head_kv) * n_pos;
+    const int64_t group = p.n_head / p.n_head_kv;
+    return static_cast<int64_t>(n_threads) * group * (canon::kAttnChunk + 2 * p.head_dim_v + 2);
 }
 
 /// q: (n_rows, ldq) with heads at h * head_dim_k; out: (n_rows, ldo) with heads at

@@ -1,19 +1,17 @@
-// zinc/backend/cpu/norm.cpp — RMS norm.
+// zinc/backend/cpu/norm.cpp — RMS norm, in the canonical order of backend/canon.h (the CUDA
+// tier's norms compute the same bits).
 #include "backend/cpu/norm.h"
 
-#include <cmath>
+#include "backend/canon.h"
 
 namespace zinc::cpu {
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-    const float mean = static_cast<float>(sum / static_cast<double>(n));
-    const float scale = 1.0f / std::sqrt(mean + eps);
+    const float scale = canon::rms_scale(x, n, eps);
     if (w) {
-        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+        for (int64_t i = 0; i < n; ++i) y[i] = canon::rms_apply(x[i], scale, w[i]);
     } else {
-        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+        for (int64_t i = 0; i < n; ++i) y[i] = canon::rms_apply(x[i], scale);
     }
 }
 

@@ -1,7 +1,11 @@
-// zinc/backend/cpu/rope.cpp — rotary embedding tables and rotation.
+// zinc/backend/cpu/rope.cpp — rotary embedding tables and rotation. The table (cos, sin per
+// pair) is computed here, on the host, for both tiers: the CUDA runner uploads rope_cache's
+// output, so libm's cos/sin/pow never differ between them; the rotation is canon::rope_pair.
 #include "backend/cpu/rope.h"
 
 #include <cmath>
+
+#include "backend/canon.h"
 
 namespace zinc::cpu {
 
@@ -23,17 +27,11 @@ void rope_apply(const RopeParams& p, const float* cs, float* x, int n_heads, int
         float* v = x + static_cast<int64_t>(h) * head_dim;
         if (p.mode == RopeMode::Norm) {
             for (int i = 0; i < half; ++i) {
-                const float c = cs[2 * i], s = cs[2 * i + 1];
-                const float a = v[2 * i], b = v[2 * i + 1];
-                v[2 * i] = a * c - b * s;
-                v[2 * i + 1] = a * s + b * c;
+                canon::rope_pair(v[2 * i], v[2 * i + 1], cs[2 * i], cs[2 * i + 1]);
             }
         } else {
             for (int i = 0; i < half; ++i) {
-                const float c = cs[2 * i], s = cs[2 * i + 1];
-                const float a = v[i], b = v[i + half];
-                v[i] = a * c - b * s;
-                v[i + half] = a * s + b * c;
+                canon::rope_pair(v[i], v[i + half], cs[2 * i], cs[2 * i + 1]);
             }
         }
     }

@@ -3,17 +3,37 @@
 // each row's K and V into the paged f16 KV cache. One block per (row, head slot): slots
 // [0, n_head) are Q heads, [n_head, n_head + n_head_kv) K heads, then V heads.
 //
-// theta_i = pos * freq_scale * base^(-2i/n_rot) / ff_i with base^(-2i/n_rot) formed by repeated
-// float multiplication, as the CPU tier (backend/cpu/rope.cpp) and ggml do.
+// Bit-exact with the CPU tier (backend/canon.h, docs/exactness.md): the cos/sin of every
+// (position, pair) come from the table the host computed with cpu::rope_cache (RopeJob::cs), the
+// rotation is canon::rope_pair, and the head norm is canon::rms_scale's order (warp 0, lane l
+// owns chain l, tree32 by xor shuffles) and canon::rms_apply.
+#include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace zinc::cuda {
 namespace {
 
+// canon::rms_scale over n floats in shared memory, by warp 0; every thread gets the result.
+__device__ float block_rms_scale(const float* x, int n, float eps, float* bcast) {
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        double ch = 0.0;
+        for (int i = lane; i < n; i += 32)
+            ch = canon::dadd(ch, static_cast<double>(canon::mul(x[i], x[i])));
+#pragma unroll
+        for (int m = 16; m >= 1; m >>= 1) ch = canon::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, m));
+        if (lane == 0) {
+            const float mean = static_cast<float>(canon::ddiv(ch, static_cast<double>(n)));
+            *bcast = canon::div(1.0f, canon::sqrt(canon::add(mean, eps)));
+        }
+    }
+    __syncthreads();
+    return *bcast;
+}
+
 __global__ void rope_kv_kernel(RopeJob j) {
-    extern __shared__ float sh[];  // head_dim floats + 32 for the reduction
-    float* red = sh + max(j.head_dim, j.head_dim_v);
+    extern __shared__ float sh[];  // max(head_dim, head_dim_v) floats + 1 broadcast slot
     const int row = blockIdx.x, slot = blockIdx.y;
     const int tid = threadIdx.x, nt = blockDim.x;
     if (slot >= j.n_head + j.n_head_kv) {  // V head: bias, f16 into the cache
@@ -23,7 +43,7 @@ __global__ void rope_kv_kernel(RopeJob j) {
         uint16_t* dst = j.v_cache + static_cast<size_t>(j.row_slot[row]) * kvd + h * j.head_dim_v;
         for (int i = tid; i < j.head_dim_v; i += nt) {
             float x = v[i];
-            if (j.bv) x += j.bv[h * j.head_dim_v + i];
+            if (j.bv) x = canon::add(x, j.bv[h * j.head_dim_v + i]);
             dst[i] = __half_as_ushort(__float2half_rn(x));
         }
         return;
@@ -35,34 +55,19 @@ __global__ void rope_kv_kernel(RopeJob j) {
     const float* bias = is_q ? j.bq : j.bk;
     const float* nw = is_q ? j.q_norm : j.k_norm;
     const int hd = j.head_dim;
-    for (int i = tid; i < hd; i += nt) sh[i] = x[i] + (bias ? bias[h * hd + i] : 0.f);
+    float* bcast = sh + max(j.head_dim, j.head_dim_v);
+    for (int i = tid; i < hd; i += nt) sh[i] = bias ? canon::add(x[i], bias[h * hd + i]) : x[i];
     __syncthreads();
     if (nw) {
-        float ss = 0.f;
-        for (int i = tid; i < hd; i += nt) ss += sh[i] * sh[i];
-        ss = dev::warp_sum(ss);
-        if ((tid & 31) == 0) red[tid >> 5] = ss;
-        __syncthreads();
-        float t = 0.f;
-        for (int w = 0; w < (nt + 31) / 32; ++w) t += red[w];
-        const float scale = rsqrtf(t / hd + j.eps);
-        __syncthreads();
-        for (int i = tid; i < hd; i += nt) sh[i] = sh[i] * scale * nw[i];
+        const float scale = block_rms_scale(sh, hd, j.eps, bcast);
+        for (int i = tid; i < hd; i += nt) sh[i] = canon::rms_apply(sh[i], scale, nw[i]);
         __syncthreads();
     }
     const int half = j.n_rot / 2;
-    const float pos = static_cast<float>(j.row_pos[row]);
-    const float theta_scale = powf(j.freq_base, -2.0f / static_cast<float>(j.n_rot));
+    const float* cs = j.cs + static_cast<size_t>(j.row_pos[row]) * j.n_rot;
     for (int i = tid; i < half; i += nt) {
-        float theta = pos;
-        for (int r = 0; r < i; ++r) theta *= theta_scale;
-        const float ff = j.freq_factors ? j.freq_factors[i] : 1.0f;
-        const float t = j.freq_scale * (theta / ff);
-        const float c = cosf(t), s = sinf(t);
         const int ia = j.neox ? i : 2 * i, ib = j.neox ? i + half : 2 * i + 1;
-        const float a = sh[ia], b = sh[ib];
-        sh[ia] = a * c - b * s;
-        sh[ib] = a * s + b * c;
+        canon::rope_pair(sh[ia], sh[ib], cs[2 * i], cs[2 * i + 1]);
     }
     __syncthreads();
     if (is_q) {
@@ -79,7 +84,7 @@ __global__ void rope_kv_kernel(RopeJob j) {
 void rope_kv(const RopeJob& j, int n_rows, cudaStream_t s) {
     dim3 grid(n_rows, j.n_head + 2 * j.n_head_kv);
     const int threads = 128;
-    const size_t smem = (static_cast<size_t>(max(j.head_dim, j.head_dim_v)) + 32) * sizeof(float);
+    const size_t smem = (static_cast<size_t>(max(j.head_dim, j.head_dim_v)) + 1) * sizeof(float);
     rope_kv_kernel<<<grid, threads, smem, s>>>(j);
 }
 

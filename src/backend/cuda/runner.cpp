@@ -168,11 +168,8 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         rj.head_dim = c.head_dim_k;
         rj.head_dim_v = c.head_dim_v;
         rj.n_rot = c.n_rot;
-        const cpu::RopeParams rp = c.rope(il);
-        rj.neox = rp.mode == cpu::RopeMode::Neox;
-        rj.freq_base = rp.freq_base;
-        rj.freq_scale = rp.freq_scale;
-        rj.freq_factors = rope_freqs_;
+        rj.neox = c.rope(il).mode == cpu::RopeMode::Neox;
+        rj.cs = rope_cs_[il];
         rj.row_pos = d_pos_;
         rj.row_slot = d_slot_;
         rj.k_cache = k_cache_ + layer_k_elems_ * il;
@@ -200,6 +197,8 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         aj.row_bt = d_rowbt_;
         aj.bt = d_bt_;
         aj.max_pos = opts_.max_seq_len;
+        aj.part = attn_part_;
+        aj.counters = attn_cnt_;
         attention(aj, n_rows, stream_);
         // + the K/V rows read, added per step in run() (they grow with the positions, and a
         // replayed graph's tally is the one recorded at capture)
@@ -413,9 +412,6 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
         opts.max_seqs < 1 || opts.max_seq_len < 1)
         return make_error("cuda runner: n_blocks, block_size, max_batch_tokens, max_seqs and "
                           "max_seq_len must be positive");
-    if (opts.max_seq_len > 48 * 1024)
-        return make_error("cuda runner: max_seq_len " + std::to_string(opts.max_seq_len) +
-                          " > 49152 (the attention kernel keeps a row's scores in shared memory)");
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     if (!am) return make_error("cuda runner: not a zinc architecture model");
     const Probe p = probe();

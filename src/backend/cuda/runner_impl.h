@@ -131,6 +131,12 @@ class CudaRunner final : public model::Runner {
     DevMat tok_embd_, output_;
     const float* output_norm_ = nullptr;
     const float* rope_freqs_ = nullptr;
+    // Per layer: the device copy of the CPU tier's RoPE cos/sin table (max_seq_len x n_rot),
+    // shared by layers with the same setting (docs/exactness.md).
+    std::vector<const float*> rope_cs_;
+    // Split-K attention scratch for decode steps (kernels.h AttnJob::part / counters).
+    float* attn_part_ = nullptr;
+    unsigned* attn_cnt_ = nullptr;
     std::vector<Layer> layers_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;

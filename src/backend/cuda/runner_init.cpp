@@ -2,6 +2,8 @@
 // cache, and the weights uploaded still quantized (optionally repacked, repack.h).
 #include "backend/cuda/runner_impl.h"
 
+#include "backend/cpu/rope.h"
+
 namespace zinc::cuda::runner_detail {
 
 CudaRunner::~CudaRunner() {
@@ -147,6 +149,34 @@ Result<void> CudaRunner::init() {
     }
     wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(output_.k * output_.n));
 
+    // RoPE: the CPU tier's cos/sin table (cpu::rope_cache) for every position, computed here on
+    // the host and uploaded, one per distinct (base, scale) setting; the kernel only rotates.
+    {
+        const Weight* ffw = model_.find_weight(tn::global(tn::kRopeFreqs));
+        const float* ffh = ffw ? reinterpret_cast<const float*>(ffw->data) : nullptr;
+        const size_t n_pos = static_cast<size_t>(opts_.max_seq_len);
+        std::vector<float> host(n_pos * c.n_rot);
+        std::vector<std::pair<std::pair<float, float>, const float*>> made;
+        rope_cs_.assign(c.n_layer, nullptr);
+        for (int il = 0; il < c.n_layer; ++il) {
+            cpu::RopeParams rp = c.rope(il);
+            rp.freq_factors = ffh;
+            const std::pair<float, float> key{rp.freq_base, rp.freq_scale};
+            for (const auto& m : made)
+                if (m.first == key) rope_cs_[il] = m.second;
+            if (rope_cs_[il]) continue;
+            for (size_t p = 0; p < n_pos; ++p)
+                cpu::rope_cache(rp, static_cast<int64_t>(p), host.data() + p * c.n_rot);
+            cudaError_t err;
+            void* d = dalloc(host.size() * sizeof(float), err);
+            CU_TRY("alloc rope table", err);
+            CU_TRY("upload rope table",
+                   cudaMemcpy(d, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+            rope_cs_[il] = static_cast<const float*>(d);
+            made.emplace_back(key, rope_cs_[il]);
+        }
+    }
+
     // KV cache
     cudaError_t e;
     const size_t slots = static_cast<size_t>(opts_.n_blocks) * opts_.block_size;
@@ -218,6 +248,15 @@ Result<void> CudaRunner::init() {
     d_out_ = meta_d_ + 4 * R;
     d_bt_ = meta_d_ + 5 * R;
     CU_TRY("attention shared memory", attention_prepare(opts_.max_seq_len, c.head_dim_v));
+    {
+        const size_t units = static_cast<size_t>(kAttnSplitRows) * c.n_head;
+        attn_part_ = static_cast<float*>(dalloc(units * attn_max_chunks(opts_.max_seq_len) *
+                                                    (c.head_dim_v + 2) * sizeof(float), e));
+        CU_TRY("alloc attention scratch", e);
+        attn_cnt_ = static_cast<unsigned*>(dalloc(units * sizeof(unsigned), e));
+        CU_TRY("alloc attention counters", e);
+        CU_TRY("clear attention counters", cudaMemset(attn_cnt_, 0, units * sizeof(unsigned)));
+    }
     CU_TRY("init", cudaDeviceSynchronize());
     return {};
 }
