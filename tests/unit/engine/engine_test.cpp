@@ -541,6 +541,40 @@ TEST(Engine, SubmitRefusals) {
     e.shutdown();  // idempotent
 }
 
+// --max-queue counts requests that wait for a slot, not those about to take a free one: with
+// one slot and a queue of one, four requests at once give one running, one queued and two
+// refusals; with no queue, exactly the slots are admitted. (A request still in the engine's
+// inbox used to count as waiting, so the second one here was refused.)
+TEST(Engine, QueueAdmitsSlotsPlusMaxQueue) {
+    NEED_MODEL();
+    for (const auto& [parallel, queue] : {std::pair{1, 1}, std::pair{2, 0}, std::pair{1, 0}}) {
+        ze::EngineOptions o = base_options();
+        o.n_ctx = 128;
+        o.n_parallel = parallel;
+        o.max_queue = queue;
+        auto eng = ze::Engine::create(model, o);
+        ASSERT_TRUE(eng.ok());
+        ze::Engine& e = *eng.value();
+        std::vector<std::unique_ptr<Collector>> cs;
+        int accepted = 0, full = 0;
+        for (int i = 0; i < 4; ++i) {
+            cs.push_back(std::make_unique<Collector>());
+            auto r = e.submit(greedy(prompt_of(700 + i, 8, model.n_vocab()), 60), cs.back()->sink());
+            if (std::holds_alternative<ze::RequestId>(r)) {
+                ++accepted;
+            } else {
+                EXPECT_EQ(std::get<ze::SubmitError>(r).kind, ze::SubmitErrorKind::QueueFull);
+                ++full;
+                cs.pop_back();
+            }
+        }
+        EXPECT_EQ(accepted, parallel + queue) << "parallel " << parallel << " queue " << queue;
+        EXPECT_EQ(full, 4 - parallel - queue);
+        e.shutdown();
+        for (auto& c : cs) ASSERT_TRUE(c->wait());
+    }
+}
+
 TEST(Engine, CreateRejectsAPoolSmallerThanOneSequence) {
     NEED_MODEL();
     ze::EngineOptions o = base_options();
