@@ -266,6 +266,9 @@ def test_port_in_use_is_an_error(server):
     r = subprocess.run([str(ZINC), "serve", "-m", str(SMOL), "--port", str(server.port),
                         "-c", "256", "-t", "1"], capture_output=True, timeout=120)
     err = r.stderr.decode()
-    assert r.returncode == 1, err
-    assert f"cannot listen on 127.0.0.1:{server.port}" in err
+    # One line, status 2 (bad input), before the model is loaded (docs/server.md).
+    assert r.returncode == 2, err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"zinc: error: cannot listen on 127.0.0.1:{server.port}: ")
+    assert "already in use" in err and "--port" in err
     assert_serving(server)
