@@ -54,7 +54,7 @@ def request_record(r):
             "text_head": (r.get("text") or "")[:120]}
 
 
-async def _closed_loop(base_url, bodies, concurrency):
+async def _closed_loop(base_url, bodies, concurrency, timeout_s=600.0):
     """Send bodies with `concurrency` workers, each taking the next body when its last finished."""
     results = [None] * len(bodies)
     next_i = 0
@@ -66,7 +66,7 @@ async def _closed_loop(base_url, bodies, concurrency):
             i = next_i
             next_i += 1
             results[i] = await client.stream_request(session, base_url, bodies[i], chat=False,
-                                                     t_origin=t_origin)
+                                                     t_origin=t_origin, timeout_s=timeout_s)
     async with client.new_session(concurrency) as s:
         await asyncio.gather(*(worker(s) for _ in range(concurrency)))
     return results, time.monotonic() - t_origin
@@ -95,10 +95,11 @@ def summarize_level(recs, duration_s, max_tokens, ttft_slo=0.5, tpot_slo=0.05):
     return s
 
 
-def run_level(base_url, model_name, filler, concurrency, n_requests, max_tokens, first_id=0):
+def run_level(base_url, model_name, filler, concurrency, n_requests, max_tokens, first_id=0,
+              timeout_s=600.0):
     bodies = [completion_body(model_name, load_prompt(first_id + i, filler), max_tokens)
               for i in range(n_requests)]
-    results, duration = asyncio.run(_closed_loop(base_url, bodies, concurrency))
+    results, duration = asyncio.run(_closed_loop(base_url, bodies, concurrency, timeout_s))
     recs = [request_record(r) for r in results]
     return {"concurrency": concurrency, "requests": recs,
             "summary": summarize_level(recs, duration, max_tokens)}
@@ -110,14 +111,15 @@ def prefix_prompt(prefix, i, n_sites=80):
     return prefix + PREFIX_Q.format(i=i, site=(i * 7) % n_sites + 10)
 
 
-def run_prefix(base_url, model_name, prefix, n_requests, max_tokens, cache_prompt=None):
+def run_prefix(base_url, model_name, prefix, n_requests, max_tokens, cache_prompt=None,
+               timeout_s=600.0):
     """One priming request, then n_requests sequential requests sharing `prefix`."""
     prime = completion_body(model_name, prefix_prompt(prefix, 999), max_tokens,
                             cache_prompt=cache_prompt)
     bodies = [completion_body(model_name, prefix_prompt(prefix, i), max_tokens,
                               cache_prompt=cache_prompt) for i in range(n_requests)]
-    prime_res, _ = asyncio.run(_closed_loop(base_url, [prime], 1))
-    results, duration = asyncio.run(_closed_loop(base_url, bodies, 1))
+    prime_res, _ = asyncio.run(_closed_loop(base_url, [prime], 1, timeout_s))
+    results, duration = asyncio.run(_closed_loop(base_url, bodies, 1, timeout_s))
     recs = [request_record(r) for r in results]
     ok = [r for r in recs if r["ok"]]
     return {"prime": request_record(prime_res[0]), "requests": recs,

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import time
 
+from . import gguf_header
+
 
 def now_utc():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -82,40 +84,34 @@ def sha256_file(path, _cache={}):
 
 
 def model_info(path):
-    """Architecture, context length, layer/head shape and tensor bytes from the GGUF header (via
-    the gguf pip package), plus file size and sha256."""
+    """Architecture, context length, layer/head shape and tensor bytes from the GGUF header
+    (gguf_header.py, so it also works where the gguf pip package is missing), plus file size and
+    sha256."""
     info = {"path": str(path), "file_bytes": os.path.getsize(path), "sha256": sha256_file(path)}
     try:
-        try:
-            import gguf
-        except ImportError:  # the GPU machine: llama.cpp's own copy from the packed sources
-            import sys
-            from pathlib import Path
-            sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build-peer" / "src" /
-                                   "llama.cpp" / "gguf-py"))
-            import gguf
-        r = gguf.GGUFReader(str(path))
-        arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+        h = gguf_header.read_header(path)
+        kv = h["kv"]
+        arch = kv["general.architecture"]
 
         def get(key, default=None):
-            f = r.fields.get(f"{arch}.{key}")
-            return int(f.parts[-1][0]) if f is not None else default
+            v = kv.get(f"{arch}.{key}")
+            return int(v) if isinstance(v, (int, float)) else default
         n_embd, n_head = get("embedding_length"), get("attention.head_count")
+        ts = h["tensors"]
         info.update({
             "arch": arch, "n_ctx_train": get("context_length"), "n_layer": get("block_count"),
             "n_embd": n_embd, "n_head": n_head,
             "n_head_kv": get("attention.head_count_kv", n_head),
             "head_dim_k": get("attention.key_length", n_embd // n_head if n_head else None),
             "head_dim_v": get("attention.value_length", n_embd // n_head if n_head else None),
-            "tensor_bytes": int(sum(int(t.n_bytes) for t in r.tensors)),
-            "token_embd_bytes": int(sum(int(t.n_bytes) for t in r.tensors
-                                        if t.name == "token_embd.weight")),
-            "has_output_weight": any(t.name == "output.weight" for t in r.tensors),
+            "tensor_bytes": sum(t["n_bytes"] for t in ts),
+            "token_embd_bytes": sum(t["n_bytes"] for t in ts if t["name"] == "token_embd.weight"),
+            "has_output_weight": any(t["name"] == "output.weight" for t in ts),
         })
-        name = r.fields.get("general.name")
-        if name is not None:
-            info["name"] = bytes(name.parts[-1]).decode(errors="replace")
-    except Exception as e:  # the header is informative only; the sha256 is what fairness needs
+        if isinstance(kv.get("general.name"), str):
+            info["name"] = kv["general.name"]
+    except (OSError, KeyError, gguf_header.GGUFHeaderError) as e:
+        # the header is informative only; the sha256 is what fairness needs
         info["gguf_error"] = f"{type(e).__name__}: {e}"
     return info
 

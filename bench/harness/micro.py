@@ -1,7 +1,7 @@
 """Microbenchmarks: pp (prefill N tokens) and tg (decode N tokens) with `zinc bench` and
 llama.cpp's `llama-bench`, on the same file and thread count, alternating the engines round by
-round (A B, B A, ...), one timed repetition per process (each process warms up once, untimed), at
-KV depth 0 and, on a --full run, at deeper depths (llama-bench's -d) where the model's context
+round (A B, B A, ...), one timed repetition per process (each process warms up once, untimed), on one or more
+models (the GPU run adds the 8B-shape synthetic files), at KV depth 0 and, on a --full run, at deeper depths (llama-bench's -d) where the model's context
 allows. A depth is run for zinc only if `zinc bench --help` offers a depth option (-d/--n-depth);
 otherwise the row says so and only llama.cpp's number is recorded.
 
@@ -85,54 +85,118 @@ def parse_samples(engine, out):
     return got, res
 
 
-def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
-        zinc_extra=(), llama_extra=(), zinc_env=None):
-    """engines: {'zinc': path or None, 'llama.cpp': path or None}. Returns the micro section."""
+def job_key(job):
+    return f"{job['model_key']} p{job['p']} n{job['n']} d{job['depth']}"
+
+
+def first_guess_s(job, target):
+    """Seconds one bench process of this job may take before any was measured: loading the file
+    plus the test (a deliberately high guess; later rounds use measured times)."""
+    gb = os.path.getsize(job["model"]) / 1e9
+    if target == "cuda":
+        return 8.0 + 3.0 * gb + (job["p"] + job["depth"]) / 2000.0
+    return 5.0 + 2.0 * gb + (job["p"] + job["depth"]) / 100.0 + job["n"] / 20.0
+
+
+def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=None,
+               zinc_extra=(), llama_extra=(), zinc_env=None):
+    """Microbenchmarks over several jobs ({"model_key", "model", "p", "n", "depth"}): round by
+    round over all jobs (so that when the budget runs short, every job has had its first
+    rounds), the engines alternating which goes first. Returns {model_key: section}, one section
+    per model with its rows (depth, test) as `run` gives them; a job that did not fit the budget
+    is recorded there (`skipped`) and in budget.skipped, fewer rounds in `cuts`."""
     depth_flag = zinc_depth_flag(engines["zinc"]) if engines.get("zinc") else None
-    section = {"p": p, "n": n, "threads": threads, "rounds": rounds, "depths": depths,
-               "zinc_depth_flag": depth_flag, "rows": [], "samples": []}
     names = [e for e in ("zinc", "llama.cpp") if engines.get(e)]
-    for depth in depths:
-        per = {e: {"pp": [], "tg": []} for e in names}
-        skipped = {}
-        for rnd, order in fairness.engine_order(names, rounds):
+    state = {}
+    for job in jobs:
+        sec = state.setdefault(job["model_key"], {
+            "model_key": job["model_key"], "model": str(job["model"]), "threads": threads,
+            "rounds": rounds, "zinc_depth_flag": depth_flag, "jobs": [], "rows": [],
+            "samples": [], "skipped": [], "rounds_done": {}})
+        sec["jobs"].append({k: job[k] for k in ("p", "n", "depth")})
+    per = {job_key(j): {e: {"pp": [], "tg": []} for e in names} for j in jobs}
+    notes = {job_key(j): {} for j in jobs}
+    stopped = set()
+    for rnd, order in fairness.engine_order(names, rounds):
+        for job in jobs:
+            key = job_key(job)
+            sec = state[job["model_key"]]
+            if key in stopped:
+                continue
+            runnable = [e for e in order if not (e == "zinc" and job["depth"] and not depth_flag)]
             for e in order:
-                if e == "zinc" and depth and not depth_flag:
-                    skipped[e] = "zinc bench has no depth option"
+                if e not in runnable:
+                    notes[key][e] = "zinc bench has no depth option"
+            if budget is not None:
+                est = sum(budget.estimate(f"micro {key} {e}", first_guess_s(job, target))
+                          for e in runnable)
+                if not budget.fits(est):
+                    stopped.add(key)
+                    if rnd == 0:
+                        budget.skip(f"micro {key}", est_s=est)
+                        sec["skipped"].append(f"{key}: budget (needs ~{est:.0f} s)")
+                    else:
+                        budget.cut(f"micro {key}: {rnd} of {rounds} rounds (budget)")
                     continue
-                cmd = (zinc_cmd(engines[e], model, p, n, threads, depth, depth_flag, zinc_extra)
-                       if e == "zinc" else
-                       llama_cmd(engines[e], model, p, n, threads, depth, target, llama_extra))
+            for e in runnable:
+                depth, p, n = job["depth"], job["p"], job["n"]
+                cmd = (zinc_cmd(engines[e], job["model"], p, n, threads, depth, depth_flag,
+                                zinc_extra) if e == "zinc" else
+                       llama_cmd(engines[e], job["model"], p, n, threads, depth, target,
+                                 llama_extra))
                 load = os.getloadavg()[0]
+                t0 = time.monotonic()
                 try:
                     out, err, wall, rss = run_process(cmd, nice,
                                                       env=zinc_env if e == "zinc" else None)
-                except RuntimeError as ex:
-                    section["samples"].append({"engine": e, "depth": depth, "round": rnd,
-                                               "cmd": cmd, "error": str(ex)[:1500]})
-                    skipped[e] = "failed: " + str(ex).splitlines()[-1][:200]
-                    progress.step(f"micro d{depth} round {rnd + 1}/{rounds} {e}: FAILED")
+                    got, raw = parse_samples(e, out)
+                except (RuntimeError, ValueError, KeyError, TypeError) as ex:
+                    sec["samples"].append({"engine": e, "depth": depth, "p": p, "n": n,
+                                           "round": rnd, "cmd": cmd, "error": str(ex)[:1500]})
+                    notes[key][e] = "failed: " + (str(ex).splitlines() or ["?"])[-1][:200]
+                    progress.step(f"micro {key} round {rnd + 1}/{rounds} {e}: FAILED")
                     continue
-                got, raw = parse_samples(e, out)
+                finally:
+                    if budget is not None:
+                        budget.record(f"micro {key} {e}", time.monotonic() - t0)
                 for k in got:
-                    per[e][k].extend(got[k])
-                section["samples"].append({
-                    "engine": e, "depth": depth, "round": rnd, "cmd": cmd, "load_avg_1m": load,
-                    "wall_s": wall, "peak_rss_bytes": rss, "results": raw,
+                    per[key][e][k].extend(got[k])
+                sec["samples"].append({
+                    "engine": e, "depth": depth, "p": p, "n": n, "round": rnd, "cmd": cmd,
+                    "load_avg_1m": load, "wall_s": wall, "peak_rss_bytes": rss, "results": raw,
                     "evidence": [ln.strip() for ln in err.splitlines()
                                  if EVIDENCE_RE.search(ln)][:10],
                     "stderr_tail": err[-1500:]})
-                progress.step(f"micro d{depth} round {rnd + 1}/{rounds} {e}: " + ", ".join(
+                progress.step(f"micro {key} round {rnd + 1}/{rounds} {e}: " + ", ".join(
                     f"{k}{p if k == 'pp' else n} {stats.median(v):.1f} t/s"
                     for k, v in got.items() if v) + f" (load {load:.2f})")
+            sec["rounds_done"][key] = rnd + 1
+    for job in jobs:
+        key, sec = job_key(job), state[job["model_key"]]
         for test in ("pp", "tg"):
-            row = {"depth": depth, "test": f"{test}{p if test == 'pp' else n}"}
+            if (test == "pp" and not job["p"]) or (test == "tg" and not job["n"]):
+                continue
+            row = {"depth": job["depth"],
+                   "test": f"{test}{job['p'] if test == 'pp' else job['n']}",
+                   "rounds_done": sec["rounds_done"].get(key, 0)}
             for e in names:
-                row[e] = stats.summarize(per[e][test])
-                if e in skipped:
-                    row[f"{e}_note"] = skipped[e]
+                row[e] = stats.summarize(per[key][e][test])
+                if e in notes[key]:
+                    row[f"{e}_note"] = notes[key][e]
+                elif key in stopped and not row[e]["n"]:
+                    row[f"{e}_note"] = "skipped (budget)"
             if "zinc" in names and "llama.cpp" in names:
                 row["ratio_median"] = stats.ratio(row["zinc"]["median"],
                                                   row["llama.cpp"]["median"])
-            section["rows"].append(row)
-    return section
+            sec["rows"].append(row)
+    return state
+
+
+def run(engines, model, p, n, depths, rounds, threads, target, nice, progress,
+        zinc_extra=(), llama_extra=(), zinc_env=None, budget=None):
+    """One model's microbenchmarks (pp p, tg n at each depth); the section of run_matrix."""
+    jobs = [{"model_key": "main", "model": model, "p": p, "n": n, "depth": d} for d in depths]
+    sec = run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget, zinc_extra,
+                     llama_extra, zinc_env)["main"]
+    sec.update({"p": p, "n": n, "depths": depths})
+    return sec

@@ -67,36 +67,95 @@ def header(res):
     return lines
 
 
-def micro_table(res):
+def micro_sections(res):
+    """[(model label, model info, section)]: the main model's micro section, then the
+    --micro-models ones."""
+    out = []
     mc = res["phases"].get("micro")
-    if not mc:
+    if mc:
+        out.append((Path(res["model"]["path"]).name, res["model"], mc))
+    for key, sec in (res["phases"].get("micro_models") or {}).items():
+        out.append((key, sec.get("model_info") or res.get("micro_models", {}).get(key, {}), sec))
+    return out
+
+
+def bound_tps(res, mi, depth):
+    """Decode tokens/s the measured copy bandwidth allows for this model at this KV depth (GPU
+    runs only: on the CPU a 100 MB model partly sits in cache and one numpy copy is no fair
+    bound)."""
+    bw = (res.get("bandwidth") or {}).get("bytes_per_s")
+    if not bw or res["args"]["target"] != "cuda":
+        return None
+    b = machine.decode_bytes_per_token(mi, depth)
+    return bw / b if b else None
+
+
+def micro_cell(r, e):
+    s = r.get(e)
+    if not s or not s["n"]:
+        return r.get(f"{e}_note", "-")
+    return f"{s['median']:.1f} ({s['mean']:.1f} ± {s['sd']:.1f})"
+
+
+def pct_bound(res, mi, r, e):
+    s = r.get(e) or {}
+    bound = bound_tps(res, mi, r["depth"]) if r["test"].startswith("tg") else None
+    if not bound or not s.get("n"):
+        return "-"
+    return f"{100 * s['median'] / bound:.0f} %"
+
+
+def micro_table(res):
+    secs = micro_sections(res)
+    if not secs:
         return []
+    mc = secs[0][2]
     lines = ["", "## Microbenchmarks", "",
              f"`zinc bench` vs `llama-bench`, {mc['threads'] or 'default'} threads, {mc['rounds']} "
-             "alternating rounds, one repetition per process; tokens/s median (mean ± sd).", "",
-             "| depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) "
-             "| zinc % of bw bound |",
-             "| ---: | --- | ---: | ---: | ---: | ---: |"]
-    # The bound is the GPU's story (weights stream from HBM every token); on the CPU a 100 MB
-    # model partly sits in cache and one numpy copy is no fair bound, so it is left out there.
-    bw = (res.get("bandwidth") or {}).get("bytes_per_s") if res["args"]["target"] == "cuda" \
-        else None
-    for r in mc["rows"]:
-        cells = []
-        for e in ENGINES:
-            s = r.get(e)
-            if not s or not s["n"]:
-                cells.append(r.get(f"{e}_note", "-"))
-            else:
-                cells.append(f"{s['median']:.1f} ({s['mean']:.1f} ± {s['sd']:.1f})")
-        pct = "-"
-        if bw and r["test"].startswith("tg") and r.get("zinc") and r["zinc"]["n"]:
-            b = machine.decode_bytes_per_token(res["model"], r["depth"])
-            if b:
-                pct = f"{100 * r['zinc']['median'] / (bw / b):.0f} %"
-        lines.append(f"| {r['depth']} | {r['test']} | {cells[0]} | {cells[1]} | "
-                     f"{ratio(r.get('ratio_median'))} | {pct} |")
+             "alternating rounds, one repetition per process; tokens/s median (mean ± sd). "
+             "% of bound: decode tokens/s over (measured copy bandwidth / bytes read per token: "
+             "weights + KV at that depth), GPU runs only.", "",
+             "| model | depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) "
+             "| zinc % of bw bound | llama.cpp % of bw bound | rounds |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for label, mi, sec in secs:
+        for r in sec["rows"]:
+            lines.append(f"| {label} | {r['depth']} | {r['test']} | {micro_cell(r, 'zinc')} | "
+                         f"{micro_cell(r, 'llama.cpp')} | {ratio(r.get('ratio_median'))} | "
+                         f"{pct_bound(res, mi, r, 'zinc')} | "
+                         f"{pct_bound(res, mi, r, 'llama.cpp')} | "
+                         f"{r.get('rounds_done', sec['rounds'])} |")
+        for sk in sec.get("skipped", []):
+            lines.append(f"| {label} | | skipped: {sk} | | | | | | |")
     return lines
+
+
+def budget_lines(res):
+    b = res.get("budget") or {}
+    lines = []
+    if b.get("budget_s"):
+        lines += ["", "## Budget", "",
+                  f"--budget-s {b['budget_s']:.0f} (reserve {b['reserve_s']:.0f} s for the "
+                  f"report); used {b['used_s']:.0f} s."]
+    if b.get("skipped") or b.get("cuts"):
+        if not lines:
+            lines += ["", "## Budget", ""]
+        lines += [""] + [f"- skipped: {x['what']} ({x['why']})" for x in b.get("skipped", [])]
+        lines += [f"- cut: {x['note']}" for x in b.get("cuts", [])]
+    for ph, err in (res.get("phase_errors") or {}).items():
+        lines.append(f"- phase {ph} FAILED: {err[:300]}")
+    return lines
+
+
+def request_text(sc):
+    req = sc.get("request")
+    if not req:
+        return "temperature 0"
+    parts = [f"{k} {v}" for k, v in req.items() if k != "ignore_eos"]
+    if req.get("ignore_eos"):
+        parts.append("ignore_eos")
+    seeds = f", run i seeded {sc['seed_base']} + i on both engines" if "seed_base" in sc else ""
+    return ", ".join(parts) + seeds
 
 
 def scenario_table(res):
@@ -104,9 +163,9 @@ def scenario_table(res):
     if not sc:
         return []
     lines = ["", "## Scenarios", "",
-             f"Chat requests, temperature 0, each engine's own chat template; {sc['warmup']} "
-             f"warm-up + {sc['runs']} runs, medians over the runs that passed the quality checks.",
-             ""]
+             f"Chat requests ({request_text(sc)}), each engine's own chat template; "
+             f"{sc['warmup']} warm-up + {sc['runs']} runs (fewer where the budget cut them: "
+             "see 'used'), medians over the runs that passed the quality checks.", ""]
     if sc.get("long_context"):
         lc = sc["long_context"]
         lines += [f"Long Context used {lc['sections']} of {lc['of_sections']} handbook sections: "
@@ -116,6 +175,8 @@ def scenario_table(res):
               "used | flags | score (llama.cpp / zinc total) |",
               "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
     for e in sc["scenarios"]:
+        if e.get("skipped"):
+            lines.append(f"| {e['name']} | - | | | | | | | skipped ({e['skipped']}) | - |")
         for name, r in e["engines"].items():
             s = r["summary"]
             score = "-"
@@ -202,9 +263,39 @@ def prefix_table(res):
     return lines
 
 
+def gpu_targets(res):
+    """Issue 5 item 8's targets, from the microbenchmark rows (GPU runs)."""
+    lines = ["", "## Targets (issue 5 item 8, H200)", ""]
+    found = False
+    for label, mi, sec in micro_sections(res):
+        name = label.lower()
+        for r in sec["rows"]:
+            if r["depth"] != 0 or r.get("ratio_median") is None:
+                continue
+            x = r["ratio_median"]
+            if "q4_k_m" in name and "8b" in name and r["test"] == "tg128":
+                zb = pct_bound(res, mi, r, "zinc")
+                met = x >= 1.5 and zb != "-" and float(zb[:-2]) >= 70
+                lines.append(f"- tg128 8B Q4_K_M >= 1.5x llama.cpp and >= 70 % of the bound: "
+                             f"{x:.2f}x, {zb}: {'met' if met else 'NOT met'}")
+                found = True
+            elif r["test"] == "pp512" and ("8b" in name or "smollm2" in name):
+                lines.append(f"- pp512 {short_label(label)} >= 1.0x: {x:.2f}x: "
+                             f"{'met' if x >= 1.0 else 'NOT met'}")
+                found = True
+            elif r["test"] == "tg128" and "smollm2" in name:
+                lines.append(f"- tg128 SmolLM2 >= 2x llama.cpp: {x:.2f}x: "
+                             f"{'met' if x >= 2.0 else 'NOT met'}")
+                found = True
+    if not found:
+        lines.append("- no microbenchmark pair measured in this run")
+    return lines
+
+
 def targets(res):
-    """Issue 4 item 7's targets with the measured ratios."""
-    lines = ["", "## Targets (issue 4 item 7)", ""]
+    """Issue 4 item 7's targets with the measured ratios (and issue 5's on the GPU)."""
+    lines = gpu_targets(res) if res["args"]["target"] == "cuda" else []
+    lines += ["", "## Targets (issue 4 item 7)", ""]
     ld = res["phases"].get("load")
     lv8 = [lv for lv in (ld or {}).get("levels", []) if lv["concurrency"] == 8]
     if lv8 and lv8[0].get("ratio_output_tok_per_s") is not None:
@@ -228,8 +319,8 @@ def targets(res):
 
 def write(res, out):
     out = Path(out)
-    lines = header(res) + targets(res) + micro_table(res) + scenario_table(res) + \
-        load_table(res) + prefix_table(res)
+    lines = header(res) + budget_lines(res) + targets(res) + micro_table(res) + \
+        scenario_table(res) + load_table(res) + prefix_table(res)
     plots = []
     for fn in (plot_scenarios, plot_load, plot_bandwidth):
         try:
@@ -328,31 +419,92 @@ def plot_load(res, out):
 
 
 def plot_bandwidth(res, out):
-    mc = res["phases"].get("micro")
+    """Decode tokens/s of both engines against the bandwidth bound, one group per model and
+    depth (GPU runs)."""
     bw = (res.get("bandwidth") or {}).get("bytes_per_s")
-    if not mc or not bw or res["args"]["target"] != "cuda":
+    if not bw or res["args"]["target"] != "cuda":
         return None
-    rows = [r for r in mc["rows"] if r["test"].startswith("tg")]
-    if not rows:
+    groups = [(label, mi, r) for label, mi, sec in micro_sections(res) for r in sec["rows"]
+              if r["test"].startswith("tg")]
+    if not groups:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    depths = [r["depth"] for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(groups)), 4.5))
     w = 0.3
     for k, eng in enumerate(ENGINES):
-        vals = [(r.get(eng) or {}).get("median") or 0 for r in rows]
-        ax.bar([i + (k - 0.5) * w for i in range(len(rows))], vals, w, label=eng,
+        vals = [(r.get(eng) or {}).get("median") or 0 for _, _, r in groups]
+        ax.bar([i + (k - 0.5) * w for i in range(len(groups))], vals, w, label=eng,
                color=COLORS[eng])
-    bound = [bw / machine.decode_bytes_per_token(res["model"], d) for d in depths]
-    ax.plot(range(len(rows)), bound, "r_", markersize=40, mew=2, label="bandwidth bound")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([f"tg @ depth {d}" for d in depths])
+    bound = [bound_tps(res, mi, r["depth"]) or 0 for _, mi, r in groups]
+    ax.plot(range(len(groups)), bound, "r_", markersize=40, mew=2, label="bandwidth bound")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{short_label(lb)}\n{r['test']} @ depth {r['depth']}"
+                        for lb, _, r in groups], fontsize=8)
     ax.set_ylabel("decode tokens/s")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    ax.set_title(f"Decode vs bandwidth bound ({bw / 1e9:.0f} GB/s measured)")
+    ax.set_title(f"Decode vs bandwidth bound ({bw / 1e9:.0f} GB/s measured copy rate)")
     fig.tight_layout()
     p = out / "bandwidth.png"
     fig.savefig(p, dpi=100)
     plt.close(fig)
     return p
+
+
+def short_label(name):
+    return name.replace(".gguf", "").replace("-Instruct", "")[:28]
+
+
+def short_summary(res):
+    """The few lines printed last (the GPU machine returns only the output's tail): micro ratios
+    and % of bound per model, scenario scores, load ratios, what was skipped."""
+    out = ["", "==== bench/run summary (" + res["args"]["target"] + ") ===="]
+    for label, mi, sec in micro_sections(res):
+        for r in sec["rows"]:
+            z, l = r.get("zinc") or {}, r.get("llama.cpp") or {}
+            out.append(f"micro {short_label(label):28s} d{r['depth']:<5} {r['test']:7s} zinc "
+                       f"{f(z.get('median'))} llama.cpp {f(l.get('median'))} t/s "
+                       f"{ratio(r.get('ratio_median'))}  bound% z {pct_bound(res, mi, r, 'zinc')}"
+                       f" l {pct_bound(res, mi, r, 'llama.cpp')}")
+    sc = res["phases"].get("scenarios")
+    for e in (sc or {}).get("scenarios", []):
+        if e.get("skipped"):
+            out.append(f"scenario {e['name']:18s} skipped ({e['skipped']})")
+            continue
+        sm = {n: r["summary"] for n, r in e["engines"].items()}
+        z, l = sm.get("zinc") or {}, sm.get("llama.cpp") or {}
+        sco = (e.get("score") or {})
+        out.append(f"scenario {e['name']:18s} zinc {f((z.get('e2e_s') or {}).get('median'), 2)}"
+                   f" s llama.cpp {f((l.get('e2e_s') or {}).get('median'), 2)} s used "
+                   f"{z.get('n_used', 0)}/{z.get('n_runs', 0)} {l.get('n_used', 0)}/"
+                   f"{l.get('n_runs', 0)} score {ratio(sco.get('score'))}"
+                   + (f" ({sco['why'][:80]})" if sco.get("why") else ""))
+    if sc and sc.get("overall"):
+        o = sc["overall"]
+        out.append(f"scenarios overall score {ratio(o['score'])} (matched {o['n_matched']}, "
+                   f"matched-only {ratio(o['score_matched_only'])})")
+    for lv in ((res["phases"].get("load") or {}).get("levels") or []):
+        z = (lv["engines"].get("zinc") or {}).get("summary") or {}
+        l = (lv["engines"].get("llama.cpp") or {}).get("summary") or {}
+        out.append(f"load c={lv['concurrency']:<3} out tok/s zinc {f(z.get('output_tok_per_s'))}"
+                   f" llama.cpp {f(l.get('output_tok_per_s'))} "
+                   f"{ratio(lv.get('ratio_output_tok_per_s'))}  TTFT p99 "
+                   f"{ms((z.get('ttft_s') or {}).get('p99'))}/"
+                   f"{ms((l.get('ttft_s') or {}).get('p99'))} ms  goodput "
+                   f"{f((z.get('goodput') or {}).get('req_per_s'), 2)}/"
+                   f"{f((l.get('goodput') or {}).get('req_per_s'), 2)} req/s")
+    px = res["phases"].get("prefix")
+    for name, r in ((px or {}).get("engines") or {}).items():
+        out.append(f"prefix {name}: cached/uncached TTFT "
+                   f"{ratio(r.get('ttft_ratio_cached_over_uncached'))}")
+    b = res.get("budget") or {}
+    for x in b.get("skipped", []):
+        out.append(f"SKIPPED {x['what']}: {x['why']}")
+    for x in b.get("cuts", []):
+        out.append(f"CUT {x['note']}")
+    for ph, err in (res.get("phase_errors") or {}).items():
+        out.append(f"PHASE FAILED {ph}: {err[:200]}")
+    for name, e in res.get("engines", {}).items():
+        if e.get("evidence"):
+            out.append(f"evidence {name}: {e['evidence'][0][:160]}")
+    return out

@@ -1,6 +1,16 @@
 """The scenario matrix: Quick Chat, Coding Review, Incident Context, Long Coding Draft and Long
-Context, each a chat request with our own prompt (bench/scenarios/), greedy (temperature 0),
-through each engine's native chat template; 1 warm-up and N measured runs; medians.
+Context, each a chat request with our own prompt (bench/scenarios/), through each engine's native
+chat template; 1 warm-up and N measured runs; medians.
+
+Equal work: every request carries the sampling settings of scenarios.json's `request` (temperature
+0.7, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty, all stated explicitly so neither
+engine's defaults count) with `ignore_eos`, and run i uses seed seed_base + i on both engines. So
+both engines generate exactly max_tokens tokens in every run (checked, run by run, before a score
+is computed), and the end-to-end times compare equal work. Sampling with fixed seeds rather than
+greedy decoding: at temperature 0 SmolLM2-135M loops on two of the five prompts in every run on
+both engines, and looping runs are excluded by the quality checks, which left those scenarios
+without a score; sampled runs loop far less, and those that still do are flagged and excluded as
+before (docs/benchmarks.md).
 
 Prompt caching is off on both servers for this phase (zinc --no-prefix-cache; llama-server
 cache_prompt: false and --cache-ram 0): the runs repeat the same prompt, and without this every
@@ -21,8 +31,22 @@ SCEN_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 TEMPLATE_MARGIN = 96  # tokens kept free for the chat template's wrapping of the long prompt
 
 
+def load_spec():
+    return json.loads((SCEN_DIR / "scenarios.json").read_text())
+
+
+def request_settings(temperature=None):
+    """(request fields merged into every scenario request, seed_base); temperature overrides
+    scenarios.json's (0: greedy)."""
+    spec = load_spec()
+    req = dict(spec.get("request", {}))
+    if temperature is not None:
+        req["temperature"] = temperature
+    return req, int(spec.get("seed_base", 42))
+
+
 def load_scenarios(quick=False):
-    spec = json.loads((SCEN_DIR / "scenarios.json").read_text())
+    spec = load_spec()
     out = []
     for s in spec["scenarios"]:
         s = dict(s)
@@ -86,9 +110,14 @@ def fit_long_context(scen, ctx_per_seq, base_url=None, token_budget=None):
                     "counted_tokens": counter(prompt), "count_method": method}
 
 
-def chat_body(model_name, prompt, max_tokens, seed=42):
-    return {"model": model_name, "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens, "temperature": 0.0, "seed": seed}
+def chat_body(model_name, prompt, max_tokens, seed=42, request=None):
+    """One scenario request; `request` (sampling settings, ignore_eos) is merged in, else
+    greedy."""
+    b = {"model": model_name, "messages": [{"role": "user", "content": prompt}],
+         "max_tokens": max_tokens, "temperature": 0.0}
+    b.update(request or {})
+    b["seed"] = seed
+    return b
 
 
 def run_metrics(r):
@@ -109,28 +138,33 @@ def run_metrics(r):
     return m
 
 
-async def _run_one(base_url, body):
+async def _run_one(base_url, body, timeout_s=600.0):
     async with client.new_session(1) as s:
-        return await client.stream_request(s, base_url, body, chat=True)
+        return await client.stream_request(s, base_url, body, chat=True, timeout_s=timeout_s)
 
 
-def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None, extra_body=None):
-    """warm-up + measured runs of one scenario against one server, sequentially; extra_body is
+def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None, extra_body=None,
+                 request=None, seed_base=42, timeout_s=600.0):
+    """warm-up + measured runs of one scenario against one server, sequentially; run i (the
+    warm-up first) has seed seed_base + i; `request` holds the sampling settings; extra_body is
     merged into every request (e.g. llama-server's cache_prompt: false).
-    Returns {"warmup": [...], "runs": [...], "summary": {...}}."""
-    body = dict(chat_body(model_name, prompt, scen["max_tokens"]), **(extra_body or {}))
-    out = {"warmup": [], "runs": []}
+    Returns {"warmup": [...], "runs": [...], "summary": {...}, "seeds": [...]}."""
+    out = {"warmup": [], "runs": [], "seeds": [], "request": dict(request or {})}
     for i in range(warmup + runs):
-        m = run_metrics(asyncio.run(_run_one(base_url, body)))
+        body = dict(chat_body(model_name, prompt, scen["max_tokens"], seed=seed_base + i,
+                              request=request), **(extra_body or {}))
+        out["seeds"].append(body["seed"])
+        m = run_metrics(asyncio.run(_run_one(base_url, body, timeout_s)))
         (out["warmup"] if i < warmup else out["runs"]).append(m)
         if on_run:
             on_run(i < warmup, m)
-    out["summary"] = summarize_runs(out["runs"])
+    out["summary"] = summarize_runs(out["runs"], scen["max_tokens"])
     return out
 
 
-def summarize_runs(runs):
-    """Medians (and spread) over the runs that are ok and unflagged."""
+def summarize_runs(runs, max_tokens=None):
+    """Medians (and spread) over the runs that are ok and unflagged; full_length: every run
+    generated max_tokens tokens (what ignore_eos asks for)."""
     good = [m for m in runs if m["ok"] and not m["flags"]]
     s = {"n_runs": len(runs), "n_used": len(good),
          "flagged": [m["flags"] for m in runs if m["flags"]]}
@@ -138,4 +172,6 @@ def summarize_runs(runs):
         s[k] = stats.summarize([m[k] for m in good])
     s["completion_tokens"] = [m["completion_tokens"] for m in runs]
     s["prompt_tokens"] = sorted({m["prompt_tokens"] for m in runs if m["prompt_tokens"]})
+    s["full_length"] = bool(runs) and max_tokens is not None and all(
+        m["completion_tokens"] == max_tokens for m in runs)
     return s
