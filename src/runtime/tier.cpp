@@ -1,6 +1,7 @@
 // zinc/runtime/tier.cpp — tier choice and the parsing of the runtime's environment switches.
 #include "runtime/tier.h"
 
+#include <cctype>
 #include <cstdlib>
 
 namespace zinc::runtime {
@@ -110,7 +111,8 @@ namespace {
 Result<int> parse_int(const std::string& s, const char* var, int lo, int hi) {
     char* end = nullptr;
     const long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || v < lo || v > hi)
+    const bool starts_ok = !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
+    if (!starts_ok || *end != '\0' || v < lo || v > hi)
         return make_error(std::string(var) + "=" + s + ": expected an integer in [" +
                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return static_cast<int>(v);

@@ -8,7 +8,12 @@ With a usable device (the H200) it checks what the GPU really did:
   * ZINC_VALIDATE: clean steps promote trust; ZINC_TEST_CORRUPT on the CUDA residual stream is
     named by step, layer and op; strict finishes on the CPU oracle (the text equals the CPU
     tier's);
-  * ZINC_SKIP_LAYERS is refused on CUDA rather than ignored.
+  * ZINC_SKIP_LAYERS is refused on CUDA rather than ignored;
+  * per request (zinc serve): a request's `zinc.evidence` has its ops on `cuda`, and under
+    ZINC_CPU_OPS=glu it reports the forced op (glu = n_layer per step it took part in, tier
+    cuda+cpu); the row shares of concurrent requests sum to /health;
+  * -d 0 / ZINC_DEVICE=0 select the device (--check names it), a device index that does not
+    exist is one error line naming the devices found.
 Without a device (CI) it checks that `--tier cuda` is refused in one line and that `auto` picks
 the CPU and says why, so the file checks something everywhere and never skips for lack of a GPU.
 
@@ -28,7 +33,7 @@ BUILD = Path(os.environ.get("ZINC_BUILD_DIR", "build")).resolve()
 SOURCE = Path(os.environ.get("ZINC_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 ZINC = BUILD / "zinc"
 RUNTIME_ENV = ("ZINC_TIER", "ZINC_VALIDATE", "ZINC_VALIDATE_STRICT", "ZINC_VALIDATE_TOL",
-               "ZINC_SKIP_LAYERS", "ZINC_CPU_OPS", "ZINC_TEST_CORRUPT")
+               "ZINC_SKIP_LAYERS", "ZINC_CPU_OPS", "ZINC_TEST_CORRUPT", "ZINC_DEVICE")
 
 
 def models():
@@ -201,3 +206,117 @@ def test_skip_layers_is_refused_on_cuda():
              env={"ZINC_SKIP_LAYERS": "1"})
     err = r.stderr.decode().strip().splitlines()
     assert r.returncode != 0 and "CPU tier only" in err[-1], err
+
+
+class Serve:
+    """`zinc serve -m MODEL --port 0 ...` on the CUDA tier, with a stdlib client."""
+
+    def __init__(self, model, *args, env=None):
+        import tempfile
+        import time
+        self.log = tempfile.NamedTemporaryFile(prefix="zinc-serve-cuda-", suffix=".log")
+        e = {k: v for k, v in os.environ.items() if k not in RUNTIME_ENV}
+        e.update(env or {})
+        self.proc = subprocess.Popen([str(ZINC), "serve", "-m", str(model), "--port", "0",
+                                      "--alias", "m", *map(str, args)],
+                                     stdout=subprocess.DEVNULL, stderr=self.log, env=e)
+        deadline = time.monotonic() + 300
+        while True:
+            m = re.search(r"listening on http://([0-9.]+):(\d+)", self.err())
+            if m:
+                self.host, self.port = m.group(1), int(m.group(2))
+                return
+            assert self.proc.poll() is None, self.err()
+            assert time.monotonic() < deadline, self.err()
+            time.sleep(0.1)
+
+    def err(self):
+        return Path(self.log.name).read_text(errors="replace")
+
+    def call(self, method, path, body=None):
+        import http.client
+        c = http.client.HTTPConnection(self.host, self.port, timeout=300)
+        try:
+            c.request(method, path, body=json.dumps(body) if body is not None else None,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, json.loads(r.read() or b"null")
+        finally:
+            c.close()
+
+    def complete(self, prompt, n):
+        st, j = self.call("POST", "/v1/completions", {"prompt": prompt, "max_tokens": n,
+                                                      "temperature": 0, "ignore_eos": True})
+        assert st == 200, j
+        return j
+
+    def stop(self):
+        self.proc.terminate()
+        assert self.proc.wait(timeout=60) == 0, self.err()
+        self.log.close()
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_per_request_evidence_on_the_gpu(model):
+    need(model)
+    if not has_cuda():
+        return
+    import threading
+    L = n_layer_of(model)
+    srv = Serve(model, "--tier", "cuda", "--parallel", "4", "-c", "256", "--no-prefix-cache")
+    try:
+        j = srv.complete("Hello there", 6)
+        ev = j["zinc"]["evidence"]
+        assert ev["execution_tier"] == "cuda" and ev["steps"] == 6, ev
+        assert ev["devices"]["cpu"]["ops"] == 0 and ev["cpu_fallback"] == 0
+        assert ev["devices"]["cuda"]["by_op"]["attention"] == 6 * L
+        assert ev["devices"]["cuda"]["by_op"]["embed"] == 6
+        assert ev["devices"] == ev["step_totals"]  # alone: its share is the whole step
+        _, before = srv.call("GET", "/health")
+        out = {}
+        jobs = {"a": ("One, two,", 5), "b": ("The quick brown fox", 19)}
+        ts = [threading.Thread(target=lambda k=k: out.update({k: srv.complete(*jobs[k])}))
+              for k in jobs]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=300)
+        _, after = srv.call("GET", "/health")
+        ea, eb = out["a"]["zinc"]["evidence"], out["b"]["zinc"]["evidence"]
+        assert ea["steps"] == 5 and eb["steps"] == 19
+        assert ea["step_totals"]["cuda"]["by_op"]["attention"] == 5 * L
+        assert eb["step_totals"]["cuda"]["by_op"]["attention"] == 19 * L
+        for key in ("ops", "weight_bytes", "act_bytes"):
+            got = ea["devices"]["cuda"][key] + eb["devices"]["cuda"][key]
+            want = after["evidence"]["devices"]["cuda"][key] - before["evidence"]["devices"]["cuda"][key]
+            assert got == want, key
+    finally:
+        srv.stop()
+    # A forced CPU op is reported by the request whose steps ran it.
+    srv = Serve(model, "--tier", "cuda", "--parallel", "2", "-c", "256",
+                env={"ZINC_CPU_OPS": "glu"})
+    try:
+        ev = srv.complete("Hello there", 4)["zinc"]["evidence"]
+        assert ev["execution_tier"] == "cuda+cpu", ev
+        assert ev["fallback_ops"] == {"glu": 4 * L} and ev["cpu_fallback"] == 4 * L
+        assert ev["devices"]["cpu"]["by_op"] == {"glu": 4 * L}
+        assert "glu" not in ev["devices"]["cuda"]["by_op"]
+    finally:
+        srv.stop()
+
+
+def test_device_index_selects_or_is_refused():
+    need(MODELS[0])
+    if not has_cuda():
+        return  # test_evidence_device.py checks the CPU-only behaviour
+    out = zinc("--check", "-m", MODELS[0], "-d", "0").stdout.decode()
+    dev = [ln for ln in out.splitlines() if " device: " in ln]
+    assert len(dev) == 1 and "cuda:0 (" in dev[0], out
+    r = zinc("-m", MODELS[0], "--prompt", "Hi", "-n", "2", "--tier", "cuda",
+             env={"ZINC_DEVICE": "0"})
+    assert r.returncode == 0 and "CUDA device 0" in r.stderr.decode(), r.stderr.decode()
+    for args in (("--tier", "cuda", "-d", "99"), ("-d", "99")):  # auto too: it was asked for
+        r = zinc("-m", MODELS[0], "--prompt", "Hi", "-n", "2", *args)
+        err = r.stderr.decode().strip().splitlines()
+        assert r.returncode == 2 and len(err) == 1, err
+        assert "-d 99: no usable CUDA device 99; usable devices found: 0 (" in err[0], err

@@ -139,3 +139,66 @@ TEST(RuntimeOptions, Switches) {
         EXPECT_NE(r.error().message.find(k), std::string::npos) << r.error().message;
     }
 }
+
+// -d N / ZINC_DEVICE (issue 5 item 5): parsed with its source; a device asked for explicitly
+// that is not among the usable ones is an error naming them (auto too); the CPU tier ignores it
+// and says so; the default index keeps the old auto behaviour (CPU with the reason).
+TEST(Device, FlagThenEnvThenZero) {
+    auto o = rt::runtime_options("", -1, env_of({}));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(o->device, 0);
+    EXPECT_EQ(o->device_source, "default");
+    o = rt::runtime_options("", -1, env_of({{"ZINC_DEVICE", "3"}}));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(o->device, 3);
+    EXPECT_EQ(o->device_source, "ZINC_DEVICE");
+    o = rt::runtime_options("", 1, env_of({{"ZINC_DEVICE", "3"}}));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(o->device, 1);
+    EXPECT_EQ(o->device_source, "-d");
+    for (const char* bad : {"x", "-1", "1024", "1.5", " 2"}) {
+        auto r = rt::runtime_options("", -1, env_of({{"ZINC_DEVICE", bad}}));
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.error().message.find("ZINC_DEVICE="), std::string::npos);
+    }
+    EXPECT_FALSE(rt::runtime_options("", 5000, env_of({})).ok());
+}
+
+TEST(Device, ExplicitIndexMustExist) {
+    cu::Probe two = gpu_probe(100ull << 30, 0);
+    two.devices.push_back(two.devices[0]);
+    two.devices[1].index = 1;
+    two.devices[1].name = "NVIDIA H100";
+    // Present: used, and the reason names it.
+    auto c = rt::choose_tier(rt::TierRequest::Auto, "default", two, 1, 1, "-d");
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->tier, rt::Tier::Cuda);
+    EXPECT_EQ(c->device, 1);
+    EXPECT_NE(c->reason.find("CUDA device 1 (NVIDIA H100"), std::string::npos) << c->reason;
+    // Missing: an error naming the devices found, under auto and cuda alike.
+    for (auto req : {rt::TierRequest::Auto, rt::TierRequest::Cuda}) {
+        auto e = rt::choose_tier(req, "default", two, 1, 7, "ZINC_DEVICE");
+        ASSERT_FALSE(e.ok());
+        EXPECT_NE(e.error().message.find("ZINC_DEVICE 7: no usable CUDA device 7; usable devices "
+                                         "found: 0 (NVIDIA H200, compute 9.0), 1 (NVIDIA H100"),
+                  std::string::npos)
+            << e.error().message;
+    }
+    // The CPU tier ignores it, and says so.
+    c = rt::choose_tier(rt::TierRequest::Cpu, "--tier", two, 1, 7, "-d");
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->tier, rt::Tier::Cpu);
+    EXPECT_NE(c->reason.find("(-d 7 ignored"), std::string::npos) << c->reason;
+    // No device at all: auto runs on the CPU naming the index; cuda is an error naming it.
+    cu::Probe none;
+    none.built = false;
+    c = rt::choose_tier(rt::TierRequest::Auto, "default", none, 1, 1, "-d");
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->tier, rt::Tier::Cpu);
+    EXPECT_NE(c->reason.find("(-d 1 asked for)"), std::string::npos) << c->reason;
+    auto e = rt::choose_tier(rt::TierRequest::Cuda, "--tier", none, 1, 1, "-d");
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.error().message.find("built without the CUDA tier (-d 1 asked for)"),
+              std::string::npos)
+        << e.error().message;
+}
