@@ -71,6 +71,10 @@ class Budget:
     def fits(self, est_s):
         return est_s <= self.phase_left()
 
+    def fits_total(self, est_s):
+        """Fits what is left of the whole budget (ignoring the phase's share)."""
+        return est_s <= self.remaining()
+
     def record(self, kind, seconds):
         self.seen.setdefault(kind, []).append(seconds)
 

@@ -243,7 +243,7 @@ class ZincSpec(EngineSpec):
 
 class LlamaSpec(EngineSpec):
     def version(self):
-        return run_text([str(self.server_bin), "--version"])
+        return run_text([str(self.server_bin or self.bench_bin), "--version"])
 
     def server_argv(self, model, port, ctx_per_seq, slots, threads, prefix_cache=True):
         argv = [str(self.server_bin), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),

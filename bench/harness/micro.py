@@ -94,12 +94,12 @@ def first_guess_s(job, target):
     plus the test (a deliberately high guess; later rounds use measured times)."""
     gb = os.path.getsize(job["model"]) / 1e9
     if target == "cuda":
-        return 8.0 + 3.0 * gb + (job["p"] + job["depth"]) / 2000.0
+        return 5.0 + 2.0 * gb + (job["p"] + job["depth"]) / 2000.0
     return 5.0 + 2.0 * gb + (job["p"] + job["depth"]) / 100.0 + job["n"] / 20.0
 
 
 def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=None,
-               zinc_extra=(), llama_extra=(), zinc_env=None):
+               zinc_extra=(), llama_extra=(), zinc_env=None, first_round_global=False):
     """Microbenchmarks over several jobs ({"model_key", "model", "p", "n", "depth"}): round by
     round over all jobs (so that when the budget runs short, every job has had its first
     rounds), the engines alternating which goes first. Returns {model_key: section}, one section
@@ -130,7 +130,11 @@ def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=No
             if budget is not None:
                 est = sum(budget.estimate(f"micro {key} {e}", first_guess_s(job, target))
                           for e in runnable)
-                if not budget.fits(est):
+                # The first round of the headline jobs may use the whole budget's time (what
+                # the later phases then lack, they skip); the rest keeps to the phase's share.
+                fits = budget.fits_total(est) if (rnd == 0 and first_round_global) \
+                    else budget.fits(est)
+                if not fits:
                     stopped.add(key)
                     if rnd == 0:
                         budget.skip(f"micro {key}", est_s=est)

@@ -80,6 +80,10 @@ class PhaseContext:
         self.check_shape()
         return srv
 
+    def start_guess(self):
+        """Seconds a server start takes: the slowest measured so far, else 5 s."""
+        return max(self.start_s.values()) if self.start_s else 5.0
+
     def check_shape(self):
         e = self.run.res["engines"]
         if "zinc" in e and "llama.cpp" in e and "ctx_per_seq" in e["zinc"] \
@@ -106,10 +110,14 @@ class PhaseContext:
             entry = {"name": scen["name"], "max_tokens": scen["max_tokens"], "engines": {},
                      "order": []}
             order = self.names if k % 2 == 0 else list(reversed(self.names))
-            # this scenario's share: what is left of the phase, split over the scenarios left
-            allowance = self.budget.phase_left() / (len(scens) - k)
-            if allowance < 5.0 * len(order):
-                self.budget.skip(f"scenario {scen['name']}", est_s=5.0 * len(order))
+            # this scenario's share: what is left of the phase, split over the scenarios left,
+            # but at least what one warm-up and one run per engine need (earlier scenarios
+            # come first); skipped only when the phase has not even that left
+            need = len(order) * (self.start_guess() + 2 * self.budget.estimate("request", 2.0))
+            left = self.budget.phase_left()
+            allowance = max(left / (len(scens) - k), min(need, left))
+            if left < need:
+                self.budget.skip(f"scenario {scen['name']}", est_s=need)
                 entry["skipped"] = "budget"
                 out["scenarios"].append(entry)
                 self.prog.step(f"{scen['name']}: skipped (budget)")
@@ -187,9 +195,10 @@ class PhaseContext:
                                           extra_body=extra, request=request, seed_base=seed_base,
                                           timeout_s=tmo)
             runs = a.runs if n_runs is None else n_runs
+            per_req = max((m["e2e_s"] or 0.0) for m in warm["warmup"]) if warm["warmup"] \
+                else 1.0
+            self.budget.record("request", per_req)
             if n_runs is None and self.budget.limited:
-                per_req = max((m["e2e_s"] or 0.0) for m in warm["warmup"]) if warm["warmup"] \
-                    else 1.0
                 left = allowance - (time.monotonic() - t0)
                 runs = max(0, min(a.runs, int(left / max(per_req, 1e-3))))
             res = scenarios.run_scenario(srv.base_url, model, scen, prompt, 0, runs,
@@ -231,9 +240,10 @@ class PhaseContext:
         for k, c in enumerate(a.concurrency):
             n_req = max(2 * c, 4) if a.quick else max(2 * c, 8)
             # A level takes about as long as the one before it or longer (more requests at a
-            # longer latency): twice the last level's time is the estimate; 20 s per engine for
-            # the first.
-            est = 2.0 * last_block_s if last_block_s else 20.0 * len(self.names)
+            # longer latency): twice the last level's time is the estimate; for the first, two
+            # server starts and ~4 s of requests per engine, doubled.
+            est = 2.0 * last_block_s if last_block_s else \
+                2.0 * len(self.names) * (self.start_guess() + 4.0)
             if not self.budget.fits(est):
                 for c2 in a.concurrency[k:]:
                     self.budget.skip(f"load concurrency {c2}", est_s=est)
@@ -289,7 +299,7 @@ class PhaseContext:
         out = {"prefix_tokens_target": a.prefix_tokens, "n_requests": n_req,
                "max_tokens": max_tokens, "engines": {}}
         for k, name in enumerate(self.names):
-            est = self.budget.estimate("prefix", 30.0)
+            est = self.budget.estimate("prefix", 2.0 * (self.start_guess() + 4.0))
             if not self.budget.fits(est):
                 self.budget.skip(f"prefix {name}", est_s=est)
                 out["engines"][name] = {"skipped": "budget"}

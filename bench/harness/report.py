@@ -255,6 +255,9 @@ def prefix_table(res):
              "| cached / uncached |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for name, r in px["engines"].items():
+        if r.get("skipped"):
+            lines.append(f"| {name} | skipped ({r['skipped']}) | | | |")
+            continue
         on, off = r["on"].get("summary") or {}, r["off"].get("summary") or {}
         lines.append(f"| {name} | {','.join(map(str, on.get('prompt_tokens_all', [])))} | "
                      f"{ms((on.get('ttft_s') or {}).get('median'))} ms | "
@@ -462,8 +465,10 @@ def short_summary(res):
     for label, mi, sec in micro_sections(res):
         for r in sec["rows"]:
             z, l = r.get("zinc") or {}, r.get("llama.cpp") or {}
+            zs = f(z.get("median")) if z.get("median") else r.get("zinc_note", "-")[:24]
+            ls = f(l.get("median")) if l.get("median") else r.get("llama.cpp_note", "-")[:24]
             out.append(f"micro {short_label(label):28s} d{r['depth']:<5} {r['test']:7s} zinc "
-                       f"{f(z.get('median'))} llama.cpp {f(l.get('median'))} t/s "
+                       f"{zs} llama.cpp {ls} t/s "
                        f"{ratio(r.get('ratio_median'))}  bound% z {pct_bound(res, mi, r, 'zinc')}"
                        f" l {pct_bound(res, mi, r, 'llama.cpp')}")
     sc = res["phases"].get("scenarios")

@@ -67,6 +67,7 @@ def parse_args(argv):
     ap.add_argument("--scenario-temp", type=float, help="scenario temperature (default: "
                     "bench/scenarios/scenarios.json's; 0: greedy)")
     a = ap.parse_args(argv)
+    a.missing = []
     q, cuda = a.quick, a.target == "cuda"
     a.threads = a.threads if a.threads is not None else (0 if cuda else os.cpu_count())
     a.slots = a.slots or (4 if q else (64 if cuda else 16))
@@ -114,17 +115,25 @@ def locate(a, prog):
                 engines.build_zinc(a.zinc_build_dir, a.jobs, prog.log, cuda=a.target == "cuda")
             zinc = engines.find_zinc([a.zinc_build_dir, ROOT / "build"])
         if zinc is None or not zinc.exists():
-            raise SystemExit("bench/run: no zinc binary (build it, or pass --zinc PATH)")
-        specs["zinc"] = engines.ZincSpec("zinc", zinc, zinc, a.target)
+            prog.log(f"zinc: no binary ({zinc or 'none found'}; build it, or pass --zinc PATH); "
+                     "running without it")
+            a.missing.append(f"zinc missing: {zinc or 'no binary found'}")
+        else:
+            specs["zinc"] = engines.ZincSpec("zinc", zinc, zinc, a.target)
     if "llama.cpp" in a.engines:
         bindir = Path(a.llama_bin_dir) if a.llama_bin_dir else engines.llama_bin_dir(a.target)
         if not (bindir / "llama-server").exists() and not a.no_build and not a.llama_bin_dir:
             engines.build_llama(a.target, a.jobs, prog.log)
-        if not (bindir / "llama-server").exists():
-            raise SystemExit(f"bench/run: {bindir}/llama-server missing "
-                             "(scripts/build-llama-cpp [--cuda])")
-        specs["llama.cpp"] = engines.LlamaSpec("llama.cpp", bindir / "llama-server",
-                                               bindir / "llama-bench", a.target)
+        srv, bench = bindir / "llama-server", bindir / "llama-bench"
+        if not srv.exists() and not bench.exists():
+            # Partial results beat none (the GPU run): zinc alone, said loudly in the report.
+            prog.log(f"llama.cpp: neither {srv} nor {bench} exists (scripts/build-llama-cpp "
+                     "[--cuda]); running without it")
+            a.missing.append(f"llama.cpp missing: no {srv} or {bench}")
+        else:
+            specs["llama.cpp"] = engines.LlamaSpec(
+                "llama.cpp", srv if srv.exists() else None, bench if bench.exists() else None,
+                a.target)
     return specs
 
 
@@ -174,9 +183,13 @@ def on_sigterm(signum, frame):
     raise SystemExit(f"bench/run: signal {signum}: stopping, saving what was measured")
 
 
-def describe_engines(run, specs):
-    server_engines, notes = [], []
+def describe_engines(run, specs, missing=()):
+    server_engines, notes = [], list(missing)
     for name, spec in specs.items():
+        if spec.server_bin is None:
+            run.res["engines"][name] = {"binary": None, "version": spec.version()}
+            notes.append(f"{name}: no server binary: server phases without it")
+            continue
         info = {"binary": str(spec.server_bin), "version": spec.version()}
         if name == "zinc":
             info["serve_available"] = spec.has_serve()
@@ -210,7 +223,8 @@ def micro_jobs(a, mi, models, deep):
 def micro_phase(a, run, bins, models, deep, prog, bud, zbench, lextra):
     jobs = micro_jobs(a, run.res["model"], models, deep)
     secs = micro.run_matrix(bins, jobs, a.rounds, a.threads, a.target, a.nice, prog, bud,
-                            zbench, lextra, zinc_env=zinc_env(a.target))
+                            zbench, lextra, zinc_env=zinc_env(a.target),
+                            first_round_global=not deep)
     infos = {key: info for key, _, info in models}
     for key, sec in secs.items():
         sec["model_info"] = infos[key]
@@ -243,6 +257,8 @@ def main(argv=None):
     run = Run(a)
     prog0 = progress.Progress(0, enabled=False)
     specs = locate(a, prog0)
+    if not specs:
+        raise SystemExit("bench/run: neither engine found: " + "; ".join(a.missing))
     mi = machine.model_info(a.model)
     a.ctx = a.ctx or min(mi.get("n_ctx_train") or 8192, 8192)
     if a.quick:
@@ -258,7 +274,7 @@ def main(argv=None):
         models.append((Path(m).name, m, machine.model_info(m)))
     run.res["micro_models"] = {key: info for key, _, info in models[1:]}
     run.res["bandwidth"] = machine.measure_copy_bandwidth(a.target)
-    server_engines, notes = describe_engines(run, specs)
+    server_engines, notes = describe_engines(run, specs, a.missing)
     micro_bins = {"zinc": specs["zinc"].bench_bin if "zinc" in specs else None,
                   "llama.cpp": specs["llama.cpp"].bench_bin if "llama.cpp" in specs else None}
     micro_engines = [e for e, b in micro_bins.items() if b]

@@ -124,6 +124,7 @@ def arg(flag, default=None):
 TTFT = float(os.environ.get("FAKE_TTFT_S", "0.02"))
 ITL = float(os.environ.get("FAKE_ITL_S", "0.004"))
 LOOP = os.environ.get("FAKE_LOOP") == "1"
+NATURAL = int(os.environ.get("FAKE_NATURAL_LEN", "0"))  # stops here unless ignore_eos
 CACHE = "--no-prefix-cache" not in sys.argv and "--cache-ram" not in sys.argv
 seen = set()
 
@@ -145,6 +146,9 @@ async def complete(req):
     prompt = body["messages"][-1]["content"] if chat else body["prompt"]
     n_prompt = len(prompt.split())
     n = int(body.get("max_tokens", 16))
+    if NATURAL and (not body.get("ignore_eos") or os.environ.get("FAKE_DROP_IGNORE_EOS")):
+        n = min(n, NATURAL)
+    seed = body.get("seed")
     key = prompt[:200]
     cached = CACHE and body.get("cache_prompt", True) and key in seen
     seen.add(key)
@@ -154,7 +158,7 @@ async def complete(req):
     for i in range(n):
         if i:
             await asyncio.sleep(ITL)
-        text = "again " if LOOP else f"w{i} "
+        text = "again " if LOOP else f"s{seed}w{i} "
         ch = {"choices": [{"index": 0, "delta": {"content": text}} if chat else
                           {"index": 0, "text": text}]}
         if i == n - 1:
@@ -209,7 +213,15 @@ def write_fakes(d: Path):
         a = sys.argv[1:]
         if a == ["--version"]:
             print("zinc 0.0.0-fake (commit fake)"); sys.exit(0)
+        if a[:1] == ["synth"]:  # a stand-in file for the 8B-shape models
+            import shutil
+            shutil.copy(a[a.index("--vocab-from") + 1], a[a.index("-o") + 1]); sys.exit(0)
         if a[:1] == ["serve"]:
+            if os.environ.get("FAKE_ZINC_CRASH") == "1" and "--help" not in a:
+                print("zinc: CUDA error: out of memory (fake)", flush=True); sys.exit(1)
+            if os.environ.get("FAKE_ZINC_NATURAL"):
+                os.environ["FAKE_NATURAL_LEN"] = os.environ["FAKE_ZINC_NATURAL"]
+                os.environ["FAKE_DROP_IGNORE_EOS"] = "1"  # a server that ignores ignore_eos
             if "--help" in a:
                 print("--host --port --parallel --context --threads --no-prefix-cache"); sys.exit(0)
             os.environ["FAKE_BANNER"] = ("evidence: tier=fake-cpu kernels=none fallbacks=0 "
