@@ -384,3 +384,34 @@ TEST_F(HttpServerTest, TokenizeDetokenize) {
 }
 
 }  // namespace
+
+// CORS preflights, 405 with Allow on every route, /v1/models `created`, check_listen_address.
+TEST_F(HttpServerTest, OptionsCorsAllowAndCreated) {
+    start();
+    auto r = client_->Options("/v1/chat/completions",
+                              {{"Origin", "http://x"}, {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 204);
+    EXPECT_EQ(r->get_header_value("Allow"), "POST, OPTIONS");
+    EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "*");
+    EXPECT_EQ(r->get_header_value("Access-Control-Allow-Methods"), "POST, OPTIONS");
+    r = client_->Options("/nope");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    r = client_->Delete("/v1/completions");
+    expect_error(r, 405);
+    EXPECT_EQ(r->get_header_value("Allow"), "POST, OPTIONS");
+    r = client_->Post("/metrics", "{}", "application/json");
+    expect_error(r, 405);
+    EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD, OPTIONS");
+    r = client_->Get("/v1/models");
+    ASSERT_TRUE(r);
+    const int64_t created = json::parse(r->body)["data"][0]["created"].get<int64_t>();
+    EXPECT_GT(created, 1700000000);  // the server's start time here (no model file given)
+    // The port this server holds cannot be listened on again: one line saying why.
+    auto busy = server::check_listen_address("127.0.0.1", server_->port());
+    ASSERT_FALSE(busy.ok());
+    EXPECT_NE(busy.error().message.find("already in use"), std::string::npos)
+        << busy.error().message;
+    EXPECT_FALSE(server::check_listen_address("no-such-host.invalid", 1).ok());
+}
