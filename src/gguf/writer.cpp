@@ -66,7 +66,16 @@ void Writer::add_tensor(std::string name, std::vector<int64_t> ne, quant::GgmlTy
     int64_t rows = 1;
     for (size_t d = 1; d < ne.size(); ++d) rows *= ne[d];
     ZINC_CHECK(data.size() == quant::row_size(type, ne[0]) * static_cast<size_t>(rows));
-    tensors_.push_back(T{std::move(name), std::move(ne), type, std::move(data)});
+    const uint64_t n = data.size();
+    tensors_.push_back(T{std::move(name), std::move(ne), type, std::move(data), n, false});
+}
+
+void Writer::add_tensor_info(std::string name, std::vector<int64_t> ne, quant::GgmlType type) {
+    ZINC_CHECK(!ne.empty() && ne.size() <= format::kMaxDims);
+    int64_t rows = 1;
+    for (size_t d = 1; d < ne.size(); ++d) rows *= ne[d];
+    const uint64_t n = quant::row_size(type, ne[0]) * static_cast<uint64_t>(rows);
+    tensors_.push_back(T{std::move(name), std::move(ne), type, {}, n, true});
 }
 
 namespace {
@@ -113,7 +122,7 @@ void write_value(Out& o, ValueType t, const OwnedValue& v) {
 
 }  // namespace
 
-std::vector<uint8_t> Writer::serialize() const {
+std::vector<uint8_t> Writer::serialize_header() const {
     // general.alignment is written automatically when it differs from the default and the caller
     // did not add it, so that the file reads back with the layout we produce.
     bool has_alignment_key = false;
@@ -142,11 +151,18 @@ std::vector<uint8_t> Writer::serialize() const {
         for (int64_t n : t.ne) o.num<uint64_t>(static_cast<uint64_t>(n));
         o.num<uint32_t>(static_cast<uint32_t>(t.type));
         o.num<uint64_t>(offset);
-        offset += t.data.size();
+        offset += t.n_bytes;
         offset = (offset + alignment_ - 1) / alignment_ * alignment_;
     }
     o.pad_to(alignment_);
+    return std::move(o.buf);
+}
+
+std::vector<uint8_t> Writer::serialize() const {
+    Out o;
+    o.buf = serialize_header();
     for (const T& t : tensors_) {
+        ZINC_CHECK(!t.deferred);  // streamed tensors: serialize_header() and the caller's bytes
         o.bytes(t.data.data(), t.data.size());
         o.pad_to(alignment_);
     }

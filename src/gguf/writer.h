@@ -40,6 +40,14 @@ public:
     /// ne[0] is the row length. `data` must hold exactly row_size(type, ne[0]) * rows bytes.
     void add_tensor(std::string name, std::vector<int64_t> ne, quant::GgmlType type,
                     std::vector<uint8_t> data);
+    /// Streaming: a tensor of row_size(type, ne[0]) * rows bytes that the caller writes itself,
+    /// after serialize_header(), in add order, each followed by padding_after(its size) zeros.
+    /// A writer with such tensors cannot serialize() or write_file().
+    void add_tensor_info(std::string name, std::vector<int64_t> ne, quant::GgmlType type);
+    /// Everything before the first tensor's data (magic, metadata, tensor infos, padding).
+    std::vector<uint8_t> serialize_header() const;
+    /// Zero bytes that follow a tensor of n bytes so the next one starts aligned.
+    size_t padding_after(uint64_t n) const { return (alignment_ - n % alignment_) % alignment_; }
     std::vector<uint8_t> serialize() const;
     Result<void> write_file(const std::string& path) const;
 
@@ -47,7 +55,7 @@ private:
     uint32_t version_;
     uint32_t alignment_;
     std::vector<std::pair<std::string, OwnedValue>> kv_;
-    struct T { std::string name; std::vector<int64_t> ne; quant::GgmlType type; std::vector<uint8_t> data; };
+    struct T { std::string name; std::vector<int64_t> ne; quant::GgmlType type; std::vector<uint8_t> data; uint64_t n_bytes = 0; bool deferred = false; };
     std::vector<T> tensors_;
 };
 
