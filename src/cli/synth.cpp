@@ -5,11 +5,15 @@
 //
 // The tokenizer metadata is copied from SmolLM2 (or --vocab-from FILE); when the preset's vocabulary
 // is larger (Llama 3: 128256), the token list is padded with unused control tokens
-// "<|synth_pad_N|>" so token_embd/output keep the real model's exact shape. Weights are ~N(0, s)
-// (Irwin-Hall sums, fill_row) with s = 1/sqrt(fan_in) for projections and 3/sqrt(n_embd) for embeddings / LM head (logits
-// with a spread, so greedy decoding has margins), norms 1 + N(0, 0.1); quantized row by row
-// with zinc's own quantizer (quant::quantize_row), in parallel over rows. Each row's values
-// depend only on (seed, tensor name, row), so the file is identical for any thread count.
+// "<|synth_pad_N|>" so token_embd/output keep the real model's exact shape. Weights have mean 0
+// and standard deviation s = 1/sqrt(fan_in) for projections and 3/sqrt(n_embd) for embeddings /
+// LM head (logits with a spread, so greedy decoding has margins), norms 1 + N(0, 0.1). Q8_0,
+// Q4_0, Q4_K and Q6_K tensors are written as random blocks directly (codes and scales drawn to
+// that standard deviation, direct_row); BF16/F32 tensors, and every tensor with --from-floats,
+// are ~N(0, s) float rows (Irwin-Hall sums, fill_row) quantized with quant::quantize_row. Rows
+// are generated in parallel and each depends only on (seed, tensor name, row), so the file is
+// identical for any thread count; the file is streamed (header, then each tensor generated while
+// the previous one is written), so memory holds two tensors, not the model.
 //
 // Type recipes (--type): q4_k_m as llama.cpp's Q4_K_M (Q4_K, with Q6_K for output.weight and for
 // attn_v / ffn_down of the layers llama.cpp's use_more_bits picks); q4_0 (Q4_0, output Q6_K);
@@ -17,6 +21,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <cmath>
@@ -90,35 +96,174 @@ void fill_row(uint64_t tensor_seed, int64_t r, float mean, float sigma, float* o
     }
 }
 
+// ---- direct random blocks
+//
+// For Q8_0, Q4_0, Q4_K and Q6_K the blocks are written directly from random codes and scales
+// (no float weights, no quantizer), drawn so that a block's values have mean ~0 and standard
+// deviation sigma, like the N(0, sigma) rows they replace:
+//   Q8_0  q = a - b, a, b uniform in 0..127 (sd 52.25), d = sigma / 52.25;
+//   Q4_0  q - 8 = a - b, a, b uniform in 0..7 (sd 3.24), d = sigma / 3.24;
+//   Q4_K  q uniform 0..15, sub-block scales sc uniform 16..31 with mins m = sc and
+//         dmin = 7.5 d (values d * sc * (q - 7.5), sd 4.61 * rms(sc) = 110.4 d);
+//   Q6_K  q uniform 0..63 (q - 32: sd 18.48), scales uniform 4..7 (rms 5.61).
+// d is jittered by a factor 0.8..1.2 per block. Other types (BF16, F32) and `--from-floats`
+// take the float path: fill_row, then quant::quantize_row.
+bool direct_type(GgmlType t) {
+    return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+}
+
+struct Rng {
+    uint64_t s;
+    uint64_t next() { return splitmix(s); }
+    // uniform in [0, 1)
+    float unit() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+};
+
+void put16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+
+// f16 of x with the significand cut to 7 bits, so that 7.5 * d (Q4_K's dmin) is exact.
+uint16_t f16_short(float x) {
+    return static_cast<uint16_t>(quant::fp32_to_fp16(x) & ~0xFu);
+}
+
+void direct_row(GgmlType t, Rng& g, float sigma, uint8_t* dst, int64_t n) {
+    auto jitter = [&] { return 0.8f + 0.4f * g.unit(); };
+    if (t == GgmlType::Q8_0) {
+        for (int64_t b = 0; b < n / 32; ++b, dst += 34) {
+            put16(dst, quant::fp32_to_fp16(sigma / 52.25f * jitter()));
+            for (int i = 0; i < 32; i += 4) {
+                const uint64_t v = g.next();
+                for (int k = 0; k < 4; ++k) {
+                    const int a = static_cast<int>((v >> (16 * k)) & 127);
+                    const int c = static_cast<int>((v >> (16 * k + 8)) & 127);
+                    dst[2 + i + k] = static_cast<uint8_t>(static_cast<int8_t>(a - c));
+                }
+            }
+        }
+    } else if (t == GgmlType::Q4_0) {
+        for (int64_t b = 0; b < n / 32; ++b, dst += 18) {
+            put16(dst, quant::fp32_to_fp16(sigma / 3.24f * jitter()));
+            for (int i = 0; i < 16; i += 4) {
+                const uint64_t v = g.next();  // 8 codes of 6 bits each
+                for (int k = 0; k < 4; ++k) {
+                    const uint64_t w = v >> (12 * k);
+                    const int lo = 8 + static_cast<int>(w & 7) - static_cast<int>((w >> 3) & 7);
+                    const int hi = 8 + static_cast<int>((w >> 6) & 7) - static_cast<int>((w >> 9) & 7);
+                    dst[2 + i + k] = static_cast<uint8_t>(lo | (hi << 4));
+                }
+            }
+        }
+    } else if (t == GgmlType::Q4_K) {
+        for (int64_t b = 0; b < n / 256; ++b, dst += 144) {
+            const uint16_t d = f16_short(sigma / 110.4f * jitter());
+            put16(dst, d);
+            put16(dst + 2, quant::fp32_to_fp16(7.5f * quant::fp16_to_fp32(d)));
+            uint8_t sc[8];
+            const uint64_t v = g.next();
+            for (int j = 0; j < 8; ++j) sc[j] = static_cast<uint8_t>(16 + ((v >> (4 * j)) & 15));
+            uint8_t* q = dst + 4;  // scales[12]: 6-bit scales and mins (here equal)
+            for (int j = 0; j < 4; ++j) {
+                q[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+                q[j + 4] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+                q[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((sc[j + 4] & 15) << 4));
+            }
+            for (int i = 0; i < 128; i += 8) {
+                const uint64_t r = g.next();
+                std::memcpy(dst + 16 + i, &r, 8);
+            }
+        }
+    } else {  // Q6_K: ql[128] qh[64] scales[16] d
+        for (int64_t b = 0; b < n / 256; ++b, dst += 210) {
+            for (int i = 0; i < 192; i += 8) {
+                const uint64_t r = g.next();
+                std::memcpy(dst + i, &r, 8);
+            }
+            const uint64_t v = g.next();
+            for (int j = 0; j < 16; ++j) dst[192 + j] = static_cast<uint8_t>(4 + ((v >> (2 * j)) & 3));
+            put16(dst + 208, quant::fp32_to_fp16(sigma / (18.48f * 5.61f) * jitter()));
+        }
+    }
+}
+
+// One tensor of the file, generated when it is written.
+struct TensorPlan {
+    std::string name;
+    int64_t ne0 = 0, ne1 = 0;
+    GgmlType type = GgmlType::F32;
+    float mean = 0.f, sigma = 0.f;
+    size_t bytes() const { return quant::row_size(type, ne0) * static_cast<size_t>(ne1); }
+};
+
 struct Synth {
     gguf::Writer w;
     uint64_t seed = 0;
     int n_threads = 1;
+    bool from_floats = false;
     size_t bytes = 0;
+    std::vector<TensorPlan> plan;
 
     void tensor(const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float mean,
                 float sigma) {
-        const size_t rs = quant::row_size(t, ne0);
-        std::vector<uint8_t> data(rs * static_cast<size_t>(ne1));
-        const uint64_t ts = seed * 0x9e3779b97f4a7c15ull ^ hash_str(name);
-        const int nt = static_cast<int>(std::min<int64_t>(n_threads, ne1));
+        plan.push_back(TensorPlan{name, ne0, ne1, t, mean, sigma});
+        std::vector<int64_t> ne = {ne0};
+        if (ne1 > 1) ne.push_back(ne1);
+        w.add_tensor_info(name, ne, t);
+        bytes += plan.back().bytes();
+    }
+
+    // Rows of `p` into data, in parallel; each row depends only on (seed, name, row).
+    void generate(const TensorPlan& p, uint8_t* data) const {
+        const size_t rs = quant::row_size(p.type, p.ne0);
+        const uint64_t ts = seed * 0x9e3779b97f4a7c15ull ^ hash_str(p.name);
+        const bool direct = !from_floats && p.mean == 0.f && direct_type(p.type);
+        const int nt = static_cast<int>(std::min<int64_t>(n_threads, p.ne1));
         std::vector<std::thread> pool;
         for (int ti = 0; ti < nt; ++ti) {
             pool.emplace_back([&, ti] {
-                std::vector<float> buf(static_cast<size_t>(ne0));
-                for (int64_t r = ti; r < ne1; r += nt) {
-                    fill_row(ts, r, mean, sigma, buf.data(), ne0);
-                    uint8_t* dst = data.data() + static_cast<size_t>(r) * rs;
-                    if (t == GgmlType::F32) std::memcpy(dst, buf.data(), rs);
-                    else quant::quantize_row(t, buf.data(), dst, ne0);
+                std::vector<float> buf(direct ? 0 : static_cast<size_t>(p.ne0));
+                const int64_t r0 = p.ne1 * ti / nt, r1 = p.ne1 * (ti + 1) / nt;
+                for (int64_t r = r0; r < r1; ++r) {
+                    uint8_t* dst = data + static_cast<size_t>(r) * rs;
+                    if (direct) {
+                        Rng g{ts ^ (static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull)};
+                        direct_row(p.type, g, p.sigma, dst, p.ne0);
+                        continue;
+                    }
+                    fill_row(ts, r, p.mean, p.sigma, buf.data(), p.ne0);
+                    if (p.type == GgmlType::F32) std::memcpy(dst, buf.data(), rs);
+                    else quant::quantize_row(p.type, buf.data(), dst, p.ne0);
                 }
             });
         }
         for (auto& th : pool) th.join();
-        bytes += data.size();
-        std::vector<int64_t> ne = {ne0};
-        if (ne1 > 1) ne.push_back(ne1);
-        w.add_tensor(name, ne, t, std::move(data));
+    }
+
+    // Header, then each tensor generated while the previous one is written.
+    Result<void> write(const std::string& path) const {
+        std::FILE* fp = std::fopen(path.c_str(), "wb");
+        if (!fp) return make_error(path + ": cannot create: " + std::strerror(errno));
+        const std::vector<uint8_t> hdr = w.serialize_header();
+        std::atomic<bool> ok = std::fwrite(hdr.data(), 1, hdr.size(), fp) == hdr.size();
+        std::vector<uint8_t> buf[2];
+        std::thread writer;
+        const uint8_t zeros[64] = {};
+        for (size_t i = 0; i < plan.size() && ok; ++i) {
+            std::vector<uint8_t>& b = buf[i % 2];
+            b.resize(plan[i].bytes());
+            generate(plan[i], b.data());
+            if (writer.joinable()) writer.join();
+            writer = std::thread([&, i] {
+                const std::vector<uint8_t>& d = buf[i % 2];
+                const size_t pad = w.padding_after(d.size());
+                if (std::fwrite(d.data(), 1, d.size(), fp) != d.size() ||
+                    std::fwrite(zeros, 1, pad, fp) != pad)
+                    ok = false;
+            });
+        }
+        if (writer.joinable()) writer.join();
+        const bool close_ok = std::fclose(fp) == 0;
+        if (!ok || !close_ok) return make_error(path + ": write failed (disk full?)");
+        return {};
     }
 };
 
@@ -145,6 +290,7 @@ struct Opts {
     std::string arch, preset, type = "q4_k_m", out, vocab_from;
     uint64_t seed = 1;
     int n_threads = 0;
+    bool from_floats = false;
 };
 
 int synth(const Opts& o) {
@@ -190,6 +336,7 @@ int synth(const Opts& o) {
     const auto t0 = std::chrono::steady_clock::now();
     Synth s;
     s.seed = o.seed;
+    s.from_floats = o.from_floats;
     s.n_threads = o.n_threads > 0 ? o.n_threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     using gguf::OwnedValue;
@@ -269,15 +416,16 @@ int synth(const Opts& o) {
         s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
         if (gemma) s.tensor(b + "post_ffw_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
     }
-    const double t_gen = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (auto r = s.w.write_file(o.out); !r) return report_error(r.error().message, kExitFailure);
+    if (auto r = s.write(o.out); !r) return report_error(r.error().message, kExitFailure);
     const double t_all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr,
                  "zinc synth: %s (%s, %s, seed %llu): %lld layers, vocab %lld, %.1f MiB of "
-                 "weights in %.1f s (%d threads), written in %.1f s\n",
+                 "weights (%s) generated and written in %.1f s (%d threads)\n",
                  o.out.c_str(), o.preset.c_str(), o.type.c_str(),
                  static_cast<unsigned long long>(o.seed), static_cast<long long>(p->n_layer),
-                 static_cast<long long>(V), s.bytes / 1048576.0, t_gen, s.n_threads, t_all);
+                 static_cast<long long>(V), s.bytes / 1048576.0,
+                 o.from_floats ? "quantized from random floats" : "random blocks", t_all,
+                 s.n_threads);
     return kExitOk;
 }
 
@@ -296,6 +444,8 @@ int synth_main(int argc, char** argv) {
     app.add_option("-o,--output", o.out, "output GGUF file")->required();
     app.add_option("--vocab-from", o.vocab_from,
                    "GGUF whose tokenizer to copy (default: SmolLM2-135M-Instruct)");
+    app.add_flag("--from-floats", o.from_floats,
+                 "quantize random float rows (the slow path) instead of writing random blocks");
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->capture_default_str();
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
