@@ -14,12 +14,14 @@ import time
 
 
 class Budget:
-    def __init__(self, total_s=None, reserve_s=20.0, clock=time.monotonic):
+    def __init__(self, total_s=None, reserve_s=None, clock=time.monotonic):
         """total_s: the whole run's seconds (None: unlimited); reserve_s: kept back at the end
-        for writing the report and the plots."""
+        for writing the report and the plots (default: 10 % of the budget, at most 20 s)."""
         self.clock = clock
         self.t0 = clock()
         self.total_s = total_s
+        if reserve_s is None:
+            reserve_s = min(20.0, 0.1 * total_s) if total_s is not None else 0.0
         self.reserve_s = reserve_s if total_s is not None else 0.0
         self.weights = {}
         self.phase_name = None

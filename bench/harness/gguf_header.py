@@ -15,9 +15,10 @@ _SCALAR = {0: ("<B", 1), 1: ("<b", 1), 2: ("<H", 2), 3: ("<h", 2), 4: ("<I", 4),
            6: ("<f", 4), 7: ("<?", 1), 10: ("<Q", 8), 11: ("<q", 8), 12: ("<d", 8)}
 STRING, ARRAY = 8, 9
 
-# ggml type id -> (elements per block, bytes per block), from ggml.h / ggml.c's type traits.
+# ggml type id -> (elements per block, bytes per block), from ggml.h / ggml.c's type traits
+# (Q8_1, id 9, is left out: an activation format, never stored, whose size changed in ggml).
 GGML_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
-              8: (32, 34), 9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+              8: (32, 34), 10: (256, 84), 11: (256, 110), 12: (256, 144),
               13: (256, 176), 14: (256, 210), 15: (256, 292), 24: (1, 1), 25: (1, 2),
               26: (1, 4), 27: (1, 8), 28: (1, 8), 30: (1, 2)}
 

@@ -120,7 +120,8 @@ def decode_bytes_per_token(mi, depth):
     """Bytes a decode step must read at KV depth `depth`: every weight once (the token embedding
     only for its one row, unless it is tied as the output matrix) plus f16 K and V of `depth`
     positions in every layer. The lower bound of bytes moved, hence tokens/s <= bandwidth / this."""
-    if "tensor_bytes" not in mi:
+    need = ("tensor_bytes", "n_layer", "n_head_kv", "head_dim_k", "head_dim_v")
+    if any(mi.get(k) is None for k in need) or not mi["tensor_bytes"]:
         return None
     w = mi["tensor_bytes"]
     if mi.get("has_output_weight"):

@@ -106,6 +106,7 @@ class PhaseContext:
         scens = scenarios.load_scenarios(a.quick)
         out = {"warmup": a.warmup, "runs": a.runs, "request": request, "seed_base": seed_base,
                "scenarios": []}
+        ran_any = False
         for k, scen in enumerate(scens):
             entry = {"name": scen["name"], "max_tokens": scen["max_tokens"], "engines": {},
                      "order": []}
@@ -115,6 +116,8 @@ class PhaseContext:
             # come first); skipped only when the phase has not even that left
             need = len(order) * (self.start_guess() + 2 * self.budget.estimate("request", 2.0))
             left = self.budget.phase_left()
+            if not ran_any:  # the first block may use the whole budget: it measures the rest
+                left = max(left, min(need, self.budget.remaining()))
             allowance = max(left / (len(scens) - k), min(need, left))
             if left < need:
                 self.budget.skip(f"scenario {scen['name']}", est_s=need)
@@ -123,9 +126,12 @@ class PhaseContext:
                 self.prog.step(f"{scen['name']}: skipped (budget)")
                 self.save("scenarios", out)
                 continue
+            ran_any = True
             t_scen = time.monotonic()
             n_runs = None  # decided by the first engine's warm-up when the budget is limited
             for j, name in enumerate(order):
+                if n_runs == 0:  # the first engine's warm-up showed that no run fits
+                    break
                 per_engine = (allowance - (time.monotonic() - t_scen)) / (len(order) - j)
                 try:
                     res = self.scenario_block(name, scen, out, request, seed_base, n_runs,
@@ -148,7 +154,11 @@ class PhaseContext:
                                f"{s['completion_tokens']}, used {s['n_used']}/{s['n_runs']} "
                                f"({self.load_tag()})")
                 self.save("scenarios", out)
-            if n_runs is not None and n_runs < a.runs:
+            if n_runs == 0:
+                self.budget.skip(f"scenario {scen['name']}", "budget: no run fits after the "
+                                 f"first engine's warm-up ({order[0]})")
+                entry["skipped"] = "budget: no run fits after the warm-up"
+            elif n_runs is not None and n_runs < a.runs:
                 self.budget.cut(f"scenario {scen['name']}: {n_runs} of {a.runs} runs (budget)")
                 entry["runs_cut"] = n_runs
             if len(entry["engines"]) == 2:
@@ -163,7 +173,8 @@ class PhaseContext:
     def score_entry(entry):
         z, l = entry["engines"]["zinc"]["summary"], entry["engines"]["llama.cpp"]["summary"]
         tok = fairness.same_tokens(z["completion_tokens"], l["completion_tokens"])
-        if not tok["ok"] and not (z.get("full_length") and l.get("full_length")):
+        if not tok["ok"] and z["completion_tokens"] and l["completion_tokens"] \
+                and not (z.get("full_length") and l.get("full_length")):
             short = [n for n, s in (("zinc", z), ("llama.cpp", l)) if not s.get("full_length")]
             tok["why"] += (f" ({', '.join(short)} stopped before max_tokens {entry['max_tokens']}"
                            ": ignore_eos not honoured?)")
@@ -244,7 +255,8 @@ class PhaseContext:
             # server starts and ~4 s of requests per engine, doubled.
             est = 2.0 * last_block_s if last_block_s else \
                 2.0 * len(self.names) * (self.start_guess() + 4.0)
-            if not self.budget.fits(est):
+            fits = self.budget.fits(est) if last_block_s else self.budget.fits_total(est)
+            if not fits:
                 for c2 in a.concurrency[k:]:
                     self.budget.skip(f"load concurrency {c2}", est_s=est)
                     self.prog.step(f"load c={c2}: skipped (budget)")
@@ -300,7 +312,7 @@ class PhaseContext:
                "max_tokens": max_tokens, "engines": {}}
         for k, name in enumerate(self.names):
             est = self.budget.estimate("prefix", 2.0 * (self.start_guess() + 4.0))
-            if not self.budget.fits(est):
+            if not (self.budget.fits(est) or (k == 0 and self.budget.fits_total(est))):
                 self.budget.skip(f"prefix {name}", est_s=est)
                 out["engines"][name] = {"skipped": "budget"}
                 self.prog.step(f"prefix {name}: skipped (budget)")

@@ -473,7 +473,7 @@ def short_summary(res):
                        f" l {pct_bound(res, mi, r, 'llama.cpp')}")
     sc = res["phases"].get("scenarios")
     for e in (sc or {}).get("scenarios", []):
-        if e.get("skipped"):
+        if e.get("skipped") and not e.get("engines"):
             out.append(f"scenario {e['name']:18s} skipped ({e['skipped']})")
             continue
         sm = {n: r["summary"] for n, r in e["engines"].items()}

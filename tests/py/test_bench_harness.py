@@ -380,3 +380,186 @@ def test_flagged_outputs_are_excluded(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- GGUF header, budget
+
+def test_gguf_header_matches_the_gguf_package():
+    gguf = pytest.importorskip("gguf")
+    from harness import gguf_header, machine
+    # the size table against gguf-py's (every type it lists)
+    for tid, (per_block, block_bytes) in gguf_header.GGML_TYPES.items():
+        assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(tid)] == (per_block, block_bytes)
+    # the header of a real file (SmolLM2 only: gguf-py parses big vocabularies slowly)
+    models = [ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"]
+    if not models[0].exists():
+        pytest.skip("no models (scripts/fetch-models)")
+    for p in models:
+        r = gguf.GGUFReader(str(p))
+        h = gguf_header.read_header(p)
+        assert [t.name for t in r.tensors] == [t["name"] for t in h["tensors"]], p.name
+        assert [int(t.n_bytes) for t in r.tensors] == [t["n_bytes"] for t in h["tensors"]]
+        arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+        assert h["kv"]["general.architecture"] == arch
+        n_layer = int(r.fields[f"{arch}.block_count"].parts[-1][0])
+        assert machine.model_info(p)["n_layer"] == n_layer
+    with pytest.raises(gguf_header.GGUFHeaderError):
+        gguf_header.read_header(ROOT / "bench" / "scenarios" / "scenarios.json")
+
+
+def test_budget_shares_roll_over_and_skips_are_recorded():
+    from harness import budget
+    now = [0.0]
+    b = budget.Budget(100.0, reserve_s=10.0, clock=lambda: now[0])
+    b.plan({"micro": 1.0, "scenarios": 1.0, "load": 2.0})
+    assert b.start_phase("micro") == pytest.approx(90 / 4)
+    now[0] = 5.0  # micro used 5 s of its 22.5: the rest rolls over
+    assert b.start_phase("scenarios") == pytest.approx(85 / 3)
+    assert b.fits(20.0) and not b.fits(30.0) and b.fits_total(80.0)
+    assert b.estimate("x", 7.0) == 7.0
+    b.record("x", 3.0)
+    b.record("x", 4.0)
+    assert b.estimate("x", 7.0) == 4.0  # the slowest measured
+    now[0] = 80.0
+    assert b.start_phase("load") == pytest.approx(10.0)
+    b.skip("load concurrency 64", est_s=40.0)
+    assert b.skipped == [{"phase": "load", "what": "load concurrency 64",
+                          "why": "budget: needs ~40 s, 10 s left of this phase's share"}]
+    unlimited = budget.Budget(None)
+    unlimited.plan({"micro": 1.0})
+    assert unlimited.start_phase("micro") == float("inf") and unlimited.fits(1e9)
+
+
+def test_scenario_requests_are_equal_work(fake_server):
+    """ignore_eos and per-run seeds reach the server; a server that stops at its natural end
+    without ignore_eos generates fewer tokens, and the same-tokens rule then withholds the
+    score."""
+    scen = dict(scenarios.load_scenarios()[0], max_tokens=12)
+    req, seed_base = scenarios.request_settings()
+    assert req["ignore_eos"] is True and req["temperature"] > 0 and seed_base > 0
+    res = scenarios.run_scenario(fake_server, "m", scen, scen["text"], warmup=1, runs=3,
+                                 request=req, seed_base=seed_base)
+    assert res["seeds"] == [seed_base + i for i in range(4)]
+    assert [m["text"].split()[0] for m in res["runs"]] == \
+        [f"s{seed_base + i}w0" for i in range(1, 4)]
+    assert res["summary"]["completion_tokens"] == [12, 12, 12] and res["summary"]["full_length"]
+    from harness import phases
+    short = [dict(m, completion_tokens=5) for m in res["runs"]]
+    entry = {"max_tokens": 12, "engines": {
+        "zinc": {"summary": scenarios.summarize_runs(short, 12)},
+        "llama.cpp": {"summary": res["summary"]}}}
+    phases.PhaseContext.score_entry(entry)
+    assert entry["score"]["score"] is None
+    assert "ignore_eos not honoured" in entry["score"]["why"] and "zinc" in entry["score"]["why"]
+    entry["engines"]["zinc"]["summary"] = res["summary"]
+    phases.PhaseContext.score_entry(entry)
+    assert entry["score"]["score"] == pytest.approx(1.0, rel=0.5)
+
+
+def run_bench(tmp_path, extra, env=None, timeout=150):
+    d = write_fakes(tmp_path / "fakes")
+    out = tmp_path / "out"
+    model = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} missing (scripts/fetch-models)")
+    cmd = [sys.executable, str(ROOT / "bench" / "run"), "--target", "cpu", "--quick",
+           "--no-build", "--zinc", str(d / "zinc"), "--llama-bin-dir", str(d), "--out", str(out),
+           "--model", str(model)] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, FAKE_ITL_S="0.002", **(env or {})))
+    return p, out
+
+
+def test_one_engine_crashing_keeps_the_other_results(tmp_path):
+    p, out = run_bench(tmp_path, ["--phases", "scenarios", "load", "--concurrency", "1", "2",
+                                  "--runs", "1"], env={"FAKE_ZINC_CRASH": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    sc = res["phases"]["scenarios"]["scenarios"]
+    assert len(sc) == 5
+    for e in sc:
+        assert "error" in e["engines"]["zinc"]
+        assert e["engines"]["llama.cpp"]["summary"]["n_used"] == 1
+        assert e["score"]["score"] is None
+    # after two failed starts zinc is not started again: later blocks say why at once
+    assert "exited (1)" in sc[0]["engines"]["zinc"]["error"]
+    assert "failed to start 2 times" in sc[4]["engines"]["zinc"]["error"]
+    for lv in res["phases"]["load"]["levels"]:
+        assert "error" in lv["engines"]["zinc"]
+        assert lv["engines"]["llama.cpp"]["summary"]["n_ok"] >= 4
+    md = (out / "results.md").read_text()
+    assert "FAILED" in md and "## Load sweep" in md
+    assert "==== bench/run summary (cpu) ====" in p.stdout
+
+
+def test_device_run_in_one_call_within_its_budget(tmp_path):
+    """bench/device-run all over fake engines (a fake `zinc synth` makes the 8B stand-ins): the
+    files land in $OUT, the summary comes last, and what the budget did not allow is reported
+    as skipped or cut, within the budget."""
+    d = write_fakes(tmp_path / "fakes")
+    model = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} missing (scripts/fetch-models)")
+    out = tmp_path / "device-out"
+    zm = tmp_path / "zm"
+    budget = 60
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [str(ROOT / "bench" / "device-run"), "all", "--budget-s", str(budget),
+         "--concurrency", "1", "4", "64", "--runs", "2", "--load-output-tokens", "16",
+         "--ctx", "2048", "--rounds", "2"],
+        capture_output=True, text=True, timeout=budget + 60,
+        env=dict(os.environ, OUT=str(out), ZINC=str(d / "zinc"), PEER_DIR=str(d), ZM_DIR=str(zm),
+                 VOCAB=str(model), FAKE_ITL_S="0.001"))
+    wall = time.monotonic() - t0
+    made = [(zm / f"llama3-8b.{t}.gguf").exists() for t in ("q4_k_m", "q4_0")]
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    assert wall < budget + 15
+    for f in ("results.json", "results.md", "bench.log", "scenarios.png"):
+        assert (out / f).stat().st_size > 0, f
+    assert len(list(out.iterdir())) <= 8  # the device tool brings back at most 8 files
+    res = json.loads((out / "results.json").read_text())
+    assert res["args"]["target"] == "cuda" and res["args"]["full"]
+    assert res["budget"]["used_s"] <= budget
+    # every microbenchmark model, scenario and level either ran for both engines or is named
+    # as skipped or cut
+    skipped = " ".join(x["what"] for x in res["budget"]["skipped"])
+    assert any(made) or "synth" in p.stdout
+    assert set(res["phases"].get("micro_models", {})) == \
+        {f"llama3-8b.{t}.gguf" for t, m in zip(("q4_k_m", "q4_0"), made) if m}
+    sc = res["phases"]["scenarios"]["scenarios"]
+    for e in sc:
+        assert e.get("skipped") or set(e["engines"]) == {"zinc", "llama.cpp"}
+    assert any(not e.get("skipped") for e in sc)  # 60 s is enough for some of everything
+    levels = [lv["concurrency"] for lv in res["phases"].get("load", {}).get("levels", [])]
+    for c in (1, 4, 64):
+        assert c in levels or f"load concurrency {c}" in skipped
+    assert 1 in levels
+    tail = p.stdout.rstrip().splitlines()
+    summary_at = max(i for i, ln in enumerate(tail) if "bench/run summary (cuda)" in ln)
+    assert len(tail) - summary_at < 60  # the short table is the end of the output
+    assert any(ln.startswith("scenario ") for ln in tail[summary_at:])
+
+
+def test_report_regenerates_and_publishes_a_docs_section(tmp_path):
+    from harness import publish
+    p, out = run_bench(tmp_path, ["--phases", "micro", "scenarios", "--runs", "1"])
+    assert p.returncode == 0, p.stderr[-3000:]
+    (out / "results.md").unlink()
+    docs = tmp_path / "docs" / "benchmarks.md"
+    docs.parent.mkdir()
+    docs.write_text("# Benchmarks\n\nprose before\n\n<!-- bench:cpu:begin -->\nold table\n"
+                    "<!-- bench:cpu:end -->\n\nprose after\n")
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "report"),
+                        str(out / "results.json"), "--docs", str(docs)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (out / "results.md").exists() and "bench/run summary (cpu)" in r.stdout
+    text = docs.read_text()
+    assert "old table" not in text and "prose before" in text and "prose after" in text
+    assert text.count("<!-- bench:cpu:begin -->") == 1
+    rel = os.path.relpath(out, docs.parent)
+    assert f"]({rel}/scenarios.png)" in text and "#### Scenarios" in text
+    assert "sha256" in text and "None" not in text
+    with pytest.raises(ValueError):
+        publish.replace_section("no markers here", "cuda", ["x"])
