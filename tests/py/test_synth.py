@@ -183,3 +183,69 @@ def test_llama_cpp_loads_and_agrees_with_zinc(tmp, preset, typ):
     assert worst <= 1.0, f"{preset} {typ}: logits off by {worst:.2f}x the tolerance"
     print(f"{preset} {typ}: {agree}/{steps} greedy steps equal, {ties} near-ties, worst logit "
           f"diff {worst:.2f}x tolerance")
+
+
+def synth_extra(tmp, preset, typ, extra, seed=1):
+    need(ZINC)
+    need(VOCAB)
+    out = os.path.join(tmp, f"{preset}.{typ}.s{seed}{''.join(extra)}.gguf")
+    if not os.path.exists(out):
+        r = subprocess.run([ZINC, "synth", "--preset", preset, "--type", typ, "--seed", str(seed),
+                            "-t", "2", "--vocab-from", VOCAB, "-o", out] + extra,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert ("random blocks" in r.stderr) == ("--from-floats" not in extra), r.stderr
+    return out
+
+
+@pytest.mark.parametrize("typ", ["q4_k_m", "q4_0", "q8_0"])
+def test_random_blocks_have_the_float_paths_statistics(tmp, typ):
+    """Q8_0/Q4_0/Q4_K/Q6_K tensors are written as random blocks; dequantized by the `gguf`
+    package (independent of zinc) each weight tensor has mean ~0 and the standard deviation of
+    the quantized-float path (--from-floats), within 10%."""
+    gguf = pytest.importorskip("gguf")
+    from gguf import quants
+    direct = {t.name: t for t in gguf.GGUFReader(synth_extra(tmp, "llama-tiny", typ, [])).tensors}
+    floats = {t.name: t for t in gguf.GGUFReader(synth_extra(tmp, "llama-tiny", typ, ["--from-floats"])).tensors}
+    seen = set()
+    for name in ["token_embd.weight", "output.weight", "blk.0.attn_q.weight", "blk.0.attn_v.weight",
+                 "blk.1.attn_v.weight", "blk.2.ffn_down.weight", "blk.3.ffn_gate.weight"]:
+        a, b = direct[name], floats[name]
+        assert a.tensor_type == b.tensor_type
+        seen.add(a.tensor_type.name)
+        x = quants.dequantize(a.data, a.tensor_type).astype(np.float64).ravel()
+        y = quants.dequantize(b.data, b.tensor_type).astype(np.float64).ravel()
+        assert np.isfinite(x).all()
+        assert abs(x.mean()) < 0.1 * y.std(), f"{name} ({a.tensor_type.name}): mean {x.mean():.3g}"
+        assert abs(x.std() / y.std() - 1) < 0.10, \
+            f"{name} ({a.tensor_type.name}): sd {x.std():.4g} vs {y.std():.4g} on the float path"
+        assert not np.array_equal(np.asarray(a.data), np.asarray(b.data))
+    want = {"q4_k_m": {"Q4_K", "Q6_K"}, "q4_0": {"Q4_0", "Q6_K"}, "q8_0": {"Q8_0"}}[typ]
+    assert want <= seen, seen
+
+
+@pytest.mark.parametrize("preset,typ", [("llama-tiny", "q4_k_m"), ("llama-tiny", "q4_0"),
+                                        ("llama-tiny", "q8_0"), ("qwen3-tiny", "q4_k_m"),
+                                        ("llama3-tiny", "q4_k_m")])
+def test_random_blocks_decode_is_not_degenerate(tmp, preset, typ):
+    """On llama.cpp: no NaN, logits with a spread like the float path's (sd within 20%), and a
+    greedy continuation that is not one repeated token."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    sds = []
+    for extra in ([], ["--from-floats"]):
+        llm = llama_cpp.Llama(model_path=synth_extra(tmp, preset, typ, extra), n_ctx=128,
+                              logits_all=True, n_threads=2, verbose=False)
+        toks = llm.tokenize(PROMPTS[0].encode(), add_bos=True, special=False)
+        llm.eval(toks)
+        sc = np.asarray(llm.scores[:len(toks)], dtype=np.float64)
+        assert np.isfinite(sc).all()
+        sds.append(sc.std(axis=1).mean())
+        greedy = []
+        for _ in range(16):
+            t = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            greedy.append(t)
+            llm.eval([t])
+        if not extra:
+            assert len(set(greedy)) >= 3, greedy
+    assert 1.0 < sds[0] < 10.0, sds
+    assert abs(sds[0] / sds[1] - 1) < 0.2, sds
