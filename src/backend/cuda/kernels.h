@@ -79,6 +79,20 @@ bool dmmv_exact_supports(int type);
 void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                 const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s);
 
+// ---- dmmv_exact_gemm.cu (prefill: many activation rows; docs/cuda.md "Exact prefill GEMM")
+/// Whether dmmv_exact_gemm has a tiled kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+/// Q4_K, Q5_K, Q6_K).
+bool dmmv_exact_gemm_supports(int type);
+/// dmmv_exact's contract (same bits: quant::vec_dot order, bias and accumulate as one rounded add
+/// each) for quantized weights, computed by a shared-memory tiled __dp4a GEMM that reuses each
+/// staged weight block for a tile of activation rows and vice versa; meant for n_act > 16.
+/// Returns false (nothing launched) for a type it does not cover, more than 3 jobs, or aq not
+/// 16-byte aligned; the caller then uses dmmv_exact's kernels.
+bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                     const float4* ad, int n_act, bool accumulate, cudaStream_t s);
+/// ZINC_EXACT_GEMM (default on; "0" turns the tiled GEMM off), read once per process.
+bool exact_gemm_enabled();
+
 // ---- gemm.cu
 /// Dequantize a (n_out, k) weight of `type` to f16 (row-major) into dst.
 void dequant_f16(int type, const uint8_t* w, size_t row_bytes, int n_out, int k, uint16_t* dst,

@@ -1,0 +1,531 @@
+// zinc/backend/cuda/dmmv_exact_gemm.cu — the exact quantized matrix products for many activation
+// rows (prefill): a shared-memory tiled __dp4a GEMM that performs, for every (weight row,
+// activation row) output, exactly the float operations of the CPU tier's vec_dot in its order
+// (quant/canon_dot.h), so the result equals quant::vec_dot / gemm_tile / dmmv_exact bit for bit.
+// docs/exactness.md ("Matrix products"), docs/cuda.md ("Exact prefill GEMM").
+//
+// Why it is exact. The canonical order of a quantized dot product has two parts: integer "lane"
+// sums (4 consecutive elements of a 32-element group, times the integer sub-block scale for the
+// K-quants), which are exact however they are formed, and float chains (one fma per lane per
+// block, in increasing block order, then a fixed closing tree). The tiling here only decides
+// which thread computes which output and how the bytes reach it; each output's chains are walked
+// by the threads that own them in increasing block order, and closed by the same xor butterfly
+// as dmmv_exact (tree8). Every float operation is a canon:: (correctly rounded, never fused by
+// nvcc) one. int -> float of a 32-element format's lane uses the exact magic-number conversion:
+// __dp4a(w, a, 0x4B400000) is the float 1.5 * 2^23 + lane (|lane| <= 4 * 127 * 127 < 2^22), and
+// subtracting 1.5 * 2^23 is exact, so the result is the lane as cvt.rn would give it, without the
+// quarter-rate conversion unit.
+//
+// Tiles (a block of 256 threads computes BM weight rows x BN activation rows; the K dimension is
+// walked in stages staged in shared memory, 16-byte coalesced loads where the rows allow it):
+//  * 32-element formats (Q4_0, Q5_0, Q8_0; Q4_1, Q5_1 with the min chain): 16 threads per output
+//    group, thread (p, l) owns chain p (block parity) lane l of a TM x TN = 8 x 8 micro-tile;
+//    16 groups as 4 x 4 -> BM = BN = 32; stages of 8 blocks (256 elements). Per block a thread
+//    loads 8 weight lane words and 8 activation lane words from shared memory and does 64
+//    dp4a + 64 exact converts + 64 dd products + 64 fma. The min chain of Q4_1/Q5_1 (one per
+//    output) is spread over the 16 threads of the group, 4 outputs each, and fetched by shuffle
+//    at the end.
+//  * K-quants (Q4_K, Q5_K, Q6_K): 8 threads per output group, thread l owns lane l's chain of a
+//    TM x TN = 4 x 4 micro-tile over all 8 groups of each super-block (the lane integer
+//    sum_c sc_c * dp4a(q_c, a_c)), then one fma per super-block; Q4_K/Q5_K's min chain am[l & 3]
+//    is kept by every thread (lanes l and l + 4 alike) and closed by xor 2, 1. 32 groups as
+//    8 x 4 -> BM = 32, BN = 16; stages of 2 super-blocks.
+// Rows are padded in shared memory so that the weight rows of the groups of one warp fall in
+// different banks; the activation rows of one warp are the same (broadcast).
+// Expected bound: issue rate. The canonical order needs one fma per 4 products per output for
+// the 32-element formats (dp4a + exact convert + dd + fma = 4 instructions per 4 MACs, about
+// 1/4 of the dp4a peak, ~30 TOPS on an H200 at best), and about 2.2 instructions per 4 MACs for
+// the K-quants (dp4a + imad per group lane, the float work once per 256 elements).
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/canon.h"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "quant/canon_dot.h"
+
+namespace zinc::cuda {
+namespace {
+
+using namespace dev;
+namespace cn = zinc::canon;
+namespace cd = zinc::quant::canon_dot;
+
+constexpr int kThreads = 256;
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMagicBits = 0x4B400000;      // 1.5 * 2^23 as float bits
+constexpr float kMagic = 12582912.0f;       // 1.5 * 2^23
+
+struct Jobs {
+    MatJob m[3];
+    int n_jobs;
+    int row_end[3];  // cumulative row counts
+};
+
+__device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
+    int j = 0;
+    if (J.n_jobs > 1 && row >= J.row_end[0]) j = 1;
+    if (J.n_jobs > 2 && row >= J.row_end[1]) j = 2;
+    if (j > 0) row -= J.row_end[j - 1];
+    return j;
+}
+
+// y = v (+ bias), or y = y + (v (+ bias)): each one rounded add (dmmv_exact's store).
+__device__ __forceinline__ void store(const Jobs& J, int row, int a, float v, bool accumulate) {
+    int r = row;
+    const MatJob& m = J.m[pick_job(J, r)];
+    if (m.bias) v = cn::add(v, m.bias[r]);
+    float* y = m.y + static_cast<size_t>(a) * m.ldy + r;
+    *y = accumulate ? cn::add(*y, v) : v;
+}
+
+__device__ __forceinline__ float fadd_xor(float v, int o) {
+    return cn::add(v, __shfl_xor_sync(kFull, v, o));
+}
+
+// Exact int -> float for |v| < 2^22 from the dp4a result biased by kMagicBits.
+__device__ __forceinline__ float magic_to_float(int biased) {
+    return cn::sub(__int_as_float(biased), kMagic);
+}
+
+// Smallest shared row stride >= bytes, a multiple of 16, whose word stride is 8 or 24 mod 32:
+// consecutive rows start 8 banks apart, so 4 groups reading 8 consecutive words each of 4
+// consecutive rows never conflict.
+__host__ __device__ constexpr int pad_stride(int bytes) {
+    int s = (bytes + 15) / 16 * 16;
+    while ((s / 4) % 32 != 8 && (s / 4) % 32 != 24) s += 16;
+    return s;
+}
+
+// Copy n_rows rows of `bytes` bytes (src row i at rows[i] + off) into dst (row stride `stride`),
+// in units of `width` bytes (16, 8, 4 or 2; every address and `bytes` a multiple of it).
+__device__ __forceinline__ void stage_rows(uint8_t* dst, int stride, const uint8_t* const* rows,
+                                           size_t off, int n_rows, int bytes, int width) {
+    const int units = bytes / width;
+    const int total = n_rows * units;
+    for (int u = threadIdx.x; u < total; u += kThreads) {
+        const int r = u / units, c = (u - r * units) * width;
+        const uint8_t* s = rows[r] + off + c;
+        uint8_t* d = dst + r * stride + c;
+        if (width == 16) *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
+        else if (width == 8) *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(s);
+        else if (width == 4) *reinterpret_cast<uint32_t*>(d) = *reinterpret_cast<const uint32_t*>(s);
+        else *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(s);
+    }
+}
+// Widest unit (<= 16) dividing `bytes`, given that the addresses allow `width`.
+__device__ __forceinline__ int unit_for(int bytes, int width) {
+    while (width > 2 && bytes % width != 0) width >>= 1;
+    return width;
+}
+
+// ---- 32-element formats: the 4 signed codes of lane l (elements 4l..4l+3) as packed int8 ------
+
+template <int T>
+struct Legacy;
+template <>
+struct Legacy<kQ4_0> {
+    static constexpr int bytes = 18;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return nib4(ld32_a2(b + 2 + 4 * (l & 3)), 4 * (l >> 2), 8);
+    }
+};
+template <>
+struct Legacy<kQ5_0> {
+    static constexpr int bytes = 22;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        const uint32_t v = (ld32_a2(b + 6 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
+        return static_cast<int>(__vsubss4(v | hbits4(ld32_a2(b + 2), 4 * l), 0x10101010u));
+    }
+};
+template <>
+struct Legacy<kQ8_0> {
+    static constexpr int bytes = 34;
+    static constexpr bool asym = false;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return static_cast<int>(ld32_a2(b + 2 + 4 * l));
+    }
+};
+template <>
+struct Legacy<kQ4_1> {
+    static constexpr int bytes = 20;
+    static constexpr bool asym = true;
+    __device__ static int codes(const uint8_t* b, int l) {
+        return nib4(ld32(b + 4 + 4 * (l & 3)), 4 * (l >> 2), 0);
+    }
+};
+template <>
+struct Legacy<kQ5_1> {
+    static constexpr int bytes = 24;
+    static constexpr bool asym = true;
+    __device__ static int codes(const uint8_t* b, int l) {
+        const uint32_t v = (ld32(b + 8 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
+        return static_cast<int>(v | hbits4(ld32(b + 4), 4 * l));
+    }
+};
+
+// Tile geometry of the 32-element kernel.
+struct LegacyTile {
+    static constexpr int TM = 8, TN = 8, GM = 4, GN = 4, KB = 8;  // KB: blocks per stage (even)
+    static constexpr int BM = TM * GM, BN = TN * GN;
+    static constexpr int SQ = pad_stride(32 * KB);  // activation code row stride
+};
+
+template <int T>
+__global__ void __launch_bounds__(kThreads)
+    gemm_legacy(Jobs J, int nb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+                int n_act, bool accumulate, int wwidth) {
+    using W = Legacy<T>;
+    using G = LegacyTile;
+    constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KB = G::KB, BM = G::BM, BN = G::BN;
+    constexpr int SW = pad_stride(W::bytes * KB), SQ = G::SQ;
+    __shared__ __align__(16) uint8_t sW[BM * SW];
+    __shared__ __align__(16) int8_t sQ[BN * SQ];
+    __shared__ __align__(16) float4 sD[BN * KB];
+    __shared__ const uint8_t* sRow[BM];
+    __shared__ const uint8_t* sAct[BN];
+
+    const int total = J.row_end[J.n_jobs - 1];
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const size_t k = static_cast<size_t>(nb) * 32;
+    for (int i = threadIdx.x; i < BM; i += kThreads) {
+        int r = min(m0 + i, total - 1);
+        const int jj = pick_job(J, r);
+        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    }
+    for (int i = threadIdx.x; i < BN; i += kThreads)
+        sAct[i] = reinterpret_cast<const uint8_t*>(aq) + static_cast<size_t>(min(n0 + i, n_act - 1)) * k;
+
+    const int g = threadIdx.x >> 4, sub = threadIdx.x & 15, p = sub >> 3, l = sub & 7;
+    const int gm = g % GM, gn = g / GM;
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    // The min chain (Q4_1/Q5_1): output o = sub + 16 q of the micro-tile (m = o / TN, n = o % TN).
+    constexpr int kAm = (TM * TN) / 16;
+    float am[kAm];
+#pragma unroll
+    for (int q = 0; q < kAm; ++q) am[q] = 0.0f;
+
+    for (int i0 = 0; i0 < nb; i0 += KB) {
+        const int nbs = min(KB, nb - i0);
+        __syncthreads();  // sRow/sAct ready; the previous stage fully consumed
+        stage_rows(sW, SW, sRow, static_cast<size_t>(i0) * W::bytes, BM, nbs * W::bytes,
+                   unit_for(nbs * W::bytes, wwidth));
+        stage_rows(reinterpret_cast<uint8_t*>(sQ), SQ, sAct, static_cast<size_t>(i0) * 32, BN,
+                   nbs * 32, 16);
+        for (int u = threadIdx.x; u < BN * nbs; u += kThreads) {
+            const int n = u / nbs, j = u - n * nbs;
+            sD[n * KB + j] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nb + i0 + j];
+        }
+        __syncthreads();
+        for (int j = p; j < nbs; j += 2) {
+            int x[TN];
+            float da[TN];
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                const int nn = gn * TN + n;
+                x[n] = *reinterpret_cast<const int*>(sQ + nn * SQ + 32 * j + 4 * l);
+                da[n] = sD[nn * KB + j].x;
+            }
+#pragma unroll
+            for (int m = 0; m < TM; ++m) {
+                const uint8_t* blk = sW + (gm + GM * m) * SW + j * W::bytes;
+                const int wq = W::codes(blk, l);
+                const float dw = h2f(ld16(blk));
+#pragma unroll
+                for (int n = 0; n < TN; ++n) {
+                    const float lane = magic_to_float(__dp4a(wq, x[n], kMagicBits));
+                    acc[m][n] = cn::fma(cn::mul(dw, da[n]), lane, acc[m][n]);
+                }
+            }
+        }
+        if constexpr (W::asym) {
+            // am += (m_w0 s_a0 + m_w1 s_a1) per block pair (stages start at even blocks, so
+            // pairs never straddle two); a lone last block (odd nb): am += m_w s_a.
+#pragma unroll
+            for (int q = 0; q < kAm; ++q) {
+                const int o = sub + 16 * q, mm = gm + GM * (o / TN), nn = gn * TN + o % TN;
+                const uint8_t* wr = sW + mm * SW;
+                const float4* sr = sD + nn * KB;
+                int j = 0;
+                for (; j + 2 <= nbs; j += 2) {
+                    const float p0 = cn::mul(h2f(ld16(wr + j * W::bytes + 2)), sr[j].y);
+                    const float p1 = cn::mul(h2f(ld16(wr + (j + 1) * W::bytes + 2)), sr[j + 1].y);
+                    am[q] = cn::add(am[q], cn::add(p0, p1));
+                }
+                if (j < nbs) am[q] = cn::add(am[q], cn::mul(h2f(ld16(wr + j * W::bytes + 2)), sr[j].y));
+            }
+        }
+    }
+    // Close: xor 8 adds the parities (c0 + c1 lane-wise), xor 4, 2, 1 is canon::tree8.
+    const int base = threadIdx.x & 16;  // the group's first lane in the warp
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+            float v = fadd_xor(acc[m][n], 8);
+            v = fadd_xor(v, 4);
+            v = fadd_xor(v, 2);
+            v = fadd_xor(v, 1);
+            if constexpr (W::asym) {
+                const int o = m * TN + n;
+                const float a = __shfl_sync(kFull, am[o / 16], base + o % 16);
+                v = cn::add(v, a);
+            }
+            const int row = m0 + gm + GM * m, col = n0 + gn * TN + n;
+            if (sub == 0 && row < total && col < n_act) store(J, row, col, v, accumulate);
+        }
+    }
+}
+
+// ---- K-quants: lane l of 32-element group c of a super-block: 4 codes and the integer scale ---
+
+template <int T>
+struct KQ;
+template <>
+struct KQ<kQ4_K> {
+    static constexpr int bytes = 144, d_off = 0;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
+        sc = cd::scale_min_k4(b + 4, c, false);
+    }
+};
+template <>
+struct KQ<kQ5_K> {
+    static constexpr int bytes = 176, d_off = 0;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        const uint32_t lo = (ld32(b + 48 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu;
+        const uint32_t hi = ((ld32(b + 16 + 4 * l) >> c) & 0x01010101u) << 4;
+        q = static_cast<int>(lo | hi);
+        sc = cd::scale_min_k4(b + 4, c, false);
+    }
+};
+template <>
+struct KQ<kQ6_K> {
+    static constexpr int bytes = 210, d_off = 208;
+    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+        const int h = c >> 2, kq = c & 3;
+        const uint32_t lo = (ld32_a2(b + 64 * h + 32 * (kq & 1) + 4 * l) >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
+        const uint32_t hi = ((ld32_a2(b + 128 + 32 * h + 4 * l) >> (2 * kq)) & 0x03030303u) << 4;
+        q = static_cast<int>(lo | hi);
+        sc = static_cast<int8_t>(b[192 + 2 * c + (l >> 2)]);
+    }
+};
+
+__device__ __forceinline__ int bsum_lo(float4 s) {
+    return static_cast<int16_t>(__float_as_uint(s.w) & 0xffffu);
+}
+__device__ __forceinline__ int bsum_hi(float4 s) {
+    return static_cast<int16_t>(__float_as_uint(s.w) >> 16);
+}
+
+struct KTile {
+    static constexpr int TM = 4, TN = 4, GM = 8, GN = 4, KS = 2;  // KS: super-blocks per stage
+    static constexpr int BM = TM * GM, BN = TN * GN;
+    static constexpr int SQ = pad_stride(256 * KS);
+};
+
+template <int T>
+__global__ void __launch_bounds__(kThreads)
+    gemm_k(Jobs J, int nsb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+           int n_act, bool accumulate, int wwidth) {
+    using W = KQ<T>;
+    using G = KTile;
+    constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KS = G::KS, BM = G::BM, BN = G::BN;
+    constexpr int SW = pad_stride(W::bytes * KS), SQ = G::SQ;
+    constexpr bool kMin = (T == kQ4_K || T == kQ5_K);
+    __shared__ __align__(16) uint8_t sW[BM * SW];
+    __shared__ __align__(16) int8_t sQ[BN * SQ];
+    __shared__ __align__(16) float4 sD[BN * KS * 8];
+    __shared__ const uint8_t* sRow[BM];
+    __shared__ const uint8_t* sAct[BN];
+
+    const int total = J.row_end[J.n_jobs - 1];
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int n_grp = nsb * 8;
+    const size_t k = static_cast<size_t>(nsb) * 256;
+    for (int i = threadIdx.x; i < BM; i += kThreads) {
+        int r = min(m0 + i, total - 1);
+        const int jj = pick_job(J, r);
+        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    }
+    for (int i = threadIdx.x; i < BN; i += kThreads)
+        sAct[i] = reinterpret_cast<const uint8_t*>(aq) + static_cast<size_t>(min(n0 + i, n_act - 1)) * k;
+
+    const int g = threadIdx.x >> 3, l = threadIdx.x & 7, kk = l & 3;
+    const int gm = g % GM, gn = g / GM;
+    float acc[TM][TN], mn[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = mn[i][j] = 0.0f;
+
+    for (int s0 = 0; s0 < nsb; s0 += KS) {
+        const int nss = min(KS, nsb - s0);
+        __syncthreads();
+        stage_rows(sW, SW, sRow, static_cast<size_t>(s0) * W::bytes, BM, nss * W::bytes,
+                   unit_for(nss * W::bytes, wwidth));
+        stage_rows(reinterpret_cast<uint8_t*>(sQ), SQ, sAct, static_cast<size_t>(s0) * 256, BN,
+                   nss * 256, 16);
+        for (int u = threadIdx.x; u < BN * nss * 8; u += kThreads) {
+            const int n = u / (nss * 8), j = u - n * (nss * 8);
+            sD[n * (KS * 8) + j] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * n_grp + 8 * s0 + j];
+        }
+        __syncthreads();
+        for (int s = 0; s < nss; ++s) {
+            int x[TN][8];
+            float da[TN];
+            int b0[TN], b1[TN];  // Q4_K/Q5_K: this lane's min pair sums; Q6_K: bsums 2l, 2l + 1
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                const int nn = gn * TN + n;
+                const int8_t* xr = sQ + nn * SQ + 256 * s + 4 * l;
+#pragma unroll
+                for (int c = 0; c < 8; ++c) x[n][c] = *reinterpret_cast<const int*>(xr + 32 * c);
+                const float4* dr = sD + nn * (KS * 8) + 8 * s;
+                da[n] = dr[0].x;
+                if constexpr (kMin) {
+                    const float4 g0 = dr[2 * kk], g1 = dr[2 * kk + 1];
+                    b0[n] = bsum_lo(g0) + bsum_hi(g0);
+                    b1[n] = bsum_lo(g1) + bsum_hi(g1);
+                } else {
+                    const float4 gl = dr[l];
+                    b0[n] = bsum_lo(gl);
+                    b1[n] = bsum_hi(gl);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < TM; ++m) {
+                const uint8_t* blk = sW + (gm + GM * m) * SW + s * W::bytes;
+                int q[8], sc[8];
+#pragma unroll
+                for (int c = 0; c < 8; ++c) W::lane(blk, c, l, q[c], sc[c]);
+                const float dw = h2f(ld16(blk + W::d_off));
+                int mw0 = 0, mw1 = 0, o0 = 0, o1 = 0;
+                float dminw = 0.0f;
+                if constexpr (kMin) {
+                    mw0 = cd::scale_min_k4(blk + 4, 2 * kk, true);
+                    mw1 = cd::scale_min_k4(blk + 4, 2 * kk + 1, true);
+                    dminw = h2f(ld16(blk + 2));
+                } else {  // Q6_K: lane l's share of the -32 offset uses scales 2l, 2l + 1
+                    o0 = static_cast<int8_t>(blk[192 + 2 * l]);
+                    o1 = static_cast<int8_t>(blk[192 + 2 * l + 1]);
+                }
+#pragma unroll
+                for (int n = 0; n < TN; ++n) {
+                    int sum = 0;
+                    if constexpr (T == kQ6_K) sum = -32 * (o0 * b0[n] + o1 * b1[n]);
+#pragma unroll
+                    for (int c = 0; c < 8; ++c) sum += sc[c] * __dp4a(q[c], x[n][c], 0);
+                    acc[m][n] = cn::fma(cn::mul(da[n], dw), cd::i2f(sum), acc[m][n]);
+                    if constexpr (kMin) {
+                        const int mins = mw0 * b0[n] + mw1 * b1[n];
+                        mn[m][n] = cn::fma(cn::mul(-da[n], dminw), cd::i2f(mins), mn[m][n]);
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+            float v = fadd_xor(acc[m][n], 4);  // canon::tree8 over the 8 lanes of the group
+            v = fadd_xor(v, 2);
+            v = fadd_xor(v, 1);
+            if constexpr (kMin) {
+                float a = fadd_xor(mn[m][n], 2);  // (am0 + am2) + (am1 + am3)
+                a = fadd_xor(a, 1);
+                v = cn::add(v, a);
+            }
+            const int row = m0 + gm + GM * m, col = n0 + gn * TN + n;
+            if (l == 0 && row < total && col < n_act) store(J, row, col, v, accumulate);
+        }
+    }
+}
+
+// ---- launches ----------------------------------------------------------------------------------
+
+// Widest load unit (16, 8, 4, 2) that every weight row start of every job and every stage start
+// (a multiple of stage_bytes into the row) allows.
+int weight_width(const Jobs& J, int stage_bytes) {
+    int w = 16;
+    while (w > 2 && stage_bytes % w != 0) w >>= 1;
+    for (int i = 0; i < J.n_jobs; ++i) {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(J.m[i].w);
+        while (w > 2 && ((a % w) != 0 || (J.m[i].row_bytes % w) != 0)) w >>= 1;
+    }
+    return w;
+}
+
+template <int T>
+void launch_legacy(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
+                   bool acc, cudaStream_t s) {
+    using G = LegacyTile;
+    const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    gemm_legacy<T><<<grid, kThreads, 0, s>>>(J, k / 32, aq, ad, n_act, acc,
+                                                    weight_width(J, G::KB * Legacy<T>::bytes));
+}
+template <int T>
+void launch_k(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
+              bool acc, cudaStream_t s) {
+    using G = KTile;
+    const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    gemm_k<T><<<grid, kThreads, 0, s>>>(J, k / 256, aq, ad, n_act, acc,
+                                         weight_width(J, G::KS * KQ<T>::bytes));
+}
+
+}  // namespace
+
+bool exact_gemm_enabled() {
+    static const bool on = [] {
+        const char* e = std::getenv("ZINC_EXACT_GEMM");
+        return !(e && std::strcmp(e, "0") == 0);
+    }();
+    return on;
+}
+
+bool dmmv_exact_gemm_supports(int type) {
+    switch (type) {
+        case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0: case kQ4_K: case kQ5_K:
+        case kQ6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                     const float4* ad, int n_act, bool accumulate, cudaStream_t s) {
+    if (!dmmv_exact_gemm_supports(type) || n_jobs < 1 || n_jobs > 3) return false;
+    if (reinterpret_cast<uintptr_t>(aq) % 16 != 0 || k % 32 != 0) return false;  // 16-byte rows
+    Jobs J{};
+    J.n_jobs = n_jobs;
+    int total = 0;
+    for (int i = 0; i < n_jobs; ++i) {
+        J.m[i] = jobs[i];
+        total += jobs[i].n_out;
+        J.row_end[i] = total;
+    }
+    if (total == 0 || n_act == 0) return true;
+    switch (type) {
+        case kQ4_0: launch_legacy<kQ4_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ4_1: launch_legacy<kQ4_1>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ5_0: launch_legacy<kQ5_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ5_1: launch_legacy<kQ5_1>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ8_0: launch_legacy<kQ8_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ4_K: launch_k<kQ4_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ5_K: launch_k<kQ5_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        case kQ6_K: launch_k<kQ6_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
+        default: return false;
+    }
+    return true;
+}
+
+}  // namespace zinc::cuda
