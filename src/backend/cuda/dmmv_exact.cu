@@ -420,6 +420,10 @@ bool dmmv_exact_supports(int type) {
 
 void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                 const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+    // Prefill: the tiled GEMM (dmmv_exact_gemm.cu, same bits) for the types it covers.
+    if (n_act > 16 && exact_gemm_enabled() &&
+        dmmv_exact_gemm(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s))
+        return;
     Jobs J{};
     J.n_jobs = n_jobs;
     int total = 0;
