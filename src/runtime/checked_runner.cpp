@@ -3,10 +3,12 @@
 #include "runtime/checked_runner.h"
 
 #include <cstdio>
+#include <span>
 #include <vector>
 
 #include "model/config.h"
 #include "runtime/validator.h"
+#include "util/check.h"
 
 namespace zinc::runtime {
 namespace {
@@ -90,6 +92,24 @@ class CheckedRunner final : public model::Runner {
                                   " after trust promotion; the CPU oracle is released, so strict "
                                   "mode cannot fall back");
         }
+        return {};
+    }
+
+    // Sampling on the serving tier's device (engine: forward_sample) passes through when there
+    // is no validation: validated steps and the later finiteness checks need the logits on the
+    // host. The step is recorded like forward()'s, so per-request evidence sees every step.
+    bool samples_on_device() const override {
+        return ro_.validate_steps == 0 && primary_->samples_on_device();
+    }
+    Result<void> forward_sample(const model::Batch& batch, std::span<const model::RowSampling> rows,
+                                model::SampledToken* out, bool want_logprob) override {
+        ZINC_CHECK(ro_.validate_steps == 0);
+        ++step_;
+        hooks_->begin_step(false);
+        ZINC_TRY(primary_->forward_sample(batch, rows, out, want_logprob));
+        ev_->record_step(hooks_->step, hooks_->shortcuts, hooks_->fallbacks);
+        hooks_->shortcuts.clear();
+        hooks_->fallbacks.clear();
         return {};
     }
 
