@@ -284,37 +284,34 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- K-quants: lane l of 32-element group c of a super-block: 4 codes and the integer scale ---
+// ---- K-quants: the 4 codes of lane l of 32-element group c of a super-block --------------------
 
 template <int T>
 struct KQ;
 template <>
 struct KQ<kQ4_K> {
     static constexpr int bytes = 144, d_off = 0;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
-        sc = cd::scale_min_k4(b + 4, c, false);
+    __device__ static int codes(const uint8_t* b, int c, int l) {
+        return static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
     }
 };
 template <>
 struct KQ<kQ5_K> {
     static constexpr int bytes = 176, d_off = 0;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+    __device__ static int codes(const uint8_t* b, int c, int l) {
         const uint32_t lo = (ld32(b + 48 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu;
         const uint32_t hi = ((ld32(b + 16 + 4 * l) >> c) & 0x01010101u) << 4;
-        q = static_cast<int>(lo | hi);
-        sc = cd::scale_min_k4(b + 4, c, false);
+        return static_cast<int>(lo | hi);
     }
 };
 template <>
 struct KQ<kQ6_K> {
     static constexpr int bytes = 210, d_off = 208;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
+    __device__ static int codes(const uint8_t* b, int c, int l) {
         const int h = c >> 2, kq = c & 3;
         const uint32_t lo = (ld32_a2(b + 64 * h + 32 * (kq & 1) + 4 * l) >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
         const uint32_t hi = ((ld32_a2(b + 128 + 32 * h + 4 * l) >> (2 * kq)) & 0x03030303u) << 4;
-        q = static_cast<int>(lo | hi);
-        sc = static_cast<int8_t>(b[192 + 2 * c + (l >> 2)]);
+        return static_cast<int>(lo | hi);
     }
 };
 
@@ -326,10 +323,16 @@ __device__ __forceinline__ int bsum_hi(float4 s) {
 }
 
 struct KTile {
-    static constexpr int TM = 4, TN = 4, GM = 8, GN = 4, KS = 2;  // KS: super-blocks per stage
+    static constexpr int TM = 4, TN = 8, GM = 8, GN = 4, KS = 2;  // KS: super-blocks per stage
     static constexpr int BM = TM * GM, BN = TN * GN;
     static constexpr int SQ = pad_stride(256 * KS);
 };
+
+// Lane integers start at this bias: Q4_K's |lane| <= 8 * 63 * 4 * 15 * 127 < 2^22 and every
+// Q4_K/Q5_K min lane |m| <= 2 * 63 * 2 * 16 * 127 < 2^22, so they convert exactly by the magic
+// number; Q5_K and Q6_K lanes can exceed 2^22 and use cvt.rn (cd::i2f).
+template <int T>
+constexpr bool kMagicLane = (T == kQ4_K);
 
 template <int T>
 __global__ void __launch_bounds__(kThreads)
@@ -340,9 +343,11 @@ __global__ void __launch_bounds__(kThreads)
     constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KS = G::KS, BM = G::BM, BN = G::BN;
     constexpr int SW = pad_stride(W::bytes * KS), SQ = G::SQ;
     constexpr bool kMin = (T == kQ4_K || T == kQ5_K);
+    constexpr int kBias = kMagicLane<T> ? kMagicBits : 0;
     __shared__ __align__(16) uint8_t sW[BM * SW];
     __shared__ __align__(16) int8_t sQ[BN * SQ];
     __shared__ __align__(16) float4 sD[BN * KS * 8];
+    __shared__ __align__(16) uint8_t sSc[BM * KS * 16];  // Q4_K/Q5_K: 8 scales, 8 mins
     __shared__ const uint8_t* sRow[BM];
     __shared__ const uint8_t* sAct[BN];
 
@@ -358,13 +363,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = threadIdx.x; i < BN; i += kThreads)
         sAct[i] = reinterpret_cast<const uint8_t*>(aq) + static_cast<size_t>(min(n0 + i, n_act - 1)) * k;
 
-    const int g = threadIdx.x >> 3, l = threadIdx.x & 7, kk = l & 3;
+    // Thread l of group (gm, gn) owns lane l's chain of weight rows gm + GM m and activation rows
+    // gn TN + n; Q4_K/Q5_K's min chain am[l & 3] of the activation rows n = 2 j + (l >> 2).
+    const int g = threadIdx.x >> 3, l = threadIdx.x & 7, kk = l & 3, h = l >> 2;
     const int gm = g % GM, gn = g / GM;
-    float acc[TM][TN], mn[TM][TN];
+    float acc[TM][TN], mn[TM][TN / 2];
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
+    for (int i = 0; i < TM; ++i) {
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = mn[i][j] = 0.0f;
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < TN / 2; ++j) mn[i][j] = 0.0f;
+    }
 
     for (int s0 = 0; s0 < nsb; s0 += KS) {
         const int nss = min(KS, nsb - s0);
@@ -377,73 +387,123 @@ __global__ void __launch_bounds__(kThreads)
             const int n = u / (nss * 8), j = u - n * (nss * 8);
             sD[n * (KS * 8) + j] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * n_grp + 8 * s0 + j];
         }
+        if constexpr (kMin) {  // the 6-bit scales and mins, unpacked once per row and super-block
+            for (int u = threadIdx.x; u < BM * nss; u += kThreads) {
+                const int r = u / nss, s = u - r * nss;
+                const uint8_t* q = sRow[r] + static_cast<size_t>(s0 + s) * W::bytes + 4;
+                uint8_t* d = sSc + (r * KS + s) * 16;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    d[j] = static_cast<uint8_t>(cd::scale_min_k4(q, j, false));
+                    d[8 + j] = static_cast<uint8_t>(cd::scale_min_k4(q, j, true));
+                }
+            }
+        }
         __syncthreads();
         for (int s = 0; s < nss; ++s) {
-            int x[TN][8];
             float da[TN];
-            int b0[TN], b1[TN];  // Q4_K/Q5_K: this lane's min pair sums; Q6_K: bsums 2l, 2l + 1
+            int b0[TN], b1[TN];  // Q6_K: bsums 2l, 2l + 1 of every row
+            float dam[TN / 2];   // Q4_K/Q5_K: d_a and the min pair sums of rows 2 j + h
+            int bm0[TN / 2], bm1[TN / 2];
 #pragma unroll
             for (int n = 0; n < TN; ++n) {
-                const int nn = gn * TN + n;
-                const int8_t* xr = sQ + nn * SQ + 256 * s + 4 * l;
-#pragma unroll
-                for (int c = 0; c < 8; ++c) x[n][c] = *reinterpret_cast<const int*>(xr + 32 * c);
-                const float4* dr = sD + nn * (KS * 8) + 8 * s;
+                const float4* dr = sD + (gn * TN + n) * (KS * 8) + 8 * s;
                 da[n] = dr[0].x;
-                if constexpr (kMin) {
-                    const float4 g0 = dr[2 * kk], g1 = dr[2 * kk + 1];
-                    b0[n] = bsum_lo(g0) + bsum_hi(g0);
-                    b1[n] = bsum_lo(g1) + bsum_hi(g1);
-                } else {
+                if constexpr (T == kQ6_K) {
                     const float4 gl = dr[l];
                     b0[n] = bsum_lo(gl);
                     b1[n] = bsum_hi(gl);
                 }
             }
+            if constexpr (kMin) {
+#pragma unroll
+                for (int j = 0; j < TN / 2; ++j) {
+                    const float4* dr = sD + (gn * TN + 2 * j + h) * (KS * 8) + 8 * s;
+                    const float4 g0 = dr[2 * kk], g1 = dr[2 * kk + 1];
+                    dam[j] = dr[0].x;
+                    bm0[j] = bsum_lo(g0) + bsum_hi(g0);
+                    bm1[j] = bsum_lo(g1) + bsum_hi(g1);
+                }
+            }
+            int isum[TM][TN];
+            uint32_t scw[TM][2];  // Q4_K/Q5_K: the 8 scales of the row as bytes
 #pragma unroll
             for (int m = 0; m < TM; ++m) {
-                const uint8_t* blk = sW + (gm + GM * m) * SW + s * W::bytes;
-                int q[8], sc[8];
-#pragma unroll
-                for (int c = 0; c < 8; ++c) W::lane(blk, c, l, q[c], sc[c]);
-                const float dw = h2f(ld16(blk + W::d_off));
-                int mw0 = 0, mw1 = 0, o0 = 0, o1 = 0;
-                float dminw = 0.0f;
+                const int mm = gm + GM * m;
                 if constexpr (kMin) {
-                    mw0 = cd::scale_min_k4(blk + 4, 2 * kk, true);
-                    mw1 = cd::scale_min_k4(blk + 4, 2 * kk + 1, true);
-                    dminw = h2f(ld16(blk + 2));
-                } else {  // Q6_K: lane l's share of the -32 offset uses scales 2l, 2l + 1
-                    o0 = static_cast<int8_t>(blk[192 + 2 * l]);
-                    o1 = static_cast<int8_t>(blk[192 + 2 * l + 1]);
+                    const uint2 w2 = *reinterpret_cast<const uint2*>(sSc + (mm * KS + s) * 16);
+                    scw[m][0] = w2.x;
+                    scw[m][1] = w2.y;
                 }
 #pragma unroll
                 for (int n = 0; n < TN; ++n) {
-                    int sum = 0;
-                    if constexpr (T == kQ6_K) sum = -32 * (o0 * b0[n] + o1 * b1[n]);
+                    isum[m][n] = kBias;
+                    if constexpr (T == kQ6_K) {  // lane l's share of the -32 offset: scales 2l, 2l + 1
+                        const int8_t* sc = reinterpret_cast<const int8_t*>(sW + mm * SW + s * W::bytes + 192);
+                        isum[m][n] = -32 * (sc[2 * l] * b0[n] + sc[2 * l + 1] * b1[n]);
+                    }
+                }
+            }
 #pragma unroll
-                    for (int c = 0; c < 8; ++c) sum += sc[c] * __dp4a(q[c], x[n][c], 0);
-                    acc[m][n] = cn::fma(cn::mul(da[n], dw), cd::i2f(sum), acc[m][n]);
-                    if constexpr (kMin) {
-                        const int mins = mw0 * b0[n] + mw1 * b1[n];
-                        mn[m][n] = cn::fma(cn::mul(-da[n], dminw), cd::i2f(mins), mn[m][n]);
+            for (int c = 0; c < 8; ++c) {
+                int x[TN];
+#pragma unroll
+                for (int n = 0; n < TN; ++n)
+                    x[n] = *reinterpret_cast<const int*>(sQ + (gn * TN + n) * SQ + 256 * s + 32 * c + 4 * l);
+#pragma unroll
+                for (int m = 0; m < TM; ++m) {
+                    const uint8_t* blk = sW + (gm + GM * m) * SW + s * W::bytes;
+                    const int q = W::codes(blk, c, l);
+                    int sc;
+                    if constexpr (kMin) sc = static_cast<int>((scw[m][c >> 2] >> (8 * (c & 3))) & 0xffu);
+                    else sc = static_cast<int8_t>(blk[192 + 2 * c + (l >> 2)]);
+#pragma unroll
+                    for (int n = 0; n < TN; ++n) isum[m][n] += sc * __dp4a(q, x[n], 0);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < TM; ++m) {
+                const int mm = gm + GM * m;
+                const uint8_t* blk = sW + mm * SW + s * W::bytes;
+                const float dw = h2f(ld16(blk + W::d_off));
+#pragma unroll
+                for (int n = 0; n < TN; ++n) {
+                    const float lane = kMagicLane<T> ? magic_to_float(isum[m][n]) : cd::i2f(isum[m][n]);
+                    acc[m][n] = cn::fma(cn::mul(da[n], dw), lane, acc[m][n]);
+                }
+                if constexpr (kMin) {
+                    const float dminw = h2f(ld16(blk + 2));
+                    const int mw0 = sSc[(mm * KS + s) * 16 + 8 + 2 * kk];
+                    const int mw1 = sSc[(mm * KS + s) * 16 + 8 + 2 * kk + 1];
+#pragma unroll
+                    for (int j = 0; j < TN / 2; ++j) {
+                        const int mins = kMagicBits + mw0 * bm0[j] + mw1 * bm1[j];
+                        mn[m][j] = cn::fma(cn::mul(-dam[j], dminw), magic_to_float(mins), mn[m][j]);
                     }
                 }
             }
         }
     }
+    // Close: xor 4, 2, 1 over the group's 8 lanes is canon::tree8; the min chains of rows
+    // 2 j + h are closed by xor 2, 1 within lanes 4 h .. 4 h + 3 ((am0 + am2) + (am1 + am3)) and
+    // fetched from lane 4 h of the group.
+    const int base = threadIdx.x & 24;  // the group's first lane in the warp
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
+        float mc[TN / 2];
+        if constexpr (kMin) {
+#pragma unroll
+            for (int j = 0; j < TN / 2; ++j) {
+                const float a = fadd_xor(mn[m][j], 2);
+                mc[j] = fadd_xor(a, 1);
+            }
+        }
 #pragma unroll
         for (int n = 0; n < TN; ++n) {
-            float v = fadd_xor(acc[m][n], 4);  // canon::tree8 over the 8 lanes of the group
+            float v = fadd_xor(acc[m][n], 4);
             v = fadd_xor(v, 2);
             v = fadd_xor(v, 1);
-            if constexpr (kMin) {
-                float a = fadd_xor(mn[m][n], 2);  // (am0 + am2) + (am1 + am3)
-                a = fadd_xor(a, 1);
-                v = cn::add(v, a);
-            }
+            if constexpr (kMin) v = cn::add(v, __shfl_sync(kFull, mc[n >> 1], base + 4 * (n & 1)));
             const int row = m0 + gm + GM * m, col = n0 + gn * TN + n;
             if (l == 0 && row < total && col < n_act) store(J, row, col, v, accumulate);
         }
