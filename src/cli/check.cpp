@@ -198,11 +198,13 @@ int run_check(const CheckOptions& o) {
         if (!c) {
             r.fail("tier", c.error().message);
         } else {
-            r.ready("tier", std::string(runtime::to_string(c.value().tier)) + ": " + c.value().reason);
+            r.ready("tier",
+                    std::string(runtime::to_string(c.value().tier)) + ": " + c.value().reason);
             std::string dev;
             if (c.value().tier == runtime::Tier::Cuda) {
                 for (const auto& d : p.devices)
-                    if (d.index == c.value().device) dev = "cuda:" + std::to_string(d.index) + " (" + d.name + ")";
+                    if (d.index == c.value().device)
+                        dev = "cuda:" + std::to_string(d.index) + " (" + d.name + ")";
             } else {
                 dev = "cpu";
                 if (rt.device_source != "default")

@@ -273,8 +273,9 @@ std::string request_evidence_json(const RequestEvidence& e) {
     o += ",\"prompt_rows\":" + std::to_string(e.prompt_rows);
     o += ",\"generated_rows\":" + std::to_string(e.generated_rows);
     o += ",\"attribution\":" +
-         json_str("devices: each step's ops and bytes split by rows over its requests; "
-                  "step_totals: whole steps this request was part of (shared)");
+         json_str(
+             "devices: each step's ops and bytes split by rows over its requests; "
+             "step_totals: whole steps this request was part of (shared)");
     o += ",\"devices\":" + op_tally_json(e.share);
     o += ",\"step_totals\":" + op_tally_json(e.step_totals);
     o += ",\"cpu_fallback\":" + std::to_string(e.cpu_fallback);

@@ -50,8 +50,8 @@ struct StepRecord {
 };
 
 struct RequestEvidence {
-    std::string execution_tier;  // "cpu", "cuda", "cuda+cpu" (a fallback in one of its steps)
-    uint64_t steps = 0;          // steps it had rows in
+    std::string execution_tier;   // "cpu", "cuda", "cuda+cpu" (a fallback in one of its steps)
+    uint64_t steps = 0;           // steps it had rows in
     uint64_t prompt_rows = 0;     // rows at prompt positions (the cached prefix is not run)
     uint64_t generated_rows = 0;  // rows at generated positions (tokens fed back to the model)
     OpTally share;                // its row share of each step's counts (sums to the process)

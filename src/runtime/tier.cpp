@@ -39,8 +39,8 @@ std::string mib(size_t b) {
 
 std::string describe_devices(const cuda::Probe& probe) {
     if (probe.devices.empty())
-        return "none (" + (probe.reason.empty() ? std::string("no usable CUDA device") : probe.reason) +
-               ")";
+        return "none (" +
+               (probe.reason.empty() ? std::string("no usable CUDA device") : probe.reason) + ")";
     std::string o;
     for (const auto& d : probe.devices) {
         if (!o.empty()) o += ", ";
@@ -111,7 +111,8 @@ namespace {
 Result<int> parse_int(const std::string& s, const char* var, int lo, int hi) {
     char* end = nullptr;
     const long v = std::strtol(s.c_str(), &end, 10);
-    const bool starts_ok = !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
+    const bool starts_ok =
+        !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-');
     if (!starts_ok || *end != '\0' || v < lo || v > hi)
         return make_error(std::string(var) + "=" + s + ": expected an integer in [" +
                           std::to_string(lo) + ", " + std::to_string(hi) + "]");

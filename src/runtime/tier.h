@@ -53,10 +53,10 @@ struct Thresholds {
 
 struct RuntimeOptions {
     TierRequest tier = TierRequest::Auto;
-    std::string tier_source = "default";  // "--tier", "ZINC_TIER" or "default"
-    int device = 0;                          // -d N / --device N, else ZINC_DEVICE, else 0
-    std::string device_source = "default";   // "-d", "ZINC_DEVICE" or "default"
-    int validate_steps = 0;            // ZINC_VALIDATE=N
+    std::string tier_source = "default";    // "--tier", "ZINC_TIER" or "default"
+    int device = 0;                         // -d N / --device N, else ZINC_DEVICE, else 0
+    std::string device_source = "default";  // "-d", "ZINC_DEVICE" or "default"
+    int validate_steps = 0;                 // ZINC_VALIDATE=N
     bool validate_strict = false;      // ZINC_VALIDATE_STRICT=1: finish on the CPU after a failure
     Thresholds thresholds;             // ZINC_VALIDATE_TOL=residual[,logits]
     std::vector<int> skip_layers;      // ZINC_SKIP_LAYERS=3,5 (debug shortcut)

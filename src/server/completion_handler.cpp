@@ -81,11 +81,11 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
             max_tokens = n_ctx - n_prompt;
             if (cr.kind == ApiKind::Completion && max_tokens > 16) max_tokens = 16;
             if (max_tokens < 1)
-                return context_length_exceeded(
-                    "this model's context is " + std::to_string(n_ctx) +
-                        " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
-                        " tokens, leaving no room to generate",
-                    prompt_param);
+                return context_length_exceeded("this model's context is " + std::to_string(n_ctx) +
+                                                   " tokens per sequence; the prompt has " +
+                                                   std::to_string(n_prompt) +
+                                                   " tokens, leaving no room to generate",
+                                               prompt_param);
         }
         for (int32_t j = 0; j < cr.n; ++j) {
             ChoiceSpec s;
@@ -229,7 +229,9 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         // The status line is long gone: report in-band, as OpenAI does mid-stream.
         const ApiError& e = *st.gen->failure();
         json err = {{"error",
-                     {{"message", e.message}, {"type", e.type}, {"param", nullptr},
+                     {{"message", e.message},
+                      {"type", e.type},
+                      {"param", nullptr},
                       {"code", e.code ? json(*e.code) : json(nullptr)}}}};
         st.ended = true;
         if (!write(sse_event(dump(err))) || !write(sse_done())) return false;
@@ -283,8 +285,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     std::vector<std::string> stops = cr.stop;
     if (kind == ApiKind::Chat)
         for (const auto& s : ctx.model.chat_stop_strings) stops.push_back(s);
-    auto gen = Generation::start(*ctx.model.engine, *ctx.model.tok, std::move(specs.value()),
-                                 stops, &ctx.metrics, arrival);
+    auto gen = Generation::start(*ctx.model.engine, *ctx.model.tok, std::move(specs.value()), stops,
+                                 &ctx.metrics, arrival);
     if (!gen.ok()) return send_error(res, gen.error());
     ctx.metrics.count_tokens(static_cast<uint64_t>(n_prompt_tokens), 0);
 
@@ -294,8 +296,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.created = static_cast<int64_t>(std::time(nullptr));
     meta.model = ctx.opts.model_id;
 
-    if (!cr.stream)
-        return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+    if (!cr.stream) return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
 
     auto st = std::make_shared<StreamState>();
     st->gen = std::move(gen.value());

@@ -49,15 +49,15 @@ struct Generation::Choice {
 
 Generation::Generation(engine::Engine& eng, const tokenizer::Tokenizer& tok, Metrics* metrics,
                        Clock::time_point arrival)
-    : eng_(eng), tok_(tok), metrics_(metrics), arrival_(arrival),
+    : eng_(eng),
+      tok_(tok),
+      metrics_(metrics),
+      arrival_(arrival),
       channel_(std::make_shared<Channel>()) {}
 
-ApiResult<std::unique_ptr<Generation>> Generation::start(engine::Engine& eng,
-                                                         const tokenizer::Tokenizer& tok,
-                                                         std::vector<ChoiceSpec> choices,
-                                                         const std::vector<std::string>& stops,
-                                                         Metrics* metrics,
-                                                         Clock::time_point arrival) {
+ApiResult<std::unique_ptr<Generation>> Generation::start(
+    engine::Engine& eng, const tokenizer::Tokenizer& tok, std::vector<ChoiceSpec> choices,
+    const std::vector<std::string>& stops, Metrics* metrics, Clock::time_point arrival) {
     std::unique_ptr<Generation> g(new Generation(eng, tok, metrics, arrival));
     for (auto& spec : choices) {
         auto c = std::make_unique<Choice>(tok, stops);
@@ -81,9 +81,12 @@ ApiResult<std::unique_ptr<Generation>> Generation::start(engine::Engine& eng,
             switch (err->kind) {
                 case engine::SubmitErrorKind::ContextLength:
                     return context_length_exceeded(err->message, "messages");
-                case engine::SubmitErrorKind::QueueFull: return queue_full(err->message);
-                case engine::SubmitErrorKind::ShuttingDown: return shutting_down();
-                case engine::SubmitErrorKind::InvalidRequest: return bad_request(err->message);
+                case engine::SubmitErrorKind::QueueFull:
+                    return queue_full(err->message);
+                case engine::SubmitErrorKind::ShuttingDown:
+                    return shutting_down();
+                case engine::SubmitErrorKind::InvalidRequest:
+                    return bad_request(err->message);
             }
             return internal_error(err->message);
         }
@@ -93,11 +96,14 @@ ApiResult<std::unique_ptr<Generation>> Generation::start(engine::Engine& eng,
     return g;
 }
 
-Generation::~Generation() { cancel(); }
+Generation::~Generation() {
+    cancel();
+}
 
 void Generation::cancel() {
     for (auto& c : choices_)
-        if (c->submitted && !c->engine_done) eng_.cancel(c->id);  // unknown/finished ids are ignored
+        if (c->submitted && !c->engine_done)
+            eng_.cancel(c->id);                      // unknown/finished ids are ignored
     for (auto& c : choices_) c->engine_done = true;  // nothing more is awaited from the engine
 }
 
@@ -167,7 +173,8 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
             if (c.n_tokens == 0) c.first_token = item.at;
             if (metrics_) {
                 if (!first_token_seen_)
-                    metrics_->observe_ttft(std::chrono::duration<double>(item.at - arrival_).count());
+                    metrics_->observe_ttft(
+                        std::chrono::duration<double>(item.at - arrival_).count());
                 else if (c.n_tokens > 0)
                     metrics_->observe_itl(
                         std::chrono::duration<double>(item.at - c.last_token).count());

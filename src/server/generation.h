@@ -46,12 +46,9 @@ class Generation {
     /// Submit every choice. A refusal cancels those already submitted and maps to an ApiError:
     /// ContextLength -> 400 context_length_exceeded, QueueFull -> 429, ShuttingDown -> 503,
     /// InvalidRequest -> 400. `metrics` may be null.
-    static ApiResult<std::unique_ptr<Generation>> start(engine::Engine& eng,
-                                                        const tokenizer::Tokenizer& tok,
-                                                        std::vector<ChoiceSpec> choices,
-                                                        const std::vector<std::string>& stops,
-                                                        Metrics* metrics,
-                                                        Clock::time_point arrival);
+    static ApiResult<std::unique_ptr<Generation>> start(
+        engine::Engine& eng, const tokenizer::Tokenizer& tok, std::vector<ChoiceSpec> choices,
+        const std::vector<std::string>& stops, Metrics* metrics, Clock::time_point arrival);
     ~Generation();
     Generation(const Generation&) = delete;
     Generation& operator=(const Generation&) = delete;

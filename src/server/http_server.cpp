@@ -3,19 +3,18 @@
 // completion_handler.cpp.
 #include "server/http_server.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <ctime>
-#include <exception>
-#include <string_view>
-#include <thread>
-
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <exception>
+#include <string_view>
+#include <thread>
 
 #include "server/auth.h"
 #include "server/json_fields.h"
@@ -60,8 +59,9 @@ namespace {
 // Routes with their own label in zinc_requests_total; anything else counts as "other" so a
 // scanner cannot grow the label set.
 std::string endpoint_label(const std::string& path) {
-    static const char* const known[] = {"/v1/chat/completions", "/v1/completions", "/v1/models",
-                                        "/health", "/metrics", "/tokenize", "/detokenize"};
+    static const char* const known[] = {
+        "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+        "/detokenize"};
     for (const char* k : known)
         if (path == k) return k;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
@@ -89,7 +89,8 @@ constexpr Route kRoutes[] = {
 const Route* route_of(const std::string& path) {
     for (const Route& r : kRoutes) {
         const std::string_view p = r.path;
-        if (p.back() == '/' ? path.size() > p.size() && path.rfind(p, 0) == 0 : path == p) return &r;
+        if (p.back() == '/' ? path.size() > p.size() && path.rfind(p, 0) == 0 : path == p)
+            return &r;
     }
     return nullptr;
 }
@@ -177,21 +178,22 @@ json HttpServer::Impl::model_card() const {
 void HttpServer::Impl::health(httplib::Response& res) {
     const engine::EngineStats st = ctx.model.engine->stats();
     const engine::EngineOptions& eo = ctx.model.engine->options();
-    json j = {{"status", "ok"},
-              {"model", ctx.opts.model_id},
-              {"slots", {{"total", eo.n_parallel}, {"busy", st.slots_busy}, {"idle", st.slots_idle}}},
-              {"queue_depth", st.queue_depth},
-              {"max_queue", eo.max_queue},
-              {"n_ctx", eo.n_ctx},
-              {"kv_blocks",
-               {{"total", st.kv_blocks_total},
-                {"used", st.kv_blocks_used},
-                {"free", st.kv_blocks_free},
-                {"cached", st.kv_blocks_cached},
-                {"block_size", eo.block_size},
-                {"bytes_per_block", ctx.model.kv_block_bytes}}},
-              {"prefix_cache", eo.prefix_cache},
-              {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
+    json j = {
+        {"status", "ok"},
+        {"model", ctx.opts.model_id},
+        {"slots", {{"total", eo.n_parallel}, {"busy", st.slots_busy}, {"idle", st.slots_idle}}},
+        {"queue_depth", st.queue_depth},
+        {"max_queue", eo.max_queue},
+        {"n_ctx", eo.n_ctx},
+        {"kv_blocks",
+         {{"total", st.kv_blocks_total},
+          {"used", st.kv_blocks_used},
+          {"free", st.kv_blocks_free},
+          {"cached", st.kv_blocks_cached},
+          {"block_size", eo.block_size},
+          {"bytes_per_block", ctx.model.kv_block_bytes}}},
+        {"prefix_cache", eo.prefix_cache},
+        {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
     if (ctx.model.evidence)  // what ran where (runtime/evidence.h, docs/runtime.md)
         j["evidence"] = json::parse(runtime::evidence_json(ctx.model.evidence->snapshot()));
     send_json(res, j);
@@ -224,9 +226,9 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         if (!cr.ok()) return send_error(res, cr.error());
         auto t = ctx.model.render_chat(cr.value().messages);
         if (!t.ok())
-            return send_error(res, bad_request("the chat template failed on these messages: " +
-                                                   t.error().message,
-                                               std::string("messages")));
+            return send_error(
+                res, bad_request("the chat template failed on these messages: " + t.error().message,
+                                 std::string("messages")));
         ids = std::move(t.value());
     } else {
         const char* key = r.find("content") ? "content" : "prompt";
@@ -236,11 +238,13 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         ids = tok.encode(text, add_special, /*parse_special=*/true);
     }
     if (r.error()) return send_error(res, *r.error());
-    json j = {{"tokens", ids}, {"count", ids.size()},
+    json j = {{"tokens", ids},
+              {"count", ids.size()},
               {"max_model_len", ctx.model.engine->options().n_ctx}};
     if (with_pieces) {
         json pieces = json::array();
-        for (int32_t id : ids) pieces.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        for (int32_t id : ids)
+            pieces.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
         j["pieces"] = std::move(pieces);
     }
     send_json(res, j);
@@ -259,7 +263,8 @@ void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response
     for (size_t k = 0; k < it->size(); ++k) {
         const json& v = (*it)[k];
         const auto id = v.is_number() ? as_integer(v) : std::nullopt;
-        if (!id) return send_error(res, wrong_type(path_index("tokens", k), "a token id (integer)", v));
+        if (!id)
+            return send_error(res, wrong_type(path_index("tokens", k), "a token id (integer)", v));
         if (*id < 0 || *id >= tok.n_vocab())
             return send_error(res, invalid_value(path_index("tokens", k),
                                                  "token id " + std::to_string(*id) +
@@ -283,12 +288,10 @@ void HttpServer::Impl::setup_routes() {
     http.Post("/v1/completions", [c](const httplib::Request& req, httplib::Response& res) {
         handle_completions(*c, ApiKind::Completion, req, res);
     });
-    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-        models(req, res);
-    });
-    http.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
-        models(req, res);
-    });
+    http.Get("/v1/models",
+             [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
+    http.Get("/v1/models/(.+)",
+             [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
     http.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
         res.status = 200;
@@ -296,9 +299,8 @@ void HttpServer::Impl::setup_routes() {
         if (c->model.evidence) body += runtime::evidence_prometheus(c->model.evidence->snapshot());
         res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
     });
-    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-        tokenize(req, res);
-    });
+    http.Post("/tokenize",
+              [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
         detokenize(req, res);
     });
@@ -319,8 +321,8 @@ void HttpServer::Impl::setup_routes() {
     // CORS (docs/server.md): every response names the allowed origin; preflights are answered
     // before the API-key check (browsers send them without credentials).
     if (!ctx.opts.cors_origin.empty())
-        http.set_default_headers({{"Access-Control-Allow-Origin", ctx.opts.cors_origin},
-                                  {"Vary", "Origin"}});
+        http.set_default_headers(
+            {{"Access-Control-Allow-Origin", ctx.opts.cors_origin}, {"Vary", "Origin"}});
 
     http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
         if (req.method == "OPTIONS") {
@@ -342,20 +344,23 @@ void HttpServer::Impl::setup_routes() {
     // come without a body: give them OpenAI's error shape. Our own errors already have one.
     http.set_error_handler(httplib::Server::HandlerWithResponse(
         [c](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        if (res.status == 404)
-            e = not_found_route(req.method, req.path);
-        else if (res.status == 413)
-            e = body_too_large(c->opts.max_body_bytes);
-        else
-            e = ApiError{res.status, "invalid_request_error",
-                         "the HTTP request could not be processed (status " +
-                             std::to_string(res.status) + ")",
-                         std::nullopt, std::nullopt, 0};
-        res.set_content(error_body(e), "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-    }));
+            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            ApiError e;
+            if (res.status == 404)
+                e = not_found_route(req.method, req.path);
+            else if (res.status == 413)
+                e = body_too_large(c->opts.max_body_bytes);
+            else
+                e = ApiError{res.status,
+                             "invalid_request_error",
+                             "the HTTP request could not be processed (status " +
+                                 std::to_string(res.status) + ")",
+                             std::nullopt,
+                             std::nullopt,
+                             0};
+            res.set_content(error_body(e), "application/json");
+            return httplib::Server::HandlerResponse::Handled;
+        }));
     http.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
             std::string what = "unknown exception";
@@ -373,17 +378,19 @@ void HttpServer::Impl::setup_routes() {
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+    stop();
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, ServerOptions opts) {
     if (!model.engine || !model.tok || !model.render_chat)
         return make_error("server: engine, tokenizer and chat renderer are required");
     if (opts.port < 0 || opts.port > 65535)
-        return make_error("server: port " + std::to_string(opts.port) + " is out of range 0..65535");
+        return make_error("server: port " + std::to_string(opts.port) +
+                          " is out of range 0..65535");
     if (opts.model_id.empty()) return make_error("server: the model id is empty");
     int threads = opts.http_threads;
-    if (threads <= 0)
-        threads = 2 * std::max(model.engine->options().n_parallel, 16) + 32;
+    if (threads <= 0) threads = 2 * std::max(model.engine->options().n_parallel, 16) + 32;
     const size_t max_body = opts.max_body_bytes;
     const int keepalive = opts.idle_keepalive_s;
     const std::string host = opts.host;
@@ -422,9 +429,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(ServedModel model, Server
     return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-int HttpServer::port() const { return impl_->port; }
+int HttpServer::port() const {
+    return impl_->port;
+}
 
-bool HttpServer::run() { return impl_->http.listen_after_bind(); }
+bool HttpServer::run() {
+    return impl_->http.listen_after_bind();
+}
 
 void HttpServer::stop() {
     if (impl_) impl_->http.stop();

@@ -7,9 +7,9 @@
 // limits and metric names are documented in docs/server.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,12 +32,12 @@ using ChatRenderer =
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;                      // 0: any free port (see HttpServer::port())
-    std::vector<std::string> api_keys;    // empty: no auth
-    size_t max_body_bytes = 8u << 20;     // larger bodies get 413
-    int http_threads = 0;                 // connection threads; 0: 2 * max(parallel, 16) + 32
-    std::string model_id;                 // the name /v1/models lists and requests must use
-    engine::SamplerOptions sampling;      // defaults for fields a request leaves out (not seed)
+    int port = 8080;                    // 0: any free port (see HttpServer::port())
+    std::vector<std::string> api_keys;  // empty: no auth
+    size_t max_body_bytes = 8u << 20;   // larger bodies get 413
+    int http_threads = 0;               // connection threads; 0: 2 * max(parallel, 16) + 32
+    std::string model_id;               // the name /v1/models lists and requests must use
+    engine::SamplerOptions sampling;    // defaults for fields a request leaves out (not seed)
     /// Seed for requests that give none (choice j: seed + j); absent: a random one each.
     std::optional<uint64_t> default_seed;
     RequestLimits limits;
@@ -46,7 +46,7 @@ struct ServerOptions {
     /// API, which still needs the API key when keys are set). Empty: no CORS headers (browsers
     /// then refuse cross-origin calls); preflights are still answered 204 with Allow.
     std::string cors_origin = "*";
-    int heartbeat_ms = 2000;  // idle streams get an SSE comment this often (finds gone clients)
+    int heartbeat_ms = 2000;   // idle streams get an SSE comment this often (finds gone clients)
     int idle_keepalive_s = 5;  // an idle keep-alive connection is closed after this long
 };
 

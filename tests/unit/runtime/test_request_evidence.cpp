@@ -215,9 +215,9 @@ TEST(RequestEvidence, ConcurrentRequestsMatchTheFormulaAndSumToTheProcess) {
     std::vector<std::unique_ptr<Waiter>> ws;
     for (size_t i = 0; i < shapes.size(); ++i) {
         ws.push_back(std::make_unique<Waiter>());
-        auto r = s.engine->submit(greedy(prompt_of(static_cast<int>(i), shapes[i].first),
-                                         shapes[i].second),
-                                  ws.back()->sink());
+        auto r = s.engine->submit(
+            greedy(prompt_of(static_cast<int>(i), shapes[i].first), shapes[i].second),
+            ws.back()->sink());
         ASSERT_TRUE(std::holds_alternative<ze::RequestId>(r));
     }
     rt::OpTally share_sum;
@@ -342,8 +342,8 @@ TEST(RequestEvidence, ForcedCpuOpIsReportedByTheRequestsOfItsSteps) {
     eo.make_runner = [&](const zm::RunnerOptions& o) -> zinc::Result<std::unique_ptr<zm::Runner>> {
         auto r = zm::Runner::create_cpu(model, o);
         if (!r) return r.error();
-        return std::unique_ptr<zm::Runner>(
-            std::make_unique<FallbackRunner>(std::move(r.value()), ev, std::vector<uint64_t>{1, 2}));
+        return std::unique_ptr<zm::Runner>(std::make_unique<FallbackRunner>(
+            std::move(r.value()), ev, std::vector<uint64_t>{1, 2}));
     };
     eo.step_evidence = [ev] { return ev->last_step(); };
     auto e = ze::Engine::create(model, eo);
