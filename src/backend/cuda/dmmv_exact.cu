@@ -27,6 +27,8 @@
 // w = the two 16-element code sums of the group as int16 bits (low, high): Q8_K's bsums.
 // Output: y = v (+ bias) or, accumulating, y = y + (v (+ bias)), each one rounded add — as the
 // CPU tier's `v += bias` and residual `x += y`.
+#include <type_traits>
+
 #include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
@@ -132,35 +134,60 @@ __global__ void __launch_bounds__(kThreads)
     float acc[NB], am[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = am[b] = 0.0f;
-    for (int i = p; i < nb; i += 2) {
-        const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
-        const int wq = W::codes(blk, l);
-        const float dw = h2f(ld16(blk));
+    // One step: this thread's blocks i0, i0 + 2, ..., i0 + 2 (U - 1), in that order. All loads of
+    // the step are issued before its chain operations (U blocks in flight per thread).
+    auto step = [&](int i0, auto u_tag) {
+        constexpr int U = decltype(u_tag)::value;
+        int wq[U];
+        float dw[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const uint8_t* blk = w + static_cast<size_t>(i0 + 2 * u) * W::bytes;
+            wq[u] = W::codes(blk, l);
+            dw[u] = h2f(ld16(blk));
+        }
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
             if (b < na) {
-                const int x = *reinterpret_cast<const int*>(aqb + b * k + 32 * static_cast<size_t>(i));
-                const float dd = cn::mul(dw, adb[b * static_cast<size_t>(nb) + i].x);
-                acc[b] = cn::fma(dd, static_cast<float>(__dp4a(wq, x, 0)), acc[b]);
+                int x[U];
+                float da[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const size_t i = static_cast<size_t>(i0 + 2 * u);
+                    x[u] = *reinterpret_cast<const int*>(aqb + b * k + 32 * i);
+                    da[u] = reinterpret_cast<const float*>(adb + b * static_cast<size_t>(nb) + i)[0];
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    acc[b] = cn::fma(cn::mul(dw[u], da[u]), static_cast<float>(__dp4a(wq[u], x[u], 0)), acc[b]);
             }
         }
         if constexpr (W::asym) {
-            if (sub == 0) {  // the min chain: blocks i (even) and i + 1
-                const float m0 = h2f(ld16(blk + 2));
-                const bool pair = i + 1 < nb;
-                const float m1 = pair ? h2f(ld16(blk + W::bytes + 2)) : 0.0f;
+            if (sub == 0) {  // the min chain: block pairs (i, i + 1), i = i0, i0 + 2, ...
 #pragma unroll
-                for (int b = 0; b < NB; ++b) {
-                    if (b < na) {
-                        const float4* s = adb + b * static_cast<size_t>(nb) + i;
-                        const float p0 = cn::mul(m0, s[0].y);
-                        am[b] = pair ? cn::add(am[b], cn::add(p0, cn::mul(m1, s[1].y)))
-                                     : cn::add(am[b], p0);
+                for (int u = 0; u < U; ++u) {
+                    const int i = i0 + 2 * u;
+                    const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
+                    const float m0 = h2f(ld16(blk + 2));
+                    const bool pair = i + 1 < nb;
+                    const float m1 = pair ? h2f(ld16(blk + W::bytes + 2)) : 0.0f;
+#pragma unroll
+                    for (int b = 0; b < NB; ++b) {
+                        if (b < na) {
+                            const float4* s = adb + b * static_cast<size_t>(nb) + i;
+                            const float p0 = cn::mul(m0, s[0].y);
+                            am[b] = pair ? cn::add(am[b], cn::add(p0, cn::mul(m1, s[1].y)))
+                                         : cn::add(am[b], p0);
+                        }
                     }
                 }
             }
         }
-    }
+    };
+    constexpr int kU = NB <= 2 ? 4 : 2;
+    int i = p;
+    for (; i + 2 * (kU - 1) < nb; i += 2 * kU) step(i, std::integral_constant<int, kU>{});
+    for (; i < nb; i += 2) step(i, std::integral_constant<int, 1>{});
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
         float v = fadd_xor(acc[b], 8);  // chain 0 + chain 1, lane-wise
@@ -256,52 +283,68 @@ __global__ void __launch_bounds__(kThreads)
     float acc[NB], mn[NB];  // mn: Q2_K's st, or Q4_K/Q5_K's am[l & 3]
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = mn[b] = 0.0f;
-    for (int i = 0; i < nsb; ++i) {
-        const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
-        int q0, s0, q1, s1;
-        W::lane(blk, 2 * part, l, q0, s0);
-        W::lane(blk, 2 * part + 1, l, q1, s1);
-        const float dw = h2f(ld16(blk + W::d_off));
+    // One step: super-blocks i0 .. i0 + U - 1, weight loads for all of them first, then the chain
+    // operations in super-block order.
+    auto step = [&](int i0, auto u_tag) {
+        constexpr int U = decltype(u_tag)::value;
+        int q0[U], s0[U], q1[U], s1[U];
+        float dw[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const uint8_t* blk = w + static_cast<size_t>(i0 + u) * W::bytes;
+            W::lane(blk, 2 * part, l, q0[u], s0[u]);
+            W::lane(blk, 2 * part + 1, l, q1[u], s1[u]);
+            dw[u] = h2f(ld16(blk + W::d_off));
+        }
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
             if (b < na) {
-                const int8_t* xa = aqb + b * k + 256 * static_cast<size_t>(i) + 64 * part;
-                const float4* sa = adb + b * static_cast<size_t>(n_grp) + 8 * i;
-                int s = s0 * __dp4a(q0, *reinterpret_cast<const int*>(xa), 0) +
-                        s1 * __dp4a(q1, *reinterpret_cast<const int*>(xa + 32), 0);
-                if constexpr (T == kQ6_K) {
-                    if (part == 0) {  // lane l's share of the -32 offset: sub-blocks 2l, 2l + 1
-                        const float4 g = sa[l];
-                        const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-                        s -= 32 * (sc[2 * l] * bsum_lo(g) + sc[2 * l + 1] * bsum_hi(g));
-                    }
-                }
-                s = isum_xor(s, 8);
-                s = isum_xor(s, 16);
-                const float da = sa[0].x;
-                acc[b] = cn::fma(cn::mul(da, dw), static_cast<float>(s), acc[b]);
-                if constexpr (T == kQ2_K) {
-                    // summ = sum_k (scales[k] >> 4) * bsums[k]: thread t < 16 takes sub-block t
-                    int m = 0;
-                    if (t < 16) {
-                        const float4 g = sa[t >> 1];
-                        m = (blk[t] >> 4) * ((t & 1) ? bsum_hi(g) : bsum_lo(g));
-                    }
 #pragma unroll
-                    for (int o = 16; o >= 1; o >>= 1) m = isum_xor(m, o);
-                    const float dmin = cn::mul(da, h2f(ld16(blk + 82)));
-                    mn[b] = cn::sub(mn[b], cn::mul(dmin, static_cast<float>(m)));
-                } else if constexpr (T == kQ4_K || T == kQ5_K) {
-                    const int kk = l & 3;  // min lane: sub-blocks 2kk, 2kk + 1 (groups)
-                    const float4 g0 = sa[2 * kk], g1 = sa[2 * kk + 1];
-                    const int m = cd::scale_min_k4(blk + 4, 2 * kk, true) * (bsum_lo(g0) + bsum_hi(g0)) +
-                                  cd::scale_min_k4(blk + 4, 2 * kk + 1, true) * (bsum_lo(g1) + bsum_hi(g1));
-                    const float dmin = cn::mul(-da, h2f(ld16(blk + 2)));
-                    mn[b] = cn::fma(dmin, static_cast<float>(m), mn[b]);
+                for (int u = 0; u < U; ++u) {
+                    const int i = i0 + u;
+                    [[maybe_unused]] const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
+                    const int8_t* xa = aqb + b * k + 256 * static_cast<size_t>(i) + 64 * part;
+                    const float4* sa = adb + b * static_cast<size_t>(n_grp) + 8 * i;
+                    int s = s0[u] * __dp4a(q0[u], *reinterpret_cast<const int*>(xa), 0) +
+                            s1[u] * __dp4a(q1[u], *reinterpret_cast<const int*>(xa + 32), 0);
+                    if constexpr (T == kQ6_K) {
+                        if (part == 0) {  // lane l's share of the -32 offset: sub-blocks 2l, 2l + 1
+                            const float4 g = sa[l];
+                            const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+                            s -= 32 * (sc[2 * l] * bsum_lo(g) + sc[2 * l + 1] * bsum_hi(g));
+                        }
+                    }
+                    s = isum_xor(s, 8);
+                    s = isum_xor(s, 16);
+                    const float da = sa[0].x;
+                    acc[b] = cn::fma(cn::mul(da, dw[u]), static_cast<float>(s), acc[b]);
+                    if constexpr (T == kQ2_K) {
+                        // summ = sum_k (scales[k] >> 4) * bsums[k]: thread t < 16 takes sub-block t
+                        int m = 0;
+                        if (t < 16) {
+                            const float4 g = sa[t >> 1];
+                            m = (blk[t] >> 4) * ((t & 1) ? bsum_hi(g) : bsum_lo(g));
+                        }
+#pragma unroll
+                        for (int o = 16; o >= 1; o >>= 1) m = isum_xor(m, o);
+                        const float dmin = cn::mul(da, h2f(ld16(blk + 82)));
+                        mn[b] = cn::sub(mn[b], cn::mul(dmin, static_cast<float>(m)));
+                    } else if constexpr (T == kQ4_K || T == kQ5_K) {
+                        const int kk = l & 3;  // min lane: sub-blocks 2kk, 2kk + 1 (groups)
+                        const float4 g0 = sa[2 * kk], g1 = sa[2 * kk + 1];
+                        const int m = cd::scale_min_k4(blk + 4, 2 * kk, true) * (bsum_lo(g0) + bsum_hi(g0)) +
+                                      cd::scale_min_k4(blk + 4, 2 * kk + 1, true) * (bsum_lo(g1) + bsum_hi(g1));
+                        const float dmin = cn::mul(-da, h2f(ld16(blk + 2)));
+                        mn[b] = cn::fma(dmin, static_cast<float>(m), mn[b]);
+                    }
                 }
             }
         }
-    }
+    };
+    constexpr int kU = NB <= 2 ? 2 : 1;
+    int i = 0;
+    for (; i + kU <= nsb; i += kU) step(i, std::integral_constant<int, kU>{});
+    for (; i < nsb; ++i) step(i, std::integral_constant<int, 1>{});
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
         float v = fadd_xor(acc[b], 4);
