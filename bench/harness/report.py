@@ -483,7 +483,8 @@ def short_summary(res):
                    f" s llama.cpp {f((l.get('e2e_s') or {}).get('median'), 2)} s used "
                    f"{z.get('n_used', 0)}/{z.get('n_runs', 0)} {l.get('n_used', 0)}/"
                    f"{l.get('n_runs', 0)} score {ratio(sco.get('score'))}"
-                   + (f" ({sco['why'][:80]})" if sco.get("why") else ""))
+                   + (f" ({sco['why'][:80]})" if sco.get("why") else "")
+                   + (f" [skipped: {e['skipped']}]" if e.get("skipped") else ""))
     if sc and sc.get("overall"):
         o = sc["overall"]
         out.append(f"scenarios overall score {ratio(o['score'])} (matched {o['n_matched']}, "

@@ -215,8 +215,9 @@ def micro_jobs(a, mi, models, deep):
         for d in depths_for(a, info)[1:]:
             jobs.append({"model_key": key, "model": path, "p": p, "n": n, "depth": d})
         ctx = min(info.get("n_ctx_train") or a.ctx, a.ctx if key == "main" else 8192)
-        jobs.append({"model_key": key, "model": path, "p": min(4096, ctx // 2), "n": 0,
-                     "depth": 0})
+        if min(4096, ctx // 2) > p:
+            jobs.append({"model_key": key, "model": path, "p": min(4096, ctx // 2), "n": 0,
+                         "depth": 0})
     return jobs
 
 
