@@ -291,6 +291,7 @@ struct Opts {
     uint64_t seed = 1;
     int n_threads = 0;
     bool from_floats = false;
+    float final_softcap = 0.f, attn_softcap = 0.f;  // 0: key not written
 };
 
 int synth(const Opts& o) {
@@ -363,6 +364,10 @@ int synth(const Opts& o) {
     }
     if (p->sliding_window > 0)
         s.w.add_kv(a + ".attention.sliding_window", OwnedValue::u32(p->sliding_window));
+    if (o.final_softcap > 0)
+        s.w.add_kv(a + ".final_logit_softcapping", OwnedValue::f32(o.final_softcap));
+    if (o.attn_softcap > 0)
+        s.w.add_kv(a + ".attn_logit_softcapping", OwnedValue::f32(o.attn_softcap));
     if (p->rope_scale_linear > 0) {
         s.w.add_kv(a + ".rope.scaling.type", OwnedValue::string("linear"));
         s.w.add_kv(a + ".rope.scaling.factor", OwnedValue::f32(p->rope_scale_linear));
@@ -446,6 +451,10 @@ int synth_main(int argc, char** argv) {
                    "GGUF whose tokenizer to copy (default: SmolLM2-135M-Instruct)");
     app.add_flag("--from-floats", o.from_floats,
                  "quantize random float rows (the slow path) instead of writing random blocks");
+    app.add_option("--final-logit-softcap", o.final_softcap,
+                   "write <arch>.final_logit_softcapping (Gemma 2 style: cap * tanh(logit / cap))");
+    app.add_option("--attn-logit-softcap", o.attn_softcap,
+                   "write <arch>.attn_logit_softcapping");
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->capture_default_str();
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;

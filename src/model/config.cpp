@@ -180,6 +180,20 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
         }
     }
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+    if (c.arch_name.rfind("gemma", 0) == 0) {
+        for (auto [suffix, dst] : {std::pair{"final_logit_softcapping", &c.final_logit_softcap},
+                                   std::pair{"attn_logit_softcapping", &c.attn_logit_softcap}}) {
+            auto cap = k.get_float(suffix);
+            if (!cap.ok()) return cap.error();
+            if (!cap.value()) continue;
+            if (!(*cap.value() >= 0 && *cap.value() < 1e30)) {
+                return make_error(file.path() + ": metadata " + k.key(suffix) + " = " +
+                                  std::to_string(*cap.value()) +
+                                  ", expected a finite value >= 0 (0: no soft-cap)");
+            }
+            *dst = static_cast<float>(*cap.value());
+        }
+    }
 
     const gguf::TensorInfo* emb = file.find_tensor(tn::global(tn::kTokenEmbd));
     if (!emb) {

@@ -45,6 +45,12 @@ struct ModelConfig {
     int32_t sliding_window = 0;      // 0: none
     std::vector<uint8_t> layer_swa;  // (n_layer) 1 where the layer uses the sliding window
     float attn_scale = 1.0f;         // multiplies q.k; 1/sqrt(head_dim_k) by default
+    /// Gemma-family soft-caps, x -> cap * tanh(x / cap) (0: none), from
+    /// <arch>.final_logit_softcapping (applied to the logits by both tiers) and
+    /// <arch>.attn_logit_softcapping (read only: Gemma 3 does not use it and llama.cpp ignores it
+    /// for gemma3; an architecture that applies it must do so in its attention).
+    float final_logit_softcap = 0.0f;
+    float attn_logit_softcap = 0.0f;
 
     int32_t q_dim() const { return n_head * head_dim_k; }
     int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }

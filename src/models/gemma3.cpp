@@ -13,7 +13,8 @@
 // Gemma's RMSNorm multiplies by (1 + w); llama.cpp's converter stores w + 1 in the GGUF, so the
 // norm weights are used as they are. Attention scale is 1/sqrt(head_dim) (query_pre_attn_scalar
 // = head_dim), except for the 27B model (62 layers) where it is 1/sqrt(n_embd / n_head).
-// Optional gemma3.final_logit_softcapping is honoured if present.
+// Optional gemma3.final_logit_softcapping (ModelConfig::final_logit_softcap) is honoured if
+// present; attn_logit_softcapping is not applied (Gemma 3 has none; llama.cpp ignores the key).
 #include <cmath>
 #include <vector>
 
@@ -64,9 +65,7 @@ class Gemma3 : public model::ArchModel {
         }
         ZINC_TRY(b.status());
 
-        auto cap = file.get_float(c.arch_name + ".final_logit_softcapping");
-        if (!cap.ok()) return cap.error();
-        if (cap.value()) final_softcap_ = static_cast<float>(*cap.value());
+        final_softcap_ = c.final_logit_softcap;  // config.h: <arch>.final_logit_softcapping
         return {};
     }
 

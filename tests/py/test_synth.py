@@ -249,3 +249,47 @@ def test_random_blocks_decode_is_not_degenerate(tmp, preset, typ):
             assert len(set(greedy)) >= 3, greedy
     assert 1.0 < sds[0] < 10.0, sds
     assert abs(sds[0] / sds[1] - 1) < 0.2, sds
+
+
+def zinc_logits(path, toks, ids, P):
+    r = subprocess.run([TOOL, "--model", path, "--tokens", ",".join(map(str, toks)),
+                        "--top-positions", str(P), "--top-k", "1", "--n-predict", "1",
+                        "--threads", "2", "--logit-ids", ",".join(map(str, ids))],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return np.asarray(json.loads(r.stdout)["logits_at_ids"], dtype=np.float64)
+
+
+def test_gemma_final_logit_softcap_matches_llama_cpp(tmp):
+    """gemma3.final_logit_softcapping = 3 (zinc synth --final-logit-softcap): llama.cpp caps the
+    logits at 3 * tanh(l / 3); zinc's CPU tier must too (max |logit| <= 3, zinc's logits equal
+    3 tanh(l / 3) of its uncapped ones, and they agree with llama.cpp's within 0.25 + 0.06 |l|). gemma3.attn_logit_softcapping is ignored by llama.cpp for gemma3, and by zinc."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    need(TOOL)
+    plain = synth_extra(tmp, "gemma3-tiny", "q8_0", [])
+    capped = synth_extra(tmp, "gemma3-tiny", "q8_0", ["--final-logit-softcap", "3"])
+    attn = synth_extra(tmp, "gemma3-tiny", "q8_0", ["--attn-logit-softcap", "0.5"])
+    P = 6
+    out = {}
+    for name, path in (("plain", plain), ("capped", capped), ("attn", attn)):
+        llm = llama_cpp.Llama(model_path=path, n_ctx=128, logits_all=True, n_threads=2,
+                              verbose=False)
+        toks = llm.tokenize(PROMPTS[0].encode(), add_bos=True, special=False)[:P]
+        llm.eval(toks)
+        ref = np.asarray(llm.scores[:P], dtype=np.float64)
+        ids = list(range(0, ref.shape[1], 3))
+        z = zinc_logits(path, toks, ids, P)
+        out[name] = (ref[:, ids], z)
+    ref, z = out["capped"]
+    assert np.abs(ref).max() <= 3.0 + 1e-6 and np.abs(z).max() <= 3.0 + 1e-6
+    assert np.abs(out["plain"][1]).max() > 6.0  # the cap matters
+    # llama.cpp's capped logits are its plain ones through the cap; so are zinc's; the cap is a
+    # contraction, so the two engines agree at least as well as without it (and within the
+    # golden tolerance).
+    assert np.abs(ref - 3 * np.tanh(out["plain"][0] / 3)).max() < 1e-5
+    assert np.abs(z - 3 * np.tanh(out["plain"][1] / 3)).max() < 1e-5
+    d_plain = np.abs(out["plain"][1] - out["plain"][0]).max()
+    assert np.abs(z - ref).max() <= d_plain + 1e-5
+    assert (np.abs(z - ref) <= LOGIT_ABS_TOL * 0.25 + LOGIT_REL_TOL * np.abs(ref)).all()
+    ref_a, z_a = out["attn"]
+    assert np.array_equal(ref_a, out["plain"][0]) and np.array_equal(z_a, out["plain"][1])

@@ -248,6 +248,10 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         const int ld[1] = {c.n_vocab};
         proj(m, ys, ld, 1, n_out, E, false);
     }
+    if (c.final_logit_softcap > 0.0f) {  // Gemma's final soft-cap (config.h), as the CPU tier
+        softcap(logits_, static_cast<int64_t>(n_out) * c.n_vocab, c.final_logit_softcap, stream_);
+        launched(runtime::Op::Softcap, 0, 8ull * n_out * c.n_vocab);
+    }
     argmax_rows(logits_, n_out, c.n_vocab, tok_out_, argmax_scratch_, stream_);
     launched(runtime::Op::Argmax, 0, 4ull * n_out * c.n_vocab);
     ++launches_;  // argmax is two launches
