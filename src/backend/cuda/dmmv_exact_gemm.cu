@@ -512,6 +512,16 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- launches ----------------------------------------------------------------------------------
 
+// tests/unit/cuda_emul compiles this file for the host over a SIMT shim (fake CUDA headers that
+// define ZINC_SIMT_EMULATION and run each block's threads as host threads), so the kernels above
+// are checked against the CPU tier in CI, without a GPU.
+#if defined(ZINC_SIMT_EMULATION)
+#define ZINC_GEMM_LAUNCH(kernel, grid, stream, ...) \
+    ((void)(stream), zinc_simt::launch(kernel, grid, kThreads, __VA_ARGS__))
+#else
+#define ZINC_GEMM_LAUNCH(kernel, grid, stream, ...) kernel<<<grid, kThreads, 0, stream>>>(__VA_ARGS__)
+#endif
+
 // Widest load unit (16, 8, 4, 2) that every weight row start of every job and every stage start
 // (a multiple of stage_bytes into the row) allows.
 int weight_width(const Jobs& J, int stage_bytes) {
@@ -529,16 +539,16 @@ void launch_legacy(const Jobs& J, int rows, int k, const int8_t* aq, const float
                    bool acc, cudaStream_t s) {
     using G = LegacyTile;
     const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    gemm_legacy<T><<<grid, kThreads, 0, s>>>(J, k / 32, aq, ad, n_act, acc,
-                                                    weight_width(J, G::KB * Legacy<T>::bytes));
+    ZINC_GEMM_LAUNCH(gemm_legacy<T>, grid, s, J, k / 32, aq, ad, n_act, acc,
+                     weight_width(J, G::KB * Legacy<T>::bytes));
 }
 template <int T>
 void launch_k(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
               bool acc, cudaStream_t s) {
     using G = KTile;
     const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    gemm_k<T><<<grid, kThreads, 0, s>>>(J, k / 256, aq, ad, n_act, acc,
-                                         weight_width(J, G::KS * KQ<T>::bytes));
+    ZINC_GEMM_LAUNCH(gemm_k<T>, grid, s, J, k / 256, aq, ad, n_act, acc,
+                     weight_width(J, G::KS * KQ<T>::bytes));
 }
 
 }  // namespace

@@ -1,0 +1,177 @@
+// zinc/tests/unit/cuda_emul/shim/cuda_runtime.h — a SIMT shim that lets the host compiler build
+// CUDA kernel sources (src/backend/cuda/*.cu) and run them on the CPU, for bit-exactness tests
+// without a GPU. It stands in for <cuda_runtime.h>, <cuda_fp16.h> and <cuda_bf16.h> (this folder
+// is first on the include path of test_cuda_emul only).
+//
+// Model: a launch runs its blocks one after another; a block's threads are host threads that
+// share the kernel's `__shared__` (here: function-local static) arrays. __syncthreads is a
+// barrier of the block; a warp shuffle is a barrier-separated exchange through a per-block slot
+// array, so every thread of the block must reach each shuffle (true for kernels whose shuffles are
+// in uniform control flow; a kernel with divergent shuffles would deadlock here, not pass).
+// The integer intrinsics (__dp4a, __vsubss4) and bit casts have their PTX-documented semantics;
+// float arithmetic goes through zinc::canon, whose host path is plain IEEE (the build uses
+// -ffp-contract=off), so the float operation sequence is the kernel's own.
+#pragma once
+
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#define ZINC_SIMT_EMULATION 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+struct float4 {
+    float x, y, z, w;
+};
+struct uint2 {
+    unsigned x, y;
+};
+struct uint4 {
+    unsigned x, y, z, w;
+};
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+    return float4{x, y, z, w};
+}
+typedef struct CUstream_st* cudaStream_t;
+enum cudaError_t { cudaSuccess = 0 };
+
+inline thread_local dim3 threadIdx, blockIdx;
+
+namespace zinc_simt {
+
+constexpr int kMaxThreads = 1024;
+struct Block {
+    std::barrier<>* bar = nullptr;
+    uint32_t slot[kMaxThreads] = {};
+};
+inline thread_local Block* cur = nullptr;
+
+inline uint32_t exchange(uint32_t v, int src_lane) {
+    Block* b = cur;
+    const int t = static_cast<int>(threadIdx.x);
+    b->slot[t] = v;
+    b->bar->arrive_and_wait();
+    const uint32_t r = b->slot[(t & ~31) + (src_lane & 31)];
+    b->bar->arrive_and_wait();
+    return r;
+}
+
+/// Runs kernel k over grid (x, y) with `threads` threads per block, blocks in order.
+template <class... P, class... A>
+void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
+    for (unsigned by = 0; by < grid.y; ++by) {
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
+            std::barrier<> bar(threads);
+            Block blk;
+            blk.bar = &bar;
+            std::vector<std::thread> ts;
+            ts.reserve(threads);
+            for (int t = 0; t < threads; ++t) {
+                ts.emplace_back([&, t] {
+                    threadIdx = dim3(static_cast<unsigned>(t));
+                    blockIdx = dim3(bx, by);
+                    cur = &blk;
+                    k(args...);
+                });
+            }
+            for (auto& th : ts) th.join();
+        }
+    }
+}
+
+}  // namespace zinc_simt
+
+inline void __syncthreads() {
+    zinc_simt::cur->bar->arrive_and_wait();
+}
+
+inline float __int_as_float(int v) {
+    float f;
+    std::memcpy(&f, &v, 4);
+    return f;
+}
+inline float __uint_as_float(unsigned v) {
+    float f;
+    std::memcpy(&f, &v, 4);
+    return f;
+}
+inline unsigned __float_as_uint(float f) {
+    unsigned v;
+    std::memcpy(&v, &f, 4);
+    return v;
+}
+
+inline float __shfl_xor_sync(unsigned, float v, int o) {
+    return __uint_as_float(zinc_simt::exchange(__float_as_uint(v), (static_cast<int>(threadIdx.x) & 31) ^ o));
+}
+inline int __shfl_xor_sync(unsigned, int v, int o) {
+    return static_cast<int>(zinc_simt::exchange(static_cast<uint32_t>(v), (static_cast<int>(threadIdx.x) & 31) ^ o));
+}
+inline float __shfl_sync(unsigned, float v, int src) {
+    return __uint_as_float(zinc_simt::exchange(__float_as_uint(v), src));
+}
+inline int __shfl_sync(unsigned, int v, int src) {
+    return static_cast<int>(zinc_simt::exchange(static_cast<uint32_t>(v), src));
+}
+
+/// dp4a.s32.s32: c + sum of the 4 signed byte products.
+inline int __dp4a(int a, int b, int c) {
+    int s = c;
+    for (int i = 0; i < 4; ++i)
+        s += static_cast<int8_t>((static_cast<uint32_t>(a) >> (8 * i)) & 0xff) *
+             static_cast<int8_t>((static_cast<uint32_t>(b) >> (8 * i)) & 0xff);
+    return s;
+}
+/// Per-byte signed saturating a - b.
+inline unsigned __vsubss4(unsigned a, unsigned b) {
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) {
+        int d = static_cast<int8_t>((a >> (8 * i)) & 0xff) - static_cast<int8_t>((b >> (8 * i)) & 0xff);
+        d = d < -128 ? -128 : (d > 127 ? 127 : d);
+        r |= (static_cast<unsigned>(d) & 0xffu) << (8 * i);
+    }
+    return r;
+}
+
+inline int min(int a, int b) {
+    return a < b ? a : b;
+}
+inline int max(int a, int b) {
+    return a > b ? a : b;
+}
+
+struct __half {
+    uint16_t x;
+};
+inline __half __ushort_as_half(uint16_t h) {
+    return __half{h};
+}
+/// binary16 -> binary32, exact (as __half2float).
+inline float __half2float(__half hv) {
+    const uint16_t h = hv.x;
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t mant = h & 0x3FFu;
+    if (exp == 0x1Fu) return __uint_as_float(sign | 0x7F800000u | (mant << 13));
+    if (exp != 0) return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+    if (mant == 0) return __uint_as_float(sign);
+    uint32_t e = 113;
+    while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --e;
+    }
+    return __uint_as_float(sign | (e << 23) | ((mant & 0x3FFu) << 13));
+}
