@@ -64,6 +64,9 @@ def header(res):
     if bw.get("bytes_per_s") and a["target"] == "cuda":
         lines.append(f"- measured copy bandwidth: {bw['bytes_per_s'] / 1e9:.1f} GB/s "
                      f"({bw['method']})")
+    elif a["target"] == "cuda":
+        lines.append(f"- copy bandwidth NOT measured ({bw.get('method', '?')[:200]}): no % of "
+                     "the bandwidth bound in this run")
     return lines
 
 
