@@ -117,7 +117,7 @@ def health_ev(server):
 def test_concurrent_requests_differ_and_sum_to_the_process(server):
     L = n_layer()
     before = health_ev(server)
-    jobs = [("The capital of France is", 4), ("Once upon a time, in a land far away,", 17),
+    jobs = [("The capital of France is", 4), ("Once upon a time, in a land far away,", 40),
             ("def fib(n):", 11)]
     out = [None] * len(jobs)
     barrier = threading.Barrier(len(jobs))

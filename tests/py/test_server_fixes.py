@@ -145,7 +145,9 @@ def test_cors_origin_option_and_api_keys():
 def test_one_slot_one_queue_admits_two_of_four():
     s = Server("--parallel", "1", "--max-queue", "1", "-c", "512")
     try:
-        body = {"model": MODEL_ID, "prompt": "1, 2, 3,", "max_tokens": 60, "temperature": 0,
+        # Long enough (200 tokens) that the first is still running when the fourth arrives on a
+        # loaded machine.
+        body = {"model": MODEL_ID, "prompt": "1, 2, 3,", "max_tokens": 200, "temperature": 0,
                 "ignore_eos": True}
         out = [None] * 4
         barrier = threading.Barrier(4)
@@ -163,7 +165,7 @@ def test_one_slot_one_queue_admits_two_of_four():
         assert statuses == [200, 200, 429, 429], [(r.status, r.text[:200]) for r in out]
         for r in out:
             if r.status == 200:
-                assert r.json()["usage"]["completion_tokens"] == 60
+                assert r.json()["usage"]["completion_tokens"] == 200
             else:
                 assert r.json()["error"]["code"] == "queue_full"
     finally:
