@@ -15,9 +15,12 @@
 //      GEMM, n_act > 16, does not apply), memcmp;
 // and with accumulate = true over random initial outputs, y0 + (v + bias), one rounded add each.
 // Types it does not cover must be refused (return false, nothing written).
-// Timing: 4096 x 4096 and 14336 x 4096 Q4_K and Q4_0 matrices at 512 activation rows, median of
-// 5 runs after a warm-up, GEMM vs dmmv_exact's kernels (32 launches of 16 rows), in GOP/s
-// (2 * rows * k * n_act per run); the two results must be bitwise equal too.
+// Every tile variant (dmmv_exact_gemm_variant; 0 is the routed one) is checked the same way on a
+// subset of the cases.
+// Timing: 4096 x 4096 and 14336 x 4096 Q4_K and Q4_0 matrices (plus Q6_K 4096 x 14336, Q8_0 and
+// Q4_1 4096 x 4096) at 512 activation rows, median of 5 runs after a warm-up, each tile variant
+// vs dmmv_exact's kernels (32 launches of 16 rows), in GOP/s (2 * rows * k * n_act per run); the
+// results must be bitwise equal too.
 // Without a usable device it prints the reason and exits 77 (ctest: skipped).
 #include <cuda_runtime.h>
 
@@ -231,7 +234,7 @@ void dmmv_exact_rows(int type, const cu::MatJob* jobs, int n_jobs, int k, const 
 
 // One correctness case: n_out rows in two jobs (rows [0, n0) and [n0, n_out) with a bias; the
 // second job's weights start right after the first's, so they are only as aligned as n0 * rb).
-void test_case(std::mt19937& rng, GgmlType t, int k, int n_out, int n0, int n_act) {
+void test_case(std::mt19937& rng, GgmlType t, int k, int n_out, int n0, int n_act, int variant = 0) {
     const int ti = static_cast<int>(t);
     const size_t rb = quant::row_size(t, k);
     const auto w = make_weights(t, n_out, k, rng);
@@ -299,9 +302,9 @@ void test_case(std::mt19937& rng, GgmlType t, int k, int n_out, int n0, int n_ac
     jobs_for(g0, g1, gj);
     jobs_for(r0, r1, rj);
 
-    const std::string what = fmt("%-5s k %5d, %d rows (%d + %d, bias), %3d act rows", tname(t).c_str(), k,
-                                 n_out, n0, n1, n_act);
-    const bool ran = cu::dmmv_exact_gemm(ti, gj, 2, k, a.q, a.d, n_act, false, nullptr);
+    const std::string what = fmt("tiles %d %-5s k %5d, %d rows (%d + %d, bias), %3d act rows", variant,
+                                 tname(t).c_str(), k, n_out, n0, n1, n_act);
+    const bool ran = cu::dmmv_exact_gemm_variant(variant, ti, gj, 2, k, a.q, a.d, n_act, false, nullptr);
     report(ran, "exact gemm covers " + what);
     if (ran) {
         dmmv_exact_rows(ti, rj, 2, k, a, n_act, false);
@@ -314,7 +317,7 @@ void test_case(std::mt19937& rng, GgmlType t, int k, int n_out, int n0, int n_ac
         // accumulate over random initial outputs
         scatter(g0, g1, init);
         CK(cudaGetLastError());
-        cu::dmmv_exact_gemm(ti, gj, 2, k, a.q, a.d, n_act, true, nullptr);
+        cu::dmmv_exact_gemm_variant(variant, ti, gj, 2, k, a.q, a.d, n_act, true, nullptr);
         const auto got2 = gather(g0, g1);
         const Cmp cc = compare(got2.data(), want_acc.data(), want_acc.size());
         report(cc.equal, "exact gemm accumulate        " + what + ": " + verdict(cc));
@@ -403,17 +406,22 @@ void time_case(std::mt19937& rng, GgmlType t, int rows, int k, int n_act) {
         std::sort(ms.begin(), ms.end());
         return ms[2];
     };
-    bool ran = true;
-    const float tg = median_ms([&] { ran &= cu::dmmv_exact_gemm(ti, &jg, 1, k, a.q, a.d, n_act, false, nullptr); });
     const float tr = median_ms([&] { dmmv_exact_rows(ti, &jr, 1, k, a, n_act, false); });
-    const auto got = host_copy(yg, static_cast<size_t>(n_act) * rows);
     const auto ref = host_copy(yr, static_cast<size_t>(n_act) * rows);
-    const Cmp c = compare(got.data(), ref.data(), ref.size());
     const double ops = 2.0 * rows * static_cast<double>(k) * n_act;
-    report(ran && c.equal,
-           fmt("timing %-5s %5d x %d, %d act rows: gemm %.3f ms = %.0f GOP/s, dmmv_exact %.3f ms = "
-               "%.0f GOP/s, speedup %.2fx; ", tname(t).c_str(), rows, k, n_act, tg, ops / tg * 1e-6, tr,
-               ops / tr * 1e-6, tr / tg) + verdict(c));
+    for (int v = 0; v < cu::dmmv_exact_gemm_variants(); ++v) {
+        CK(cudaMemset(yg, 0xff, static_cast<size_t>(n_act) * rows * 4));
+        bool ran = true;
+        const float tg = median_ms([&] {
+            ran &= cu::dmmv_exact_gemm_variant(v, ti, &jg, 1, k, a.q, a.d, n_act, false, nullptr);
+        });
+        const auto got = host_copy(yg, static_cast<size_t>(n_act) * rows);
+        const Cmp c = compare(got.data(), ref.data(), ref.size());
+        report(ran && c.equal,
+               fmt("timing tiles %d %-5s %5d x %5d, %d act rows: gemm %.3f ms = %.0f GOP/s, dmmv_exact "
+                   "%.3f ms = %.0f GOP/s, speedup %.2fx; ", v, tname(t).c_str(), rows, k, n_act, tg,
+                   ops / tg * 1e-6, tr, ops / tr * 1e-6, tr / tg) + verdict(c));
+    }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     cudaFree(dw);
@@ -448,12 +456,21 @@ int main(int argc, char** argv) {
         test_case(rng, t, kq ? 1280 : 1056, 150, 37, 512);
         test_case(rng, t, 14336, 45, 16, 33);
     }
+    for (int v = 1; v < cu::dmmv_exact_gemm_variants(); ++v)
+        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q5_K, T::Q5_0, T::Q5_1}) {
+            const bool kq = quant::type_traits(t).block_size == 256;
+            test_case(rng, t, kq ? 2304 : 2080, 389, 131, 100, v);
+            test_case(rng, t, 256, 77, 13, 33, v);
+        }
     for (T t : {T::Q2_K, T::Q3_K}) test_refused(rng, t);
     if (timing) {
         for (T t : {T::Q4_K, T::Q4_0}) {
             time_case(rng, t, 4096, 4096, 512);
             time_case(rng, t, 14336, 4096, 512);
         }
+        time_case(rng, T::Q6_K, 4096, 14336, 512);  // Q4_K_M's ffn_down shape
+        time_case(rng, T::Q8_0, 4096, 4096, 512);
+        time_case(rng, T::Q4_1, 4096, 4096, 512);
     }
     std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
     return g_fail ? 1 : 0;

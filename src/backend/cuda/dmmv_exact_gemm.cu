@@ -167,19 +167,21 @@ struct Legacy<kQ5_1> {
     }
 };
 
-// Tile geometry of the 32-element kernel.
+// Tile geometry of the 32-element kernel: TM x TN outputs per 16-thread group, GM x GN groups
+// (GM even: the two groups of a warp share their activation rows), KB blocks per stage (even).
+template <int TM_, int TN_, int GM_, int GN_, int KB_>
 struct LegacyTile {
-    static constexpr int TM = 8, TN = 8, GM = 4, GN = 4, KB = 8;  // KB: blocks per stage (even)
+    static constexpr int TM = TM_, TN = TN_, GM = GM_, GN = GN_, KB = KB_;
     static constexpr int BM = TM * GM, BN = TN * GN;
     static constexpr int SQ = pad_stride(32 * KB);  // activation code row stride
+    static_assert(GM * GN * 16 == kThreads && GM % 2 == 0 && KB % 2 == 0 && (TM * TN) % 16 == 0);
 };
 
-template <int T>
+template <int T, class G>
 __global__ void __launch_bounds__(kThreads)
     gemm_legacy(Jobs J, int nb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                 int n_act, bool accumulate, int wwidth) {
     using W = Legacy<T>;
-    using G = LegacyTile;
     constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KB = G::KB, BM = G::BM, BN = G::BN;
     constexpr int SW = pad_stride(W::bytes * KB), SQ = G::SQ;
     __shared__ __align__(16) uint8_t sW[BM * SW];
@@ -322,10 +324,14 @@ __device__ __forceinline__ int bsum_hi(float4 s) {
     return static_cast<int16_t>(__float_as_uint(s.w) >> 16);
 }
 
+// Tile geometry of the K-quant kernel: TM x TN outputs per 8-thread group, GM x GN groups (GM a
+// multiple of 4: the four groups of a warp share their activation rows), KS super-blocks per stage.
+template <int TM_, int TN_, int GM_, int GN_, int KS_>
 struct KTile {
-    static constexpr int TM = 4, TN = 8, GM = 8, GN = 4, KS = 2;  // KS: super-blocks per stage
+    static constexpr int TM = TM_, TN = TN_, GM = GM_, GN = GN_, KS = KS_;
     static constexpr int BM = TM * GM, BN = TN * GN;
     static constexpr int SQ = pad_stride(256 * KS);
+    static_assert(GM * GN * 8 == kThreads && GM % 4 == 0 && TN % 2 == 0);
 };
 
 // Lane integers start at this bias: Q4_K's |lane| <= 8 * 63 * 4 * 15 * 127 < 2^22 and every
@@ -334,12 +340,11 @@ struct KTile {
 template <int T>
 constexpr bool kMagicLane = (T == kQ4_K);
 
-template <int T>
+template <int T, class G>
 __global__ void __launch_bounds__(kThreads)
     gemm_k(Jobs J, int nsb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
            int n_act, bool accumulate, int wwidth) {
     using W = KQ<T>;
-    using G = KTile;
     constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KS = G::KS, BM = G::BM, BN = G::BN;
     constexpr int SW = pad_stride(W::bytes * KS), SQ = G::SQ;
     constexpr bool kMin = (T == kQ4_K || T == kQ5_K);
@@ -534,21 +539,47 @@ int weight_width(const Jobs& J, int stage_bytes) {
     return w;
 }
 
-template <int T>
+template <int T, class G>
 void launch_legacy(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
                    bool acc, cudaStream_t s) {
-    using G = LegacyTile;
     const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    ZINC_GEMM_LAUNCH(gemm_legacy<T>, grid, s, J, k / 32, aq, ad, n_act, acc,
+    constexpr auto kernel = gemm_legacy<T, G>;
+    ZINC_GEMM_LAUNCH(kernel, grid, s, J, k / 32, aq, ad, n_act, acc,
                      weight_width(J, G::KB * Legacy<T>::bytes));
 }
-template <int T>
+template <int T, class G>
 void launch_k(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
               bool acc, cudaStream_t s) {
-    using G = KTile;
     const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    ZINC_GEMM_LAUNCH(gemm_k<T>, grid, s, J, k / 256, aq, ad, n_act, acc,
+    constexpr auto kernel = gemm_k<T, G>;
+    ZINC_GEMM_LAUNCH(kernel, grid, s, J, k / 256, aq, ad, n_act, acc,
                      weight_width(J, G::KS * KQ<T>::bytes));
+}
+
+// Tile variants: 0 is the one dmmv_exact_gemm uses; the others are kept so that the device test
+// can time them all (cuda_test_exact_gemm) and the default can follow the measurements.
+using L0 = LegacyTile<8, 8, 4, 4, 8>;  // 32 x 32 outputs per block
+using L1 = LegacyTile<4, 8, 8, 2, 8>;  // 32 x 16, fewer registers
+using L2 = LegacyTile<8, 8, 8, 2, 8>;  // 64 x 16
+using K0 = KTile<4, 8, 8, 4, 2>;       // 32 x 32
+using K1 = KTile<4, 4, 8, 4, 2>;       // 32 x 16, fewer registers
+using K2 = KTile<4, 8, 8, 4, 1>;       // 32 x 32, one super-block per stage
+constexpr int kVariants = 3;
+
+template <class GL, class GK>
+void run_tiles(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
+               int n_act, bool acc, cudaStream_t s) {
+    switch (type) {
+        case kQ4_0: launch_legacy<kQ4_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ4_1: launch_legacy<kQ4_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ5_0: launch_legacy<kQ5_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ5_1: launch_legacy<kQ5_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ8_0: launch_legacy<kQ8_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ4_K: launch_k<kQ4_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ5_K: launch_k<kQ5_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ6_K: launch_k<kQ6_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
+        default: break;
+    }
 }
 
 }  // namespace
@@ -571,8 +602,14 @@ bool dmmv_exact_gemm_supports(int type) {
     }
 }
 
-bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                     const float4* ad, int n_act, bool accumulate, cudaStream_t s) {
+int dmmv_exact_gemm_variants() {
+    return kVariants;
+}
+
+bool dmmv_exact_gemm_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k,
+                             const int8_t* aq, const float4* ad, int n_act, bool accumulate,
+                             cudaStream_t s) {
+    if (variant < 0 || variant >= kVariants) return false;
     if (!dmmv_exact_gemm_supports(type) || n_jobs < 1 || n_jobs > 3) return false;
     if (reinterpret_cast<uintptr_t>(aq) % 16 != 0 || k % 32 != 0) return false;  // 16-byte rows
     Jobs J{};
@@ -584,18 +621,15 @@ bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8
         J.row_end[i] = total;
     }
     if (total == 0 || n_act == 0) return true;
-    switch (type) {
-        case kQ4_0: launch_legacy<kQ4_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ4_1: launch_legacy<kQ4_1>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_0: launch_legacy<kQ5_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_1: launch_legacy<kQ5_1>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ8_0: launch_legacy<kQ8_0>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ4_K: launch_k<kQ4_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_K: launch_k<kQ5_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        case kQ6_K: launch_k<kQ6_K>(J, total, k, aq, ad, n_act, accumulate, s); break;
-        default: return false;
-    }
+    if (variant == 0) run_tiles<L0, K0>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    else if (variant == 1) run_tiles<L1, K1>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    else run_tiles<L2, K2>(type, J, total, k, aq, ad, n_act, accumulate, s);
     return true;
+}
+
+bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                     const float4* ad, int n_act, bool accumulate, cudaStream_t s) {
+    return dmmv_exact_gemm_variant(0, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s);
 }
 
 }  // namespace zinc::cuda

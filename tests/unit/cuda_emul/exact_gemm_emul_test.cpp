@@ -146,8 +146,8 @@ size_t n_differ(const std::vector<float>& got, const std::vector<float>& want) {
 
 // n_out rows in two jobs (rows [0, n0) and the rest with a bias, its weights right after job 0's:
 // as aligned as n0 * row_bytes), n_act activation rows; plain, then accumulate over random y.
-void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed) {
-    SCOPED_TRACE(std::string(q::type_name(t)) + " k " + std::to_string(k) + " rows " +
+void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int variant = 0) {
+    SCOPED_TRACE("variant " + std::to_string(variant) + " " + std::string(q::type_name(t)) + " k " + std::to_string(k) + " rows " +
                  std::to_string(n_out) + " act " + std::to_string(n_act));
     std::mt19937 rng(seed);
     const size_t rb = q::row_size(t, k);
@@ -184,11 +184,13 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed) {
     jobs[1].y = y.data() + n0;
     jobs[1].ldy = n_out;
     jobs[1].bias = bias.data();
-    ASSERT_TRUE(cu::dmmv_exact_gemm(static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(), n_act, false, nullptr));
+    ASSERT_TRUE(cu::dmmv_exact_gemm_variant(variant, static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(), n_act,
+                                            false, nullptr));
     EXPECT_EQ(n_differ(y, want), 0u) << "of " << y.size() << " outputs differ from gemm_tile";
 
     y = init;
-    ASSERT_TRUE(cu::dmmv_exact_gemm(static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(), n_act, true, nullptr));
+    ASSERT_TRUE(cu::dmmv_exact_gemm_variant(variant, static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(), n_act,
+                                            true, nullptr));
     std::vector<float> want_acc(want.size());
     for (size_t i = 0; i < want.size(); ++i) want_acc[i] = init[i] + want[i];
     EXPECT_EQ(n_differ(y, want_acc), 0u) << "of " << y.size() << " accumulated outputs differ";
@@ -210,6 +212,17 @@ TEST(ExactGemmEmul, KQuants) {
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         check(t, 2304, 45, 13, 37, seed++);
         check(t, 512, 33, 32, 17, seed++);
+    }
+}
+
+// The other tile variants (kept for measuring on the device) give the same bits.
+TEST(ExactGemmEmul, TileVariants) {
+    ASSERT_EQ(cu::dmmv_exact_gemm_variants(), 3);
+    uint32_t seed = 200;
+    for (int v = 1; v < cu::dmmv_exact_gemm_variants(); ++v) {
+        for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q5_1})
+            check(t, 2080, 71, 13, 19, seed++, v);
+        for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) check(t, 2304, 45, 13, 37, seed++, v);
     }
 }
 
