@@ -90,6 +90,12 @@ bool dmmv_exact_gemm_supports(int type);
 /// 16-byte aligned; the caller then uses dmmv_exact's kernels.
 bool dmmv_exact_gemm(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                      const float4* ad, int n_act, bool accumulate, cudaStream_t s);
+/// The same with tile variant `variant` in [0, dmmv_exact_gemm_variants()) (0: dmmv_exact_gemm's
+/// own); every variant gives the same bits; for measuring them on the device.
+int dmmv_exact_gemm_variants();
+bool dmmv_exact_gemm_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k,
+                             const int8_t* aq, const float4* ad, int n_act, bool accumulate,
+                             cudaStream_t s);
 /// ZINC_EXACT_GEMM (default on; "0" turns the tiled GEMM off), read once per process.
 bool exact_gemm_enabled();
 
