@@ -357,6 +357,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         enqueue_step(n_rows, n_out);
     }
     CU_TRY("kernel launch", cudaGetLastError());
+    // forward_sample (runner_sample.cpp): the sampler and its result copy, before the one sync.
+    if (after_step_) CU_TRY("sampling", after_step_(n_out));
     const size_t n_logits = static_cast<size_t>(n_out) * c.n_vocab;
     const bool pinned_logits = static_cast<size_t>(n_out) <= logits_h_rows_;
     if (n_out > 0) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -174,6 +175,9 @@ class CudaRunner final : public model::Runner {
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
     std::shared_ptr<SampleState> sample_;  // created by the first forward_sample
+    // Set by forward_sample for one run(): enqueues the sampler after the step's kernels (n_out
+    // logits rows), before run()'s copies and its single stream sync.
+    std::function<cudaError_t(int)> after_step_;
 };
 
 }  // namespace zinc::cuda::runner_detail

@@ -3,9 +3,9 @@
 // host. The sampling settings, penalty windows and uniforms of all rows go over in one pinned
 // transfer before the step; the results come back in one small transfer after it.
 //
-// The forward pass runs through CudaRunner::run (graphs, validation, evidence unchanged) and
-// synchronizes; the sampling kernel then runs and synchronizes again: two host syncs per step
-// (folding the sampler into the captured decode graph is the next step; docs/cuda.md).
+// The forward pass runs through CudaRunner::run (graphs, validation, evidence unchanged), which
+// enqueues the sampling kernel and the result copy (after_step_) after the step's kernels and
+// before its single stream sync: one host sync per step, as with forward().
 #include <cmath>
 #include <span>
 
@@ -139,16 +139,22 @@ Result<void> CudaRunner::forward_sample(const model::Batch& batch,
         CU_TRY("sampling params", cudaMemcpyAsync(st.dev, st.host, st.bytes(),
                                                   cudaMemcpyHostToDevice, stream_));
     }
-    if (auto r = run(batch, nullptr, nullptr); !r) return r.error();
-    if (n_out == 0) return {};
-    sample_rows(logits_, n_out, cfg_.n_vocab, reinterpret_cast<const SampleRowParams*>(st.dev),
-                reinterpret_cast<const int32_t*>(st.dev + st.ids_off()),
-                reinterpret_cast<const int32_t*>(st.dev + st.counts_off()), st.orig, st.out_d,
-                want_logprob, stream_);
-    CU_TRY("sampling", cudaGetLastError());
-    CU_TRY("sampled tokens", cudaMemcpyAsync(st.out_h, st.out_d, n_out * sizeof(SampleOut),
-                                             cudaMemcpyDeviceToHost, stream_));
-    CU_TRY("sampling", cudaStreamSynchronize(stream_));
+    // The sampler runs inside run(), after the step's kernels and before its one sync.
+    after_step_ = [&](int rows_out) -> cudaError_t {
+        if (rows_out != n_out) return cudaErrorInvalidValue;
+        if (rows_out == 0) return cudaSuccess;
+        sample_rows(logits_, n_out, cfg_.n_vocab, reinterpret_cast<const SampleRowParams*>(st.dev),
+                    reinterpret_cast<const int32_t*>(st.dev + st.ids_off()),
+                    reinterpret_cast<const int32_t*>(st.dev + st.counts_off()), st.orig, st.out_d,
+                    want_logprob, stream_);
+        ++launches_;  // (not in the evidence tally: the runtime has no sampling op yet)
+        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+        return cudaMemcpyAsync(st.out_h, st.out_d, n_out * sizeof(SampleOut),
+                               cudaMemcpyDeviceToHost, stream_);
+    };
+    auto r = run(batch, nullptr, nullptr);
+    after_step_ = nullptr;
+    if (!r) return r.error();
     for (int i = 0; i < n_out; ++i) {
         out[i].id = st.out_h[i].token;
         out[i].used_uniform = st.out_h[i].used != 0;
