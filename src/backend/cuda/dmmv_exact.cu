@@ -13,11 +13,12 @@
 //    block of 128 threads. The closing sum is a butterfly over the 16 threads: xor 8 adds the
 //    parities (c0 + c1), xor 4, 2, 1 is canon::tree8. The min-term chain of Q4_1/Q5_1 is thread
 //    (0, 0)'s: per block pair (m0 s0 + m1 s1), a lone last block m s.
-//  * K-quants (Q2_K..Q6_K): one warp per weight row; thread t = 8 part + l owns lane l's chain
-//    and computes the integer part of two of the eight 32-element groups of each super-block
-//    (groups 2 part, 2 part + 1); xor shuffles 8 and 16 complete the lane integers, after which
-//    all four parts hold the same value and run the same chain step. The min chains (Q2_K's st,
-//    Q4_K/Q5_K's am[k], k = l & 3) run in every thread alike; xor 4, 2, 1 close the tree.
+//  * K-quants (Q2_K..Q6_K): 8 threads per weight row (4 rows per warp, 16 per block); thread l
+//    owns lane l's chain and forms the whole lane integer of each super-block (its 4 elements of
+//    each of the eight 32-element groups, times their scales); the row's 8 threads read 32
+//    contiguous bytes of each quant array per load. The min chains (Q2_K's st, whose integer
+//    is summed over the 8 threads by integer shuffles; Q4_K/Q5_K's am[k], k = l & 3, kept by
+//    lanes l and l + 4 alike) and xor 4, 2, 1 close the trees.
 //  * F32/F16/BF16: one warp per row, thread t = 8 g + l owns chain (g, l) of the 4 x 8 chains of
 //    canon_dot::dot_float (coalesced: a warp reads 32 consecutive elements), groups of 8 left
 //    over go to chain 0 (threads 0..7), xor 8, 16 then 4, 2, 1 close the sum, thread 0 adds the
@@ -201,55 +202,90 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- K-quants: lane l of 32-element group c of a super-block: 4 codes and the integer scale ---
+// ---- K-quants: lane l of the eight 32-element groups of a super-block --------------------------
+// load(b, l, q, sc): q[c] = the 4 codes of lane l of group c (packed int8), sc[c] = the integer
+// scale of those 4 elements (sub-block (32 c + 4 l) / 16, or / 32).
 
 template <int T>
 struct KQ;
 template <>
 struct KQ<kQ2_K> {
     static constexpr int bytes = 84, d_off = 80;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 2) + 4 * l) >> (2 * (c & 3))) & 0x03030303u);
-        sc = b[2 * c + (l >> 2)] & 0x0F;
+    __device__ static void load(const uint8_t* b, int l, int (&q)[8], int (&sc)[8]) {
+        const uint32_t w[2] = {ld32(b + 16 + 4 * l), ld32(b + 48 + 4 * l)};
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            q[c] = static_cast<int>((w[c >> 2] >> (2 * (c & 3))) & 0x03030303u);
+            sc[c] = b[2 * c + (l >> 2)] & 0x0F;
+        }
     }
 };
 template <>
 struct KQ<kQ3_K> {
     static constexpr int bytes = 110, d_off = 108;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        const uint32_t lo = (ld32_a2(b + 32 + 32 * (c >> 2) + 4 * l) >> (2 * (c & 3))) & 0x03030303u;
-        const uint32_t clear = (~(ld32_a2(b + 4 * l) >> c)) & 0x01010101u;
-        q = static_cast<int>(__vsubss4(lo, clear * 4u));
-        sc = cd::scale_q3_k(*reinterpret_cast<const quant::detail::BlockQ3_K*>(b), 2 * c + (l >> 2));
+    __device__ static void load(const uint8_t* b, int l, int (&q)[8], int (&sc)[8]) {
+        const uint32_t hm = ld32_a2(b + 4 * l);
+        const uint32_t w[2] = {ld32_a2(b + 32 + 4 * l), ld32_a2(b + 64 + 4 * l)};
+        const auto& blk = *reinterpret_cast<const quant::detail::BlockQ3_K*>(b);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            const uint32_t lo = (w[c >> 2] >> (2 * (c & 3))) & 0x03030303u;
+            const uint32_t clear = (~(hm >> c)) & 0x01010101u;
+            q[c] = static_cast<int>(__vsubss4(lo, clear * 4u));
+            sc[c] = cd::scale_q3_k(blk, 2 * c + (l >> 2));
+        }
+    }
+};
+template <int T>
+struct KQ45 {  // Q4_K (qs at 16) and Q5_K (qh at 16, qs at 48)
+    static constexpr int bytes = T == kQ4_K ? 144 : 176, d_off = 0;
+    __device__ static void load(const uint8_t* b, int l, int (&q)[8], int (&sc)[8]) {
+        constexpr int qs = T == kQ4_K ? 16 : 48;
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = ld32(b + qs + 32 * j + 4 * l);
+        uint32_t hb = 0;
+        if constexpr (T == kQ5_K) hb = ld32(b + 16 + 4 * l);
+        uint8_t s12[12];
+        const uint32_t s0 = ld32(b + 4), s1 = ld32(b + 8), s2 = ld32(b + 12);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            s12[j] = static_cast<uint8_t>(s0 >> (8 * j));
+            s12[4 + j] = static_cast<uint8_t>(s1 >> (8 * j));
+            s12[8 + j] = static_cast<uint8_t>(s2 >> (8 * j));
+        }
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            uint32_t v = (w[c >> 1] >> (4 * (c & 1))) & 0x0f0f0f0fu;
+            if constexpr (T == kQ5_K) v |= ((hb >> c) & 0x01010101u) << 4;
+            q[c] = static_cast<int>(v);
+            sc[c] = cd::scale_min_k4(s12, c, false);
+        }
     }
 };
 template <>
-struct KQ<kQ4_K> {
-    static constexpr int bytes = 144, d_off = 0;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        q = static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
-        sc = cd::scale_min_k4(b + 4, c, false);
-    }
-};
+struct KQ<kQ4_K> : KQ45<kQ4_K> {};
 template <>
-struct KQ<kQ5_K> {
-    static constexpr int bytes = 176, d_off = 0;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        const uint32_t lo = (ld32(b + 48 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu;
-        const uint32_t hi = ((ld32(b + 16 + 4 * l) >> c) & 0x01010101u) << 4;
-        q = static_cast<int>(lo | hi);
-        sc = cd::scale_min_k4(b + 4, c, false);
-    }
-};
+struct KQ<kQ5_K> : KQ45<kQ5_K> {};
 template <>
 struct KQ<kQ6_K> {
     static constexpr int bytes = 210, d_off = 208;
-    __device__ static void lane(const uint8_t* b, int c, int l, int& q, int& sc) {
-        const int h = c >> 2, kq = c & 3;
-        const uint32_t lo = (ld32_a2(b + 64 * h + 32 * (kq & 1) + 4 * l) >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
-        const uint32_t hi = ((ld32_a2(b + 128 + 32 * h + 4 * l) >> (2 * kq)) & 0x03030303u) << 4;
-        q = static_cast<int>(lo | hi);
-        sc = static_cast<int8_t>(b[192 + 2 * c + (l >> 2)]);
+    __device__ static void load(const uint8_t* b, int l, int (&q)[8], int (&sc)[8]) {
+        uint32_t lw[2][2], hw[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            lw[h][0] = ld32_a2(b + 64 * h + 4 * l);
+            lw[h][1] = ld32_a2(b + 64 * h + 32 + 4 * l);
+            hw[h] = ld32_a2(b + 128 + 32 * h + 4 * l);
+        }
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            const int h = c >> 2, kq = c & 3;
+            const uint32_t lo = (lw[h][kq & 1] >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
+            const uint32_t hi = ((hw[h] >> (2 * kq)) & 0x03030303u) << 4;
+            q[c] = static_cast<int>(lo | hi);
+            sc[c] = static_cast<int8_t>(b[192 + 2 * c + (l >> 2)]);
+        }
     }
 };
 
@@ -263,14 +299,17 @@ __device__ __forceinline__ int isum_xor(int v, int o) {
     return v + __shfl_xor_sync(kFull, v, o);
 }
 
+// 8 threads per weight row (4 rows per warp, 16 per block): thread l owns lane l's chain and forms
+// the whole lane integer (all eight groups) itself; the 8 lanes of a row read 32 contiguous
+// bytes of each quant array per load. xor 4, 2, 1 close tree8 (and the min chains).
 template <int T, int NB>
 __global__ void __launch_bounds__(kThreads)
     exact_k(Jobs J, int nsb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
             int n_act, bool accumulate) {
     using W = KQ<T>;
     const int total = J.row_end[J.n_jobs - 1];
-    const int row = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5);
-    const int t = threadIdx.x & 31, l = t & 7, part = t >> 3;
+    const int row = blockIdx.x * (kThreads / 8) + (threadIdx.x >> 3);
+    const int l = threadIdx.x & 7;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
     const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
@@ -280,21 +319,38 @@ __global__ void __launch_bounds__(kThreads)
     const size_t k = static_cast<size_t>(nsb) * 256;
     const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * l;
     const float4* adb = ad + static_cast<size_t>(a0) * n_grp;
-    float acc[NB], mn[NB];  // mn: Q2_K's st, or Q4_K/Q5_K's am[l & 3]
+    const int kk = l & 3;  // Q4_K/Q5_K: this thread's min chain (sub-blocks 2kk, 2kk + 1)
+    float acc[NB], mn[NB];  // mn: Q2_K's st, or Q4_K/Q5_K's am[kk]
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = mn[b] = 0.0f;
     // One step: super-blocks i0 .. i0 + U - 1, weight loads for all of them first, then the chain
     // operations in super-block order.
     auto step = [&](int i0, auto u_tag) {
         constexpr int U = decltype(u_tag)::value;
-        int q0[U], s0[U], q1[U], s1[U];
-        float dw[U];
+        int q[U][8], sc[U][8];
+        float dw[U], dmin[U];
+        int sx[U][2];  // Q2_K: 4-bit mins of sub-blocks 2l, 2l + 1; Q4_K/Q5_K: mins 2kk, 2kk + 1;
+                       // Q6_K: scales 2l, 2l + 1
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const uint8_t* blk = w + static_cast<size_t>(i0 + u) * W::bytes;
-            W::lane(blk, 2 * part, l, q0[u], s0[u]);
-            W::lane(blk, 2 * part + 1, l, q1[u], s1[u]);
+            W::load(blk, l, q[u], sc[u]);
             dw[u] = h2f(ld16(blk + W::d_off));
+            dmin[u] = 0.0f;
+            if constexpr (T == kQ2_K) {
+                sx[u][0] = blk[2 * l] >> 4;
+                sx[u][1] = blk[2 * l + 1] >> 4;
+                dmin[u] = h2f(ld16(blk + 82));
+            } else if constexpr (T == kQ4_K || T == kQ5_K) {
+                sx[u][0] = cd::scale_min_k4(blk + 4, 2 * kk, true);
+                sx[u][1] = cd::scale_min_k4(blk + 4, 2 * kk + 1, true);
+                dmin[u] = h2f(ld16(blk + 2));
+            } else if constexpr (T == kQ6_K) {
+                sx[u][0] = static_cast<int8_t>(blk[192 + 2 * l]);
+                sx[u][1] = static_cast<int8_t>(blk[192 + 2 * l + 1]);
+            } else {
+                sx[u][0] = sx[u][1] = 0;
+            }
         }
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
@@ -302,40 +358,31 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     const int i = i0 + u;
-                    [[maybe_unused]] const uint8_t* blk = w + static_cast<size_t>(i) * W::bytes;
-                    const int8_t* xa = aqb + b * k + 256 * static_cast<size_t>(i) + 64 * part;
+                    const int8_t* xa = aqb + b * k + 256 * static_cast<size_t>(i);
                     const float4* sa = adb + b * static_cast<size_t>(n_grp) + 8 * i;
-                    int s = s0[u] * __dp4a(q0[u], *reinterpret_cast<const int*>(xa), 0) +
-                            s1[u] * __dp4a(q1[u], *reinterpret_cast<const int*>(xa + 32), 0);
-                    if constexpr (T == kQ6_K) {
-                        if (part == 0) {  // lane l's share of the -32 offset: sub-blocks 2l, 2l + 1
-                            const float4 g = sa[l];
-                            const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-                            s -= 32 * (sc[2 * l] * bsum_lo(g) + sc[2 * l + 1] * bsum_hi(g));
-                        }
+                    int s = 0;
+#pragma unroll
+                    for (int c = 0; c < 8; ++c)
+                        s += sc[u][c] * __dp4a(q[u][c], *reinterpret_cast<const int*>(xa + 32 * c), 0);
+                    if constexpr (T == kQ6_K) {  // lane l's share of the -32 offset
+                        const float4 g = sa[l];
+                        s -= 32 * (sx[u][0] * bsum_lo(g) + sx[u][1] * bsum_hi(g));
                     }
-                    s = isum_xor(s, 8);
-                    s = isum_xor(s, 16);
                     const float da = sa[0].x;
                     acc[b] = cn::fma(cn::mul(da, dw[u]), static_cast<float>(s), acc[b]);
                     if constexpr (T == kQ2_K) {
-                        // summ = sum_k (scales[k] >> 4) * bsums[k]: thread t < 16 takes sub-block t
-                        int m = 0;
-                        if (t < 16) {
-                            const float4 g = sa[t >> 1];
-                            m = (blk[t] >> 4) * ((t & 1) ? bsum_hi(g) : bsum_lo(g));
-                        }
-#pragma unroll
-                        for (int o = 16; o >= 1; o >>= 1) m = isum_xor(m, o);
-                        const float dmin = cn::mul(da, h2f(ld16(blk + 82)));
-                        mn[b] = cn::sub(mn[b], cn::mul(dmin, static_cast<float>(m)));
+                        // summ = sum_k (scales[k] >> 4) * bsums[k]: thread l takes k = 2l, 2l + 1
+                        const float4 g = sa[l];
+                        int m = sx[u][0] * bsum_lo(g) + sx[u][1] * bsum_hi(g);
+                        m = isum_xor(m, 4);
+                        m = isum_xor(m, 2);
+                        m = isum_xor(m, 1);
+                        mn[b] = cn::sub(mn[b], cn::mul(cn::mul(da, dmin[u]), static_cast<float>(m)));
                     } else if constexpr (T == kQ4_K || T == kQ5_K) {
-                        const int kk = l & 3;  // min lane: sub-blocks 2kk, 2kk + 1 (groups)
                         const float4 g0 = sa[2 * kk], g1 = sa[2 * kk + 1];
-                        const int m = cd::scale_min_k4(blk + 4, 2 * kk, true) * (bsum_lo(g0) + bsum_hi(g0)) +
-                                      cd::scale_min_k4(blk + 4, 2 * kk + 1, true) * (bsum_lo(g1) + bsum_hi(g1));
-                        const float dmin = cn::mul(-da, h2f(ld16(blk + 2)));
-                        mn[b] = cn::fma(dmin, static_cast<float>(m), mn[b]);
+                        const int m = sx[u][0] * (bsum_lo(g0) + bsum_hi(g0)) +
+                                      sx[u][1] * (bsum_lo(g1) + bsum_hi(g1));
+                        mn[b] = cn::fma(cn::mul(-da, dmin[u]), static_cast<float>(m), mn[b]);
                     }
                 }
             }
@@ -355,7 +402,7 @@ __global__ void __launch_bounds__(kThreads)
             m = fadd_xor(m, 2);  // (am0 + am2) + (am1 + am3)
             m = fadd_xor(m, 1);
         }
-        if (t == 0 && row < total && b < na) {
+        if (l == 0 && row < total && b < na) {
             if constexpr (T == kQ2_K || T == kQ4_K || T == kQ5_K) v = cn::add(v, m);
             store(J.m[jj], r, a0 + b, v, accumulate);
         }
@@ -430,8 +477,8 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const floa
     if constexpr (T == kF32 || T == kF16 || T == kBF16) {
         exact_f<T, NB><<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k, xf, n_act, acc);
     } else if constexpr (T == kQ2_K || T == kQ3_K || T == kQ4_K || T == kQ5_K || T == kQ6_K) {
-        exact_k<T, NB><<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k / 256, aq, ad,
-                                                                                n_act, acc);
+        exact_k<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(J, k / 256, aq, ad,
+                                                                               n_act, acc);
     } else {
         exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 16, n_act), kThreads, 0, s>>>(J, k / 32, aq,
                                                                                      ad, n_act, acc);
