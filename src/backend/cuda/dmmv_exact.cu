@@ -6,13 +6,14 @@
 // Thread mapping. Only the float chains have an order; the integer lane sums (4 products of one
 // lane of one 32-element group) are exact however they are formed, so they are done by __dp4a
 // and, where useful, split over threads and combined with integer shuffles.
-//  * 32-element formats (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1): 16 threads per weight row, thread
-//    (p, l) owns chain p (blocks of parity p) lane l; it walks its blocks in increasing order,
-//    loading the 4 weight bytes of its lane (8 threads read one block's 16 or 32 bytes, the other
-//    8 the next block), and keeps one accumulator per activation row. Two rows per warp, 8 per
-//    block of 128 threads. The closing sum is a butterfly over the 16 threads: xor 8 adds the
-//    parities (c0 + c1), xor 4, 2, 1 is canon::tree8. The min-term chain of Q4_1/Q5_1 is thread
-//    (0, 0)'s: per block pair (m0 s0 + m1 s1), a lone last block m s.
+//  * 32-element formats (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1): 8 threads per weight row, thread (p, h)
+//    owns chain p (blocks of parity p) lanes h and h + 4, which for the nibble formats are the
+//    low and high nibbles of the same 4 bytes; it walks its blocks in increasing order and keeps
+//    two accumulators per activation row. Four rows per warp, 16 per block of 128. The closing
+//    sum: xor 4 adds the parities (c0 + c1) lane-wise, lane h + lane h + 4 is tree8's first
+//    level, xor 2 and 1 the others. The min-term chain of Q4_1/Q5_1 is thread (0, 0)'s: per
+//    block pair (m0 s0 + m1 s1), a lone last block m s. Decode steps issue the loads of 4 of a
+//    thread's blocks before their chain operations (2 blocks for 3-16 activation rows).
 //  * K-quants (Q2_K..Q6_K): 8 threads per weight row (4 rows per warp, 16 per block); thread l
 //    owns lane l's chain and forms the whole lane integer of each super-block (its 4 elements of
 //    each of the eight 32-element groups, times their scales); the row's 8 threads read 32
@@ -69,7 +70,9 @@ __device__ __forceinline__ float fadd_xor(float v, int o) {
     return cn::add(v, __shfl_xor_sync(kFull, v, o));
 }
 
-// ---- 32-element formats: the 4 signed codes of lane l (elements 4l..4l+3) as packed int8 ------
+// ---- 32-element formats: lanes h and h + 4 (elements 4h..4h+3 and 16+4h..16+4h+3) -----------
+// codes(b, h, lo, hi): the 4 signed codes of each as packed int8 (for the nibble formats both
+// come from the same 4 bytes: low and high nibbles).
 
 template <int T>
 struct Legacy;
@@ -77,90 +80,105 @@ template <>
 struct Legacy<kQ4_0> {
     static constexpr int bytes = 18;
     static constexpr bool asym = false;
-    __device__ static int codes(const uint8_t* b, int l) {
-        return nib4(ld32_a2(b + 2 + 4 * (l & 3)), 4 * (l >> 2), 8);
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        const uint32_t v = ld32_a2(b + 2 + 4 * h);
+        lo = nib4(v, 0, 8);
+        hi = nib4(v, 4, 8);
     }
 };
 template <>
 struct Legacy<kQ5_0> {
     static constexpr int bytes = 22;
     static constexpr bool asym = false;
-    __device__ static int codes(const uint8_t* b, int l) {
-        const uint32_t v = (ld32_a2(b + 6 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
-        return static_cast<int>(__vsubss4(v | hbits4(ld32_a2(b + 2), 4 * l), 0x10101010u));
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        const uint32_t v = ld32_a2(b + 6 + 4 * h), qh = ld32_a2(b + 2);
+        lo = static_cast<int>(__vsubss4((v & 0x0f0f0f0fu) | hbits4(qh, 4 * h), 0x10101010u));
+        hi = static_cast<int>(__vsubss4(((v >> 4) & 0x0f0f0f0fu) | hbits4(qh, 16 + 4 * h), 0x10101010u));
     }
 };
 template <>
 struct Legacy<kQ8_0> {
     static constexpr int bytes = 34;
     static constexpr bool asym = false;
-    __device__ static int codes(const uint8_t* b, int l) {
-        return static_cast<int>(ld32_a2(b + 2 + 4 * l));
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        lo = static_cast<int>(ld32_a2(b + 2 + 4 * h));
+        hi = static_cast<int>(ld32_a2(b + 18 + 4 * h));
     }
 };
 template <>
 struct Legacy<kQ4_1> {
     static constexpr int bytes = 20;
     static constexpr bool asym = true;
-    __device__ static int codes(const uint8_t* b, int l) {
-        return nib4(ld32(b + 4 + 4 * (l & 3)), 4 * (l >> 2), 0);
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        const uint32_t v = ld32(b + 4 + 4 * h);
+        lo = nib4(v, 0, 0);
+        hi = nib4(v, 4, 0);
     }
 };
 template <>
 struct Legacy<kQ5_1> {
     static constexpr int bytes = 24;
     static constexpr bool asym = true;
-    __device__ static int codes(const uint8_t* b, int l) {
-        const uint32_t v = (ld32(b + 8 + 4 * (l & 3)) >> (4 * (l >> 2))) & 0x0f0f0f0fu;
-        return static_cast<int>(v | hbits4(ld32(b + 4), 4 * l));
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        const uint32_t v = ld32(b + 8 + 4 * h), qh = ld32(b + 4);
+        lo = static_cast<int>((v & 0x0f0f0f0fu) | hbits4(qh, 4 * h));
+        hi = static_cast<int>(((v >> 4) & 0x0f0f0f0fu) | hbits4(qh, 16 + 4 * h));
     }
 };
 
+// 8 threads per weight row (4 rows per warp, 16 per block): thread (p, h) owns chain p (block
+// parity) lanes h and h + 4, walks blocks p, p + 2, ... in order. Closing: xor 4 adds the two
+// parities lane-wise, lane h + lane h + 4 is tree8's first level, xor 2 and 1 its others.
 template <int T, int NB>
 __global__ void __launch_bounds__(kThreads)
     exact_legacy(Jobs J, int nb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                  int n_act, bool accumulate) {
     using W = Legacy<T>;
     const int total = J.row_end[J.n_jobs - 1];
-    const int row = blockIdx.x * (kThreads / 16) + (threadIdx.x >> 4);
-    const int sub = threadIdx.x & 15, p = sub >> 3, l = sub & 7;
+    const int row = blockIdx.x * (kThreads / 8) + (threadIdx.x >> 3);
+    const int sub = threadIdx.x & 7, p = sub >> 2, h = sub & 3;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
     const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
     const int na = min(NB, n_act - a0);
     const size_t k = static_cast<size_t>(nb) * 32;
-    const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * l;
+    const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * h;
     const float4* adb = ad + static_cast<size_t>(a0) * nb;
-    float acc[NB], am[NB];
+    float acc_lo[NB], acc_hi[NB], am[NB];
 #pragma unroll
-    for (int b = 0; b < NB; ++b) acc[b] = am[b] = 0.0f;
+    for (int b = 0; b < NB; ++b) acc_lo[b] = acc_hi[b] = am[b] = 0.0f;
     // One step: this thread's blocks i0, i0 + 2, ..., i0 + 2 (U - 1), in that order. All loads of
     // the step are issued before its chain operations (U blocks in flight per thread).
     auto step = [&](int i0, auto u_tag) {
         constexpr int U = decltype(u_tag)::value;
-        int wq[U];
+        int wlo[U], whi[U];
         float dw[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const uint8_t* blk = w + static_cast<size_t>(i0 + 2 * u) * W::bytes;
-            wq[u] = W::codes(blk, l);
+            W::codes(blk, h, wlo[u], whi[u]);
             dw[u] = h2f(ld16(blk));
         }
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
             if (b < na) {
-                int x[U];
+                int xlo[U], xhi[U];
                 float da[U];
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     const size_t i = static_cast<size_t>(i0 + 2 * u);
-                    x[u] = *reinterpret_cast<const int*>(aqb + b * k + 32 * i);
+                    const int8_t* xa = aqb + b * k + 32 * i;
+                    xlo[u] = *reinterpret_cast<const int*>(xa);
+                    xhi[u] = *reinterpret_cast<const int*>(xa + 16);
                     da[u] = reinterpret_cast<const float*>(adb + b * static_cast<size_t>(nb) + i)[0];
                 }
 #pragma unroll
-                for (int u = 0; u < U; ++u)
-                    acc[b] = cn::fma(cn::mul(dw[u], da[u]), static_cast<float>(__dp4a(wq[u], x[u], 0)), acc[b]);
+                for (int u = 0; u < U; ++u) {
+                    const float dd = cn::mul(dw[u], da[u]);
+                    acc_lo[b] = cn::fma(dd, static_cast<float>(__dp4a(wlo[u], xlo[u], 0)), acc_lo[b]);
+                    acc_hi[b] = cn::fma(dd, static_cast<float>(__dp4a(whi[u], xhi[u], 0)), acc_hi[b]);
+                }
             }
         }
         if constexpr (W::asym) {
@@ -191,8 +209,9 @@ __global__ void __launch_bounds__(kThreads)
     for (; i < nb; i += 2) step(i, std::integral_constant<int, 1>{});
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
-        float v = fadd_xor(acc[b], 8);  // chain 0 + chain 1, lane-wise
-        v = fadd_xor(v, 4);
+        const float vlo = fadd_xor(acc_lo[b], 4);  // chain 0 + chain 1, lane h
+        const float vhi = fadd_xor(acc_hi[b], 4);  // lane h + 4
+        float v = cn::add(vlo, vhi);               // tree8: (a_h + a_h+4) ...
         v = fadd_xor(v, 2);
         v = fadd_xor(v, 1);
         if (sub == 0 && row < total && b < na) {
@@ -480,8 +499,8 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const floa
         exact_k<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(J, k / 256, aq, ad,
                                                                                n_act, acc);
     } else {
-        exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 16, n_act), kThreads, 0, s>>>(J, k / 32, aq,
-                                                                                     ad, n_act, acc);
+        exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(J, k / 32, aq,
+                                                                                    ad, n_act, acc);
     }
 }
 
