@@ -286,6 +286,131 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// ---- 32-element formats, two lanes per thread -------------------------------------------------
+// Thread (p, lp) of an 8-thread group owns chain p, lanes 2 lp and 2 lp + 1 of a TM x TN
+// micro-tile: the block's scale product dd serves both lanes (one multiply per 2 lane steps
+// instead of one per lane step) and the two activation lane words are one 8-byte load. Closing:
+// xor 4 adds the parities, then per lane parity xor 2, xor 1 and the final even + odd sum are
+// canon::tree8's ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+template <int TM_, int TN_, int GM_, int GN_, int KB_>
+struct Legacy2Tile {
+    static constexpr int TM = TM_, TN = TN_, GM = GM_, GN = GN_, KB = KB_;
+    static constexpr int BM = TM * GM, BN = TN * GN;
+    static constexpr int SQ = pad_stride(32 * KB);
+    static_assert(GM * GN * 8 == kThreads && GM % 4 == 0 && KB % 2 == 0 && (TM * TN) % 8 == 0);
+};
+
+template <int T, class G>
+__global__ void __launch_bounds__(kThreads)
+    gemm_legacy2(Jobs J, int nb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+                 int n_act, bool accumulate, int wwidth) {
+    using W = Legacy<T>;
+    constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KB = G::KB, BM = G::BM, BN = G::BN;
+    constexpr int SW = pad_stride(W::bytes * KB), SQ = G::SQ;
+    __shared__ __align__(16) uint8_t sW[BM * SW];
+    __shared__ __align__(16) int8_t sQ[BN * SQ];
+    __shared__ __align__(16) float4 sD[BN * KB];
+    __shared__ const uint8_t* sRow[BM];
+    __shared__ const uint8_t* sAct[BN];
+
+    const int total = J.row_end[J.n_jobs - 1];
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const size_t k = static_cast<size_t>(nb) * 32;
+    for (int i = threadIdx.x; i < BM; i += kThreads) {
+        int r = min(m0 + i, total - 1);
+        const int jj = pick_job(J, r);
+        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    }
+    for (int i = threadIdx.x; i < BN; i += kThreads)
+        sAct[i] = reinterpret_cast<const uint8_t*>(aq) + static_cast<size_t>(min(n0 + i, n_act - 1)) * k;
+
+    const int g = threadIdx.x >> 3, sub = threadIdx.x & 7, p = sub >> 2, lp = sub & 3;
+    const int gm = g % GM, gn = g / GM;
+    float acc0[TM][TN], acc1[TM][TN];  // lanes 2 lp and 2 lp + 1
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc0[i][j] = acc1[i][j] = 0.0f;
+    // The min chain (Q4_1/Q5_1): output o = sub + 8 q of the micro-tile (m = o / TN, n = o % TN).
+    constexpr int kAm = (TM * TN) / 8;
+    float am[kAm];
+#pragma unroll
+    for (int q = 0; q < kAm; ++q) am[q] = 0.0f;
+
+    for (int i0 = 0; i0 < nb; i0 += KB) {
+        const int nbs = min(KB, nb - i0);
+        __syncthreads();
+        stage_rows(sW, SW, sRow, static_cast<size_t>(i0) * W::bytes, BM, nbs * W::bytes,
+                   unit_for(nbs * W::bytes, wwidth));
+        stage_rows(reinterpret_cast<uint8_t*>(sQ), SQ, sAct, static_cast<size_t>(i0) * 32, BN,
+                   nbs * 32, 16);
+        for (int u = threadIdx.x; u < BN * nbs; u += kThreads) {
+            const int n = u / nbs, j = u - n * nbs;
+            sD[n * KB + j] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nb + i0 + j];
+        }
+        __syncthreads();
+        for (int j = p; j < nbs; j += 2) {
+            uint2 x[TN];
+            float da[TN];
+#pragma unroll
+            for (int n = 0; n < TN; ++n) {
+                const int nn = gn * TN + n;
+                x[n] = *reinterpret_cast<const uint2*>(sQ + nn * SQ + 32 * j + 8 * lp);
+                da[n] = sD[nn * KB + j].x;
+            }
+#pragma unroll
+            for (int m = 0; m < TM; ++m) {
+                const uint8_t* blk = sW + (gm + GM * m) * SW + j * W::bytes;
+                const int wq0 = W::codes(blk, 2 * lp), wq1 = W::codes(blk, 2 * lp + 1);
+                const float dw = h2f(ld16(blk));
+#pragma unroll
+                for (int n = 0; n < TN; ++n) {
+                    const float dd = cn::mul(dw, da[n]);
+                    const float l0 = magic_to_float(__dp4a(wq0, static_cast<int>(x[n].x), kMagicBits));
+                    const float l1 = magic_to_float(__dp4a(wq1, static_cast<int>(x[n].y), kMagicBits));
+                    acc0[m][n] = cn::fma(dd, l0, acc0[m][n]);
+                    acc1[m][n] = cn::fma(dd, l1, acc1[m][n]);
+                }
+            }
+        }
+        if constexpr (W::asym) {
+#pragma unroll
+            for (int q = 0; q < kAm; ++q) {
+                const int o = sub + 8 * q, mm = gm + GM * (o / TN), nn = gn * TN + o % TN;
+                const uint8_t* wr = sW + mm * SW;
+                const float4* sr = sD + nn * KB;
+                int j = 0;
+                for (; j + 2 <= nbs; j += 2) {
+                    const float p0 = cn::mul(h2f(ld16(wr + j * W::bytes + 2)), sr[j].y);
+                    const float p1 = cn::mul(h2f(ld16(wr + (j + 1) * W::bytes + 2)), sr[j + 1].y);
+                    am[q] = cn::add(am[q], cn::add(p0, p1));
+                }
+                if (j < nbs) am[q] = cn::add(am[q], cn::mul(h2f(ld16(wr + j * W::bytes + 2)), sr[j].y));
+            }
+        }
+    }
+    const int base = threadIdx.x & 24;  // the group's first lane in the warp
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+            float e = fadd_xor(acc0[m][n], 4);  // c0 + c1 of lane 2 lp
+            float od = fadd_xor(acc1[m][n], 4);  // of lane 2 lp + 1
+            e = fadd_xor(e, 2);                  // a0 + a4, a2 + a6
+            e = fadd_xor(e, 1);                  // (a0 + a4) + (a2 + a6)
+            od = fadd_xor(od, 2);
+            od = fadd_xor(od, 1);
+            float v = cn::add(e, od);
+            if constexpr (W::asym) {
+                const int o = m * TN + n;
+                v = cn::add(v, __shfl_sync(kFull, am[o / 8], base + o % 8));
+            }
+            const int row = m0 + gm + GM * m, col = n0 + gn * TN + n;
+            if (sub == 0 && row < total && col < n_act) store(J, row, col, v, accumulate);
+        }
+    }
+}
+
 // ---- K-quants: the 4 codes of lane l of 32-element group c of a super-block --------------------
 
 template <int T>
@@ -548,6 +673,14 @@ void launch_legacy(const Jobs& J, int rows, int k, const int8_t* aq, const float
                      weight_width(J, G::KB * Legacy<T>::bytes));
 }
 template <int T, class G>
+void launch_legacy2(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
+                    bool acc, cudaStream_t s) {
+    const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    constexpr auto kernel = gemm_legacy2<T, G>;
+    ZINC_GEMM_LAUNCH(kernel, grid, s, J, k / 32, aq, ad, n_act, acc,
+                     weight_width(J, G::KB * Legacy<T>::bytes));
+}
+template <int T, class G>
 void launch_k(const Jobs& J, int rows, int k, const int8_t* aq, const float4* ad, int n_act,
               bool acc, cudaStream_t s) {
     const dim3 grid((rows + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
@@ -564,17 +697,28 @@ using L2 = LegacyTile<8, 8, 8, 2, 8>;  // 64 x 16
 using K0 = KTile<4, 8, 8, 4, 2>;       // 32 x 32
 using K1 = KTile<4, 4, 8, 4, 2>;       // 32 x 16, fewer registers
 using K2 = KTile<4, 8, 8, 4, 1>;       // 32 x 32, one super-block per stage
-constexpr int kVariants = 3;
+using L3 = Legacy2Tile<4, 8, 8, 4, 8>;  // two lanes per thread, 32 x 32
+using L4 = Legacy2Tile<2, 16, 8, 4, 8>;  // two lanes per thread, 16 x 64
+constexpr int kVariants = 5;
+
+template <int T, class GL>
+void launch_32(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad, int n_act,
+               bool acc, cudaStream_t s) {
+    if constexpr (GL::GM * GL::GN == kThreads / 8)  // Legacy2Tile: 8-thread groups
+        launch_legacy2<T, GL>(J, total, k, aq, ad, n_act, acc, s);
+    else
+        launch_legacy<T, GL>(J, total, k, aq, ad, n_act, acc, s);
+}
 
 template <class GL, class GK>
 void run_tiles(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
                int n_act, bool acc, cudaStream_t s) {
     switch (type) {
-        case kQ4_0: launch_legacy<kQ4_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
-        case kQ4_1: launch_legacy<kQ4_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
-        case kQ5_0: launch_legacy<kQ5_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
-        case kQ5_1: launch_legacy<kQ5_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
-        case kQ8_0: launch_legacy<kQ8_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ4_0: launch_32<kQ4_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ4_1: launch_32<kQ4_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ5_0: launch_32<kQ5_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ5_1: launch_32<kQ5_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ8_0: launch_32<kQ8_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ4_K: launch_k<kQ4_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ5_K: launch_k<kQ5_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ6_K: launch_k<kQ6_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
@@ -623,7 +767,9 @@ bool dmmv_exact_gemm_variant(int variant, int type, const MatJob* jobs, int n_jo
     if (total == 0 || n_act == 0) return true;
     if (variant == 0) run_tiles<L0, K0>(type, J, total, k, aq, ad, n_act, accumulate, s);
     else if (variant == 1) run_tiles<L1, K1>(type, J, total, k, aq, ad, n_act, accumulate, s);
-    else run_tiles<L2, K2>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    else if (variant == 2) run_tiles<L2, K2>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    else if (variant == 3) run_tiles<L3, K0>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    else run_tiles<L4, K0>(type, J, total, k, aq, ad, n_act, accumulate, s);
     return true;
 }
 

@@ -55,18 +55,20 @@ namespace zinc_simt {
 constexpr int kMaxThreads = 1024;
 struct Block {
     std::barrier<>* bar = nullptr;
-    uint32_t slot[kMaxThreads] = {};
+    uint32_t slot[2][kMaxThreads] = {};  // alternate exchanges use alternate slot arrays
 };
 inline thread_local Block* cur = nullptr;
+inline thread_local unsigned n_exchange = 0;
 
+// One barrier per exchange: a thread writes exchange e's slot array only after the barrier of
+// exchange e - 1, which every thread passes only after its reads of exchange e - 2 (same array).
 inline uint32_t exchange(uint32_t v, int src_lane) {
     Block* b = cur;
     const int t = static_cast<int>(threadIdx.x);
-    b->slot[t] = v;
+    uint32_t* slot = b->slot[n_exchange++ & 1];
+    slot[t] = v;
     b->bar->arrive_and_wait();
-    const uint32_t r = b->slot[(t & ~31) + (src_lane & 31)];
-    b->bar->arrive_and_wait();
-    return r;
+    return slot[(t & ~31) + (src_lane & 31)];
 }
 
 /// Runs kernel k over grid (x, y) with `threads` threads per block, blocks in order.
@@ -84,6 +86,7 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
                     threadIdx = dim3(static_cast<unsigned>(t));
                     blockIdx = dim3(bx, by);
                     cur = &blk;
+                    n_exchange = 0;
                     k(args...);
                 });
             }
