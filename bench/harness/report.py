@@ -300,7 +300,10 @@ def gpu_targets(res):
 
 def targets(res):
     """Issue 4 item 7's targets with the measured ratios (and issue 5's on the GPU)."""
-    lines = gpu_targets(res) if res["args"]["target"] == "cuda" else []
+    ph = res["phases"]
+    lines = gpu_targets(res) if res["args"]["target"] == "cuda" and micro_sections(res) else []
+    if not (ph.get("load") or ph.get("prefix")):
+        return lines
     lines += ["", "## Targets (issue 4 item 7)", ""]
     ld = res["phases"].get("load")
     lv8 = [lv for lv in (ld or {}).get("levels", []) if lv["concurrency"] == 8]
