@@ -26,12 +26,19 @@
 //    output) is spread over the 16 threads of the group, 4 outputs each, and fetched by shuffle
 //    at the end.
 //  * K-quants (Q4_K, Q5_K, Q6_K): 8 threads per output group, thread l owns lane l's chain of a
-//    TM x TN = 4 x 4 micro-tile over all 8 groups of each super-block (the lane integer
-//    sum_c sc_c * dp4a(q_c, a_c)), then one fma per super-block; Q4_K/Q5_K's min chain am[l & 3]
-//    is kept by every thread (lanes l and l + 4 alike) and closed by xor 2, 1. 32 groups as
-//    8 x 4 -> BM = 32, BN = 16; stages of 2 super-blocks.
+//    TM x TN = 4 x 8 micro-tile: over the 8 groups c of a super-block it accumulates the lane
+//    integers sum_c sc_c * dp4a(q_c, a_c) (integer registers; the 6-bit scales and mins are
+//    unpacked once per row and super-block into shared memory while staging), then one fma per
+//    super-block and output. Q4_K/Q5_K's min chain am[l & 3] of activation rows n = 2 j + (l >> 2)
+//    (lanes 0-3 even rows, 4-7 odd rows) is closed by xor 2, 1 and fetched by shuffle. 32 groups
+//    as 8 x 4 -> BM = BN = 32; stages of 2 super-blocks.
 // Rows are padded in shared memory so that the weight rows of the groups of one warp fall in
 // different banks; the activation rows of one warp are the same (broadcast).
+// These are tile variant 0, the one dmmv_exact_gemm (and so dmmv_exact's routing) uses. Variants
+// 1..4 (dmmv_exact_gemm_variant) exist to be measured on the device: other tile shapes, and for
+// the 32-element formats a kernel whose threads own two lanes each (one dd product per two lane
+// steps). All give the same bits (tests/cuda/test_exact_gemm.cpp on the device,
+// tests/unit/cuda_emul on the host through a SIMT shim).
 // Expected bound: issue rate. The canonical order needs one fma per 4 products per output for
 // the 32-element formats (dp4a + exact convert + dd + fma = 4 instructions per 4 MACs, about
 // 1/4 of the dp4a peak, ~30 TOPS on an H200 at best), and about 2.2 instructions per 4 MACs for
