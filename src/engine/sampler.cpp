@@ -284,8 +284,19 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     // The draw walks the candidates in ascending id (a device sampler's natural order); only
     // the top-k / top-p paths leave them in another order.
     auto by_id = [](const Cand& a, const Cand& b) { return a.second < b.second; };
-    if (!std::is_sorted(cand_.begin(), cand_.end(), by_id))
-        std::sort(cand_.begin(), cand_.end(), by_id);
+    if (!std::is_sorted(cand_.begin(), cand_.end(), by_id)) {
+        if (cand_.size() > 4096) {
+            // Large kept sets (a flat distribution under top-p): one O(n_vocab) pass over a mask
+            // instead of an O(m log m) sort; the values are the penalised logits in work_.
+            std::vector<uint8_t> kept(n_vocab, 0);
+            for (const auto& c : cand_) kept[static_cast<size_t>(c.second)] = 1;
+            cand_.clear();
+            for (size_t i = 0; i < n_vocab; ++i)
+                if (kept[i]) cand_.emplace_back(work_[i], static_cast<int32_t>(i));
+        } else {
+            std::sort(cand_.begin(), cand_.end(), by_id);
+        }
+    }
 
     // temperature, softmax, draw.
     const float inv_t = 1.0f / opts_.temperature;
