@@ -40,7 +40,7 @@ using quant::GgmlType;
 namespace {
 
 #if defined(ZINC_CUDA_EMU)  // host emulation: one std::thread per CUDA thread, so small shapes
-constexpr int kOut = 29, kJob0 = 9, kLegacyK = 352, kKQuantK = 768, kEvenLegacyK = 256,
+constexpr int kOut = 29, kJob0 = 9, kLegacyK = 1184, kKQuantK = 1280, kEvenLegacyK = 256,
               kEvenKQuantK = 512;
 constexpr int kActs[] = {1, 3, 17};
 #else

@@ -12,8 +12,8 @@
 //    two accumulators per activation row. Four rows per warp, 16 per block of 128. The closing
 //    sum: xor 4 adds the parities (c0 + c1) lane-wise, lane h + lane h + 4 is tree8's first
 //    level, xor 2 and 1 the others. The min-term chain of Q4_1/Q5_1 is thread (0, 0)'s: per
-//    block pair (m0 s0 + m1 s1), a lone last block m s. Decode steps issue the loads of 4 of a
-//    thread's blocks before their chain operations (2 blocks for 3-16 activation rows).
+//    block pair (m0 s0 + m1 s1), a lone last block m s. Decode steps issue the loads of 8 of a
+//    thread's blocks before their chain operations (4 for 2 activation rows, 2 for 3-16).
 //  * K-quants (Q2_K..Q6_K): 8 threads per weight row (4 rows per warp, 16 per block); thread l
 //    owns lane l's chain and forms the whole lane integer of each super-block (its 4 elements of
 //    each of the eight 32-element groups, times their scales); the row's 8 threads read 32
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
     };
-    constexpr int kU = NB <= 2 ? 4 : 2;
+    constexpr int kU = NB == 1 ? 8 : NB == 2 ? 4 : 2;  // blocks in flight per thread and step
     int i = p;
     for (; i + 2 * (kU - 1) < nb; i += 2 * kU) step(i, std::integral_constant<int, kU>{});
     for (; i < nb; i += 2) step(i, std::integral_constant<int, 1>{});
@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
     };
-    constexpr int kU = NB <= 2 ? 2 : 1;
+    constexpr int kU = NB == 1 ? 4 : NB == 2 ? 2 : 1;  // super-blocks in flight per step
     int i = 0;
     for (; i + kU <= nsb; i += kU) step(i, std::integral_constant<int, kU>{});
     for (; i < nsb; ++i) step(i, std::integral_constant<int, 1>{});
