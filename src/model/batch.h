@@ -108,6 +108,12 @@ class Runner {
     virtual std::string tier() const = 0;
     /// Bytes of KV storage for all blocks.
     virtual size_t kv_bytes() const = 0;
+    /// Whether this Runner computes the CPU tier's bits exactly (every intermediate and logit
+    /// bit-identical to Runner::create_cpu's for the same batches): the CUDA tier in its default
+    /// ZINC_EXACT=1 mode (docs/exactness.md). Validation against the CPU oracle is then bitwise
+    /// (runtime/validator.h). The CPU tier is the reference itself; the checking Runner treats
+    /// it as exact (runtime/checked_runner.cpp). Default false.
+    virtual bool exact() const { return false; }
 
     /// Whether forward_sample is implemented (the CUDA tier samples on the device).
     virtual bool samples_on_device() const { return false; }
