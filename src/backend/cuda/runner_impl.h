@@ -90,6 +90,7 @@ class CudaRunner final : public model::Runner {
     const model::RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
+    bool exact() const override { return exact_; }  // ZINC_EXACT (default on)
     RunnerStats stats() const { return stats_; }
     // Sampling on the device (runner_sample.cpp); ZINC_GPU_SAMPLING=0 turns it off.
     bool samples_on_device() const override;
@@ -106,15 +107,17 @@ class CudaRunner final : public model::Runner {
     void glu(int n_rows, int il, int type);
     RowOut row_out(int n_rows, int type);
     int packed_mode_ = -1;  // packing now in aq_/ad_
-    void proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats, int n_rows,
-              int k, bool accumulate);
+    // biases: one per matrix (entries may be null), added as the projection's MatJob::bias on the
+    // dmmv paths; returns whether they were (false on the cuBLAS path, which has none).
+    bool proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats, int n_rows,
+              int k, bool accumulate, const float* const* biases = nullptr);
     // Evidence (runtime/forward_hooks.h): every kernel launch is counted with its op and bytes;
     // a replayed CUDA graph adds the tally recorded when it was captured.
     void launched(runtime::Op op, uint64_t w_bytes, uint64_t a_bytes) {
         ++launches_;
         tally_.add(runtime::Device::Cuda, op, w_bytes, a_bytes);
     }
-    // Fault injection and intermediate capture of residual-stream rows x (n_rows, dim).
+    // Fault injection and intermediate capture of rows x (n_rows, dim) of intermediate `name`.
     void observe(const char* name, int il, float* x, int n_rows, int dim);
     int launches_ = 0;
     runtime::OpTally tally_;
