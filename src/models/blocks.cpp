@@ -161,6 +161,8 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
     };
     cpu::matmul(st.pool, st.mm, gu, xn, n, cfg.n_embd);
     count(st, Op::Matmul, mat_bytes(w.gate) + mat_bytes(w.up), kF32 * n * (cfg.n_embd + 2 * ff));
+    dump(st, "ffn_gate", il, ws.gate.data(), ff);
+    dump(st, "ffn_up", il, ws.up.data(), ff);
     parallel_rows(st, n, [&](int64_t t0, int64_t t1) {
         // One call per row: the SIMD body / scalar tail split then depends only on the column,
         // never on which rows share the step (batch invariance, docs/engine.md).
@@ -175,6 +177,7 @@ void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeight
         }
     });
     count(st, Op::Glu, 0, 3 * kF32 * n * ff);
+    dump(st, "ffn_glu", il, ws.gate.data(), ff);
     cpu::matmul(st.pool, st.mm, w.down->mat, ws.gate.data(), n, ff, out, cfg.n_embd);
     count(st, Op::Matmul, mat_bytes(w.down), kF32 * n * (ff + cfg.n_embd));
     dump(st, "ffn_out", il, out, cfg.n_embd);

@@ -13,6 +13,13 @@
 namespace zinc::runtime {
 namespace {
 
+// Validation is bitwise when the serving Runner computes the CPU tier's bits: the CUDA tier in
+// ZINC_EXACT=1 mode (Runner::exact), or the CPU tier itself (the oracle is the same code with
+// the same options).
+bool bitwise_validation(const model::Runner& r) {
+    return r.exact() || r.tier() == "cpu";
+}
+
 class CheckedRunner final : public model::Runner {
   public:
     CheckedRunner(std::unique_ptr<ForwardHooks> hooks, std::unique_ptr<model::Runner> primary,
@@ -26,7 +33,10 @@ class CheckedRunner final : public model::Runner {
           ev_(std::move(ev)),
           ro_(ro),
           n_layer_(n_layer),
-          n_vocab_(n_vocab) {}
+          n_vocab_(n_vocab) {
+        // An exact serving tier must reproduce the oracle's bits: validation thresholds are 0.
+        ro_.thresholds.bitwise = bitwise_validation(*primary_);
+    }
 
     Result<void> forward(const model::Batch& batch, float* logits) override {
         const uint64_t step = step_++;
@@ -119,6 +129,7 @@ class CheckedRunner final : public model::Runner {
     }
     const model::RunnerOptions& options() const override { return primary_->options(); }
     std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }
+    bool exact() const override { return fell_back_ || primary_->exact(); }
     size_t kv_bytes() const override {
         return primary_->kv_bytes() + (oracle_ ? oracle_->kv_bytes() : 0);
     }
@@ -201,6 +212,8 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     }
     out.evidence->set_tier(to_string(out.choice.tier), out.choice.reason);
     out.evidence->set_validate_limit(static_cast<uint64_t>(ropts.validate_steps));
+    if (ropts.validate_steps > 0)
+        out.evidence->set_validation_mode(bitwise_validation(*primary) ? "bitwise" : "tolerance");
     out.runner = std::make_unique<CheckedRunner>(
         std::move(hooks), std::move(primary), std::move(oracle_hooks), std::move(oracle),
         out.evidence, ropts, model.config().n_layer, model.n_vocab());

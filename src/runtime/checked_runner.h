@@ -4,9 +4,11 @@
 // checked against the CPU oracle.
 //
 // Validation: a second Runner on the CPU tier (the oracle, no debug switches) runs the same
-// step batches. For each of the first N steps both capture their named intermediates (the
-// per-layer residual stream ffn_inp / l_out, more on the CPU) and logits ("result_output"),
-// and runtime/validator.h compares them. After N clean steps the oracle is released (trust
+// step batches. For each of the first N steps both capture their named intermediates (inp_embd,
+// per layer Qcur .. l_out, docs/runtime.md) and logits ("result_output"), and
+// runtime/validator.h compares them: bitwise when the serving Runner is exact() (the CUDA tier
+// with ZINC_EXACT=1, or the CPU tier), against the relative-error thresholds otherwise; the
+// evidence records which ("validation": "bitwise" / "tolerance"). After N clean steps the oracle is released (trust
 // promotion) and only the finiteness of the logits is checked. A failure names step, layer and
 // op; with ZINC_VALIDATE_STRICT=1 the failing step's logits are replaced by the oracle's and
 // every later step runs on the oracle (each counted as a cpu_fallback of op "forward"). A

@@ -14,6 +14,11 @@ void Evidence::set_tier(std::string tier, std::string reason) {
     s_.tier_reason = std::move(reason);
 }
 
+void Evidence::set_validation_mode(std::string mode) {
+    std::lock_guard<std::mutex> lk(mu_);
+    s_.validation_mode = std::move(mode);
+}
+
 void Evidence::set_validate_limit(uint64_t n) {
     std::lock_guard<std::mutex> lk(mu_);
     s_.validate_limit = n;
@@ -220,6 +225,7 @@ std::string evidence_line(const EvidenceSnapshot& e) {
              std::to_string(e.validate_limit) +
              " failures=" + std::to_string(e.validation_failures);
         o += std::string(" trust=") + (e.trust_promoted ? "promoted" : "unpromoted");
+        if (!e.validation_mode.empty()) o += " validation=" + e.validation_mode;
     } else {
         o += " validated=off";
         if (e.validation_failures) o += " failures=" + std::to_string(e.validation_failures);
@@ -256,6 +262,7 @@ std::string evidence_json(const EvidenceSnapshot& e) {
     o += ",\"cpu_fallback\":" + std::to_string(e.cpu_fallback);
     o += ",\"fallback_ops\":" + json_counts(e.fallback_ops);
     o += ",\"validate_limit\":" + std::to_string(e.validate_limit);
+    o += ",\"validation\":" + json_str(e.validation_mode);
     o += ",\"validated_steps\":" + std::to_string(e.validated_steps);
     o += ",\"validation_failures\":" + std::to_string(e.validation_failures);
     o += ",\"finiteness_checks\":" + std::to_string(e.finiteness_checks);
@@ -298,10 +305,11 @@ std::string evidence_prometheus(const EvidenceSnapshot& e) {
         o += "zinc_evidence_" + name + (labels.empty() ? "" : "{" + labels + "}") + " " +
              std::to_string(v) + "\n";
     };
-    head("info", "gauge", "execution tier of the runner (value 1), with why it was chosen");
+    head("info", "gauge", "execution tier of the runner (value 1), why it was chosen, validation mode");
     line("info",
          "execution_tier=\"" + prom_label(e.execution_tier) + "\",tier_reason=\"" +
-             prom_label(e.tier_reason) + "\"",
+             prom_label(e.tier_reason) + "\",validation=\"" + prom_label(e.validation_mode) +
+             "\"",
          1);
     head("steps_total", "counter", "forward steps run");
     line("steps_total", "", e.steps);

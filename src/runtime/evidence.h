@@ -26,6 +26,9 @@ struct EvidenceSnapshot {
     uint64_t cpu_fallback = 0;           // ops (or whole steps) meant for the device, run on CPU
     std::map<std::string, uint64_t> fallback_ops;  // op name -> count
     uint64_t validate_limit = 0;                   // ZINC_VALIDATE=N (0: validation off)
+    /// How validated steps are compared: "bitwise" (an exact serving tier: any differing bit
+    /// fails), "tolerance" (relative L2 error against ZINC_VALIDATE_TOL), "" when off.
+    std::string validation_mode;
     uint64_t validated_steps = 0;                  // steps compared against the CPU oracle
     uint64_t validation_failures = 0;  // steps whose comparison failed (or non-finite logits)
     uint64_t finiteness_checks = 0;    // steps after trust promotion checked for finite logits
@@ -39,6 +42,8 @@ class Evidence {
   public:
     void set_tier(std::string tier, std::string reason);
     void set_validate_limit(uint64_t n);
+    /// "bitwise" or "tolerance" (EvidenceSnapshot::validation_mode).
+    void set_validation_mode(std::string mode);
     /// Merge one finished step of the serving tier: its op tally, shortcuts and fallbacks.
     void record_step(const OpTally& ops, const std::vector<Shortcut>& shortcuts,
                      const std::vector<Fallback>& fallbacks);
@@ -65,7 +70,7 @@ class Evidence {
 
 /// The compact line, e.g.
 /// "evidence: tier=cuda steps=40 ops=cuda:5240,cpu:0 bytes=cuda:5.1GB,cpu:0B cpu_fallback=0
-///  validated=4/4 failures=0 trust=promoted shortcut_free=true"
+///  validated=4/4 failures=0 trust=promoted validation=bitwise shortcut_free=true"
 /// with " fallback_ops=glu:30" / " shortcuts=..." / " first_failure=..." appended when present.
 std::string evidence_line(const EvidenceSnapshot& e);
 /// A JSON object (one line) with every field; op counts per device and op name.

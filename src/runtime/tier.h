@@ -49,6 +49,11 @@ Result<TierChoice> choose_tier(TierRequest req, std::string_view source, const c
 struct Thresholds {
     double residual = 5e-2;  // per-layer residual stream (ffn_inp, l_out) and other intermediates
     double logits = 5e-2;    // final logits
+    /// Bitwise validation: every value must have the oracle's exact bits (threshold 0; -0 vs +0
+    /// and NaN payloads count as differences). Set when the serving Runner is exact()
+    /// (model/batch.h): the CUDA tier in ZINC_EXACT=1 mode, or the CPU tier; the two
+    /// thresholds above are then unused.
+    bool bitwise = false;
 };
 
 struct RuntimeOptions {

@@ -1,9 +1,12 @@
 // zinc/runtime/validator.cpp — per-step comparison of intermediates against the CPU oracle.
 #include "runtime/validator.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace zinc::runtime {
 
@@ -13,27 +16,58 @@ bool all_finite(const float* x, size_t n) {
     return true;
 }
 
-std::string producing_op(std::string_view name) {
-    // Strip "blk.<il>."
-    std::string_view base = name;
-    if (base.substr(0, 4) == "blk.") {
-        const size_t dot = base.find('.', 4);
-        if (dot != std::string_view::npos) base = base.substr(dot + 1);
-    }
-    static const std::map<std::string_view, const char*> kOps = {
-        {"inp_embd", "embed"},
-        {"Qcur", "q/k/v matmul"},
-        {"Kcur", "q/k/v matmul"},
-        {"Vcur", "q/k/v matmul"},
-        {"kqv_out", "rope_kv+attention"},
-        {"attn_out", "attn_output matmul"},
-        {"ffn_inp", "attention block (norm, q/k/v, rope, attention, output, residual add)"},
-        {"ffn_out", "ffn (gate/up matmul, glu, down matmul)"},
-        {"l_out", "ffn block (norm, gate/up, glu, down, residual add)"},
-        {"result_output", "output head (norm, lm_head matmul)"},
+namespace {
+
+struct OpName {
+    const char* single;  // the op, when its input intermediate was compared
+    const char* input;   // that input ("" when it is not a named intermediate)
+    const char* span;    // the ops since the previous compared intermediate, otherwise
+};
+
+const OpName* op_entry(std::string_view base) {
+    static const std::map<std::string_view, OpName> kOps = {
+        {"inp_embd", {"embed", "", "embed"}},
+        {"Qcur", {"attn_q matmul", "", "attn_q matmul"}},
+        {"Kcur", {"attn_k matmul", "", "attn_k matmul"}},
+        {"Vcur", {"attn_v matmul", "", "attn_v matmul"}},
+        {"kqv_out",
+         {"attention (rope_kv, attention)", "Vcur",
+          "attention (norm, q/k/v matmul, rope_kv, attention)"}},
+        {"attn_out",
+         {"attn_output matmul", "kqv_out",
+          "attention (norm, q/k/v matmul, rope_kv, attention, attn_output matmul)"}},
+        {"ffn_inp",
+         {"attention residual add", "attn_out",
+          "attention block (norm, q/k/v, rope, attention, output, residual add)"}},
+        {"ffn_gate", {"ffn_gate matmul", "", "ffn_gate matmul"}},
+        {"ffn_up", {"ffn_up matmul", "", "ffn_up matmul"}},
+        {"ffn_glu", {"glu", "ffn_up", "ffn gate/up matmul, glu"}},
+        {"ffn_out", {"ffn_down matmul", "ffn_glu", "ffn (gate/up matmul, glu, down matmul)"}},
+        {"l_out",
+         {"ffn residual add", "ffn_out", "ffn block (norm, gate/up, glu, down, residual add)"}},
+        {"result_output",
+         {"output head (norm, lm_head matmul)", "", "output head (norm, lm_head matmul)"}},
     };
     const auto it = kOps.find(base);
-    return it == kOps.end() ? std::string(base) : std::string(it->second);
+    return it == kOps.end() ? nullptr : &it->second;
+}
+
+// "blk.<il>.NAME" -> NAME
+std::string_view base_name(std::string_view name) {
+    if (name.substr(0, 4) == "blk.") {
+        const size_t dot = name.find('.', 4);
+        if (dot != std::string_view::npos) return name.substr(dot + 1);
+    }
+    return name;
+}
+
+}  // namespace
+
+std::string producing_op(std::string_view name, bool input_compared) {
+    const std::string_view base = base_name(name);
+    const OpName* e = op_entry(base);
+    if (!e) return std::string(base);
+    return input_compared ? e->single : e->span;
 }
 
 namespace {
@@ -52,6 +86,7 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
     StepComparison r;
     std::map<std::string_view, const Captured*> by_name;
     for (const Captured& c : serving) by_name[c.name] = &c;
+    std::set<std::string> compared;  // names compared so far (the oracle's execution order)
     std::vector<bool> l_out_seen(static_cast<size_t>(std::max(n_layer, 0)), false);
     const std::string where = "step " + std::to_string(step);
     for (const Captured& o : oracle) {
@@ -67,15 +102,19 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
             continue;
         }
         const Captured& s = *it->second;
-        if (s.n_rows != o.n_rows || s.dim != o.dim) continue;
+        if (s.n_rows != o.n_rows || s.dim != o.dim || s.data.size() != o.data.size()) continue;
         ++r.n_compared;
+        compared.insert(o.name);
         const bool is_logits = o.name == "result_output";
         const double t = is_logits ? tol.logits : tol.residual;
         double num = 0, den = 0;
         bool finite = true;
+        size_t n_diff_bits = 0;
         for (size_t i = 0; i < o.data.size(); ++i) {
             const double a = s.data[i], b = o.data[i];
             if (!std::isfinite(a)) finite = false;
+            if (std::bit_cast<uint32_t>(s.data[i]) != std::bit_cast<uint32_t>(o.data[i]))
+                ++n_diff_bits;
             num += (a - b) * (a - b);
             den += b * b;
         }
@@ -85,12 +124,28 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
             r.worst_name = o.name;
         }
         if (layer_out) l_out_seen[o.il] = true;
-        if (r.ok && !(rel <= t)) {
+        const bool pass = finite && (tol.bitwise ? n_diff_bits == 0 : rel <= t);
+        if (r.ok && !pass) {
             r.ok = false;
+            // The op: the single one when its input intermediate was compared (and so passed).
+            bool input_compared = true;
+            const std::string_view base = base_name(o.name);
+            if (const OpName* e = op_entry(base); e && *e->input) {
+                const std::string prefix =
+                    o.il >= 0 ? "blk." + std::to_string(o.il) + "." : std::string();
+                input_compared = compared.count(prefix + e->input) > 0;
+            }
+            std::string detail;
+            if (!finite)
+                detail = " has non-finite values";
+            else if (tol.bitwise)
+                detail = ": " + std::to_string(n_diff_bits) + " of " +
+                         std::to_string(o.data.size()) + " values differ in bits" +
+                         fmt(" (rel err %.3g; bitwise, tol %g)", rel, 0.0);
+            else
+                detail = fmt(" rel err %.3g > tol %.3g", rel, t);
             r.failure = where + " layer " + (o.il >= 0 ? std::to_string(o.il) : std::string("-")) +
-                        " op " + producing_op(o.name) + ": " + o.name +
-                        (finite ? fmt(" rel err %.3g > tol %.3g", rel, t)
-                                : std::string(" has non-finite values"));
+                        " op " + producing_op(o.name, input_compared) + ": " + o.name + detail;
         }
     }
     if (r.ok) {

@@ -94,8 +94,8 @@ void CudaRunner::observe(const char* name, int il, float* x, int n_rows, int dim
 
 // Projections of the activations last finished (xf_/aq_/xh_) through n_mats weights of row
 // length k into ys (row stride ldys), n_rows rows.
-void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats,
-                      int n_rows, int k, bool accumulate) {
+bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats,
+                      int n_rows, int k, bool accumulate, const float* const* biases) {
     if (n_rows > dmmv_max_rows_ && cublas_.ok()) {
         for (int i = 0; i < n_mats; ++i) {
             const DevMat& m = *mats[i];
@@ -110,7 +110,7 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             launched(runtime::Op::Matmul, 2ull * m.n * k,
                      2ull * n_rows * k + (accumulate ? 8ull : 4ull) * n_rows * m.n);
         }
-        return;
+        return false;  // no biases on this path
     }
     int i = 0;
     while (i < n_mats) {
@@ -126,6 +126,8 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             jobs[nj].n_out = static_cast<int>(mats[i]->n);
             jobs[nj].y = ys[i];
             jobs[nj].ldy = ldys[i];
+            jobs[nj].bias = biases ? biases[i] : nullptr;
+            if (jobs[nj].bias) w_bytes += mats[i]->n * sizeof(float);
             ++nj;
             ++i;
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
@@ -133,22 +135,52 @@ void CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
     }
+    return true;
 }
 
 void CudaRunner::enqueue_step(int n_rows, int n_out) {
     const ModelConfig& c = cfg_;
     const int E = c.n_embd;
+    // Validation (runtime/forward_hooks.h): the CPU tier's named intermediates (inp_embd, Qcur,
+    // Kcur, Vcur, kqv_out, attn_out, ffn_inp, ffn_gate, ffn_up, ffn_glu, ffn_out, l_out) pass
+    // through observe(), which copies them to the host and applies ZINC_TEST_CORRUPT only when
+    // the hooks ask this step. Where the fast path fuses a result away (the residual add inside
+    // the attn_output / ffn_down projection's accumulate), a step that wants it runs unfused: the
+    // projection into h_, then add_inplace: in exact mode the same single rounded add, the same
+    // bits. Such steps never run in a CUDA graph (ForwardHooks::needs_host), so no graph holds
+    // the unfused path or a host copy.
+    runtime::ForwardHooks* hk = opts_.hooks;
+    auto wants = [hk](const char* name, int il) {
+        return hk && (hk->capturing || hk->corrupts(name, il));
+    };
     get_rows(tok_embd_.type, tok_embd_.d, tok_embd_.row_bytes, d_tokens_, n_rows, E,
              gemma_ ? std::sqrt(static_cast<float>(E)) : 1.0f, x_, stream_);
     launched(runtime::Op::Embed, tok_embd_.row_bytes * n_rows, 4ull * n_rows * E);
+    observe("inp_embd", -1, x_, n_rows, E);
     for (int il = 0; il < c.n_layer; ++il) {
         const Layer& L = layers_[il];
+        // The CPU tier gathers the output rows in the last layer after attn_out, so from ffn_inp
+        // on its last layer has n_out rows; ours keeps all rows until the LM head.
+        const bool all_rows_out = n_out == n_rows;
+        const bool same_rows = il + 1 < c.n_layer || all_rows_out;
         finish_rows(x_, L.attn_norm, n_rows, E, L.wq.type);
+        // Q/K/V biases go into the projection (MatJob::bias: one rounded add, as the CPU tier's
+        // matmul and as rope_kv's), so Qcur/Kcur/Vcur are the CPU tier's (projection + bias,
+        // before RoPE); on the cuBLAS path (ZINC_EXACT=0 prefill) rope_kv adds them instead and
+        // the three are not observed.
+        bool qkv_biased = true;
         {
             const DevMat* m[3] = {&L.wq, &L.wk, &L.wv};
             float* ys[3] = {q_, k_, v_};
             const int ld[3] = {c.q_dim(), c.kv_dim_k(), c.kv_dim_v()};
-            proj(m, ys, ld, 3, n_rows, E, false);
+            const float* b[3] = {L.bq, L.bk, L.bv};
+            qkv_biased = proj(m, ys, ld, 3, n_rows, E, false, b);
+        }
+        const bool has_bias = L.bq || L.bk || L.bv;
+        if (qkv_biased || !has_bias) {
+            observe("Qcur", il, q_, n_rows, c.q_dim());
+            observe("Kcur", il, k_, n_rows, c.kv_dim_k());
+            observe("Vcur", il, v_, n_rows, c.kv_dim_v());
         }
         RopeJob rj;
         rj.q = q_;
@@ -157,9 +189,9 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         rj.q_ld = c.q_dim();
         rj.k_ld = c.kv_dim_k();
         rj.v_ld = c.kv_dim_v();
-        rj.bq = L.bq;
-        rj.bk = L.bk;
-        rj.bv = L.bv;
+        rj.bq = qkv_biased ? nullptr : L.bq;
+        rj.bk = qkv_biased ? nullptr : L.bk;
+        rj.bv = qkv_biased ? nullptr : L.bv;
         rj.q_norm = L.q_norm;
         rj.k_norm = L.k_norm;
         rj.eps = c.rms_eps;
@@ -203,20 +235,26 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         // + the K/V rows read, added per step in run() (they grow with the positions, and a
         // replayed graph's tally is the one recorded at capture)
         launched(runtime::Op::Attention, 0, 4ull * n_rows * (c.q_dim() + c.attn_out_dim()));
+        observe("kqv_out", il, attn_, n_rows, c.attn_out_dim());
 
         finish_rows(attn_, nullptr, n_rows, c.attn_out_dim(), L.wo.type);
+        const bool split_attn = !gemma_ && wants("attn_out", il);  // unfused residual add
         {
             const DevMat* m[1] = {&L.wo};
-            float* ys[1] = {gemma_ ? h_ : x_};
+            float* ys[1] = {gemma_ || split_attn ? h_ : x_};
             const int ld[1] = {E};
-            proj(m, ys, ld, 1, n_rows, c.attn_out_dim(), !gemma_);
+            proj(m, ys, ld, 1, n_rows, c.attn_out_dim(), !gemma_ && !split_attn);
+        }
+        if (gemma_ || split_attn) observe("attn_out", il, h_, n_rows, E);
+        if (split_attn) {
+            add_inplace(x_, h_, static_cast<int64_t>(n_rows) * E, stream_);
+            launched(runtime::Op::Add, 0, 12ull * n_rows * E);
         }
         if (gemma_) {
             add_rms_norm(x_, h_, L.post_attn_norm, c.rms_eps, n_rows, E, stream_);
             launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
         }
-        const bool all_rows_out = n_out == n_rows;  // the CPU tier's last layer has n_out rows
-        if (il + 1 < c.n_layer || all_rows_out) observe("ffn_inp", il, x_, n_rows, E);
+        if (same_rows) observe("ffn_inp", il, x_, n_rows, E);
         finish_rows(x_, L.ffn_norm, n_rows, E, L.gate.type);
         {
             const DevMat* m[2] = {&L.gate, &L.up};
@@ -224,18 +262,39 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
             const int ld[2] = {c.n_ff, c.n_ff};
             proj(m, ys, ld, 2, n_rows, E, false);
         }
+        if (same_rows) {
+            observe("ffn_gate", il, gate_, n_rows, c.n_ff);
+            observe("ffn_up", il, up_, n_rows, c.n_ff);
+        }
         glu(n_rows, il, L.down.type);
+        if (same_rows && wants("ffn_glu", il)) {
+            // glu() left the f32 act(gate) * up in xf_ beside the packed copy the down
+            // projection reads; a corrupted xf_ is packed again so the fault propagates.
+            observe("ffn_glu", il, xf_, n_rows, c.n_ff);
+            if (hk->corrupts("ffn_glu", il)) {
+                RowOut o = row_out(n_rows, L.down.type);
+                o.f = nullptr;
+                pack_rows(xf_, n_rows, c.n_ff, o, stream_);
+                launched(runtime::Op::Pack, 0, 2ull * n_rows * c.n_ff * sizeof(float));
+            }
+        }
+        const bool split_ffn = !gemma_ && same_rows && wants("ffn_out", il);
         {
             const DevMat* m[1] = {&L.down};
-            float* ys[1] = {gemma_ ? h_ : x_};
+            float* ys[1] = {gemma_ || split_ffn ? h_ : x_};
             const int ld[1] = {E};
-            proj(m, ys, ld, 1, n_rows, c.n_ff, !gemma_);
+            proj(m, ys, ld, 1, n_rows, c.n_ff, !gemma_ && !split_ffn);
+        }
+        if ((gemma_ && same_rows) || split_ffn) observe("ffn_out", il, h_, n_rows, E);
+        if (split_ffn) {
+            add_inplace(x_, h_, static_cast<int64_t>(n_rows) * E, stream_);
+            launched(runtime::Op::Add, 0, 12ull * n_rows * E);
         }
         if (gemma_) {
             add_rms_norm(x_, h_, L.post_ffn_norm, c.rms_eps, n_rows, E, stream_);
             launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
         }
-        if (il + 1 < c.n_layer || all_rows_out) observe("l_out", il, x_, n_rows, E);
+        if (same_rows) observe("l_out", il, x_, n_rows, E);
     }
     if (n_out == 0) return;
     gather_rows(x_, d_out_, n_out, E, xo_, stream_);
