@@ -3,7 +3,7 @@
 //
 //   cuda_test_exact_gemm [--ctest] [--no-timing]
 //
-// Correctness, for every type the GEMM covers (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K):
+// Correctness, for every type the GEMM covers (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K):
 // random weights (quantized Gaussians and random payload bytes with random f16 scales) and
 // activations (outliers, zero stretches, rounding ties) packed on the device by pack.cu; row
 // counts that are not multiples of the tiles, two fused jobs (the second with a bias and an
@@ -446,7 +446,7 @@ int main(int argc, char** argv) {
                 cu::exact_gemm_enabled() ? "on" : "off");
     std::mt19937 rng(20261129);
     using T = GgmlType;
-    for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q5_K, T::Q5_0, T::Q5_1}) {
+    for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q5_K, T::Q5_0, T::Q5_1, T::Q2_K, T::Q3_K}) {
         const bool kq = quant::type_traits(t).block_size == 256;
         // (k, rows, rows of job 0, act rows): odd block / super-block counts, partial stages,
         // rows and act rows that are not multiples of the tiles, a long row.
@@ -457,12 +457,12 @@ int main(int argc, char** argv) {
         test_case(rng, t, 14336, 45, 16, 33);
     }
     for (int v = 1; v < cu::dmmv_exact_gemm_variants(); ++v)
-        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q5_K, T::Q5_0, T::Q5_1}) {
+        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q5_K, T::Q5_0, T::Q5_1, T::Q2_K, T::Q3_K}) {
             const bool kq = quant::type_traits(t).block_size == 256;
             test_case(rng, t, kq ? 2304 : 2080, 389, 131, 100, v);
             test_case(rng, t, 256, 77, 13, 33, v);
         }
-    for (T t : {T::Q2_K, T::Q3_K}) test_refused(rng, t);
+    for (T t : {T::F32, T::F16}) test_refused(rng, t);
     if (timing) {
         for (T t : {T::Q4_K, T::Q4_0}) {
             time_case(rng, t, 4096, 4096, 512);

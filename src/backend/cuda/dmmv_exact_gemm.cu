@@ -418,234 +418,13 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- K-quants: the 4 codes of lane l of 32-element group c of a super-block --------------------
+}  // namespace
+}  // namespace zinc::cuda
 
-template <int T>
-struct KQ;
-template <>
-struct KQ<kQ4_K> {
-    static constexpr int bytes = 144, d_off = 0;
-    __device__ static int codes(const uint8_t* b, int c, int l) {
-        return static_cast<int>((ld32(b + 16 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu);
-    }
-};
-template <>
-struct KQ<kQ5_K> {
-    static constexpr int bytes = 176, d_off = 0;
-    __device__ static int codes(const uint8_t* b, int c, int l) {
-        const uint32_t lo = (ld32(b + 48 + 32 * (c >> 1) + 4 * l) >> (4 * (c & 1))) & 0x0f0f0f0fu;
-        const uint32_t hi = ((ld32(b + 16 + 4 * l) >> c) & 0x01010101u) << 4;
-        return static_cast<int>(lo | hi);
-    }
-};
-template <>
-struct KQ<kQ6_K> {
-    static constexpr int bytes = 210, d_off = 208;
-    __device__ static int codes(const uint8_t* b, int c, int l) {
-        const int h = c >> 2, kq = c & 3;
-        const uint32_t lo = (ld32_a2(b + 64 * h + 32 * (kq & 1) + 4 * l) >> (4 * (kq >> 1))) & 0x0f0f0f0fu;
-        const uint32_t hi = ((ld32_a2(b + 128 + 32 * h + 4 * l) >> (2 * kq)) & 0x03030303u) << 4;
-        return static_cast<int>(lo | hi);
-    }
-};
+#include "backend/cuda/dmmv_exact_gemm_k.cuh"
 
-__device__ __forceinline__ int bsum_lo(float4 s) {
-    return static_cast<int16_t>(__float_as_uint(s.w) & 0xffffu);
-}
-__device__ __forceinline__ int bsum_hi(float4 s) {
-    return static_cast<int16_t>(__float_as_uint(s.w) >> 16);
-}
-
-// Tile geometry of the K-quant kernel: TM x TN outputs per 8-thread group, GM x GN groups (GM a
-// multiple of 4: the four groups of a warp share their activation rows), KS super-blocks per stage.
-template <int TM_, int TN_, int GM_, int GN_, int KS_>
-struct KTile {
-    static constexpr int TM = TM_, TN = TN_, GM = GM_, GN = GN_, KS = KS_;
-    static constexpr int BM = TM * GM, BN = TN * GN;
-    static constexpr int SQ = pad_stride(256 * KS);
-    static_assert(GM * GN * 8 == kThreads && GM % 4 == 0 && TN % 2 == 0);
-};
-
-// Lane integers start at this bias: Q4_K's |lane| <= 8 * 63 * 4 * 15 * 127 < 2^22 and every
-// Q4_K/Q5_K min lane |m| <= 2 * 63 * 2 * 16 * 127 < 2^22, so they convert exactly by the magic
-// number; Q5_K and Q6_K lanes can exceed 2^22 and use cvt.rn (cd::i2f).
-template <int T>
-constexpr bool kMagicLane = (T == kQ4_K);
-
-template <int T, class G>
-__global__ void __launch_bounds__(kThreads)
-    gemm_k(Jobs J, int nsb, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
-           int n_act, bool accumulate, int wwidth) {
-    using W = KQ<T>;
-    constexpr int TM = G::TM, TN = G::TN, GM = G::GM, KS = G::KS, BM = G::BM, BN = G::BN;
-    constexpr int SW = pad_stride(W::bytes * KS), SQ = G::SQ;
-    constexpr bool kMin = (T == kQ4_K || T == kQ5_K);
-    constexpr int kBias = kMagicLane<T> ? kMagicBits : 0;
-    __shared__ __align__(16) uint8_t sW[BM * SW];
-    __shared__ __align__(16) int8_t sQ[BN * SQ];
-    __shared__ __align__(16) float4 sD[BN * KS * 8];
-    __shared__ __align__(16) uint8_t sSc[BM * KS * 16];  // Q4_K/Q5_K: 8 scales, 8 mins
-    __shared__ const uint8_t* sRow[BM];
-    __shared__ const uint8_t* sAct[BN];
-
-    const int total = J.row_end[J.n_jobs - 1];
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int n_grp = nsb * 8;
-    const size_t k = static_cast<size_t>(nsb) * 256;
-    for (int i = threadIdx.x; i < BM; i += kThreads) {
-        int r = min(m0 + i, total - 1);
-        const int jj = pick_job(J, r);
-        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
-    }
-    for (int i = threadIdx.x; i < BN; i += kThreads)
-        sAct[i] = reinterpret_cast<const uint8_t*>(aq) + static_cast<size_t>(min(n0 + i, n_act - 1)) * k;
-
-    // Thread l of group (gm, gn) owns lane l's chain of weight rows gm + GM m and activation rows
-    // gn TN + n; Q4_K/Q5_K's min chain am[l & 3] of the activation rows n = 2 j + (l >> 2).
-    const int g = threadIdx.x >> 3, l = threadIdx.x & 7, kk = l & 3, h = l >> 2;
-    const int gm = g % GM, gn = g / GM;
-    float acc[TM][TN], mn[TM][TN / 2];
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < TN / 2; ++j) mn[i][j] = 0.0f;
-    }
-
-    for (int s0 = 0; s0 < nsb; s0 += KS) {
-        const int nss = min(KS, nsb - s0);
-        __syncthreads();
-        stage_rows(sW, SW, sRow, static_cast<size_t>(s0) * W::bytes, BM, nss * W::bytes,
-                   unit_for(nss * W::bytes, wwidth));
-        stage_rows(reinterpret_cast<uint8_t*>(sQ), SQ, sAct, static_cast<size_t>(s0) * 256, BN,
-                   nss * 256, 16);
-        for (int u = threadIdx.x; u < BN * nss * 8; u += kThreads) {
-            const int n = u / (nss * 8), j = u - n * (nss * 8);
-            sD[n * (KS * 8) + j] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * n_grp + 8 * s0 + j];
-        }
-        if constexpr (kMin) {  // the 6-bit scales and mins, unpacked once per row and super-block
-            for (int u = threadIdx.x; u < BM * nss; u += kThreads) {
-                const int r = u / nss, s = u - r * nss;
-                const uint8_t* q = sRow[r] + static_cast<size_t>(s0 + s) * W::bytes + 4;
-                uint8_t* d = sSc + (r * KS + s) * 16;
-#pragma unroll
-                for (int j = 0; j < 8; ++j) {
-                    d[j] = static_cast<uint8_t>(cd::scale_min_k4(q, j, false));
-                    d[8 + j] = static_cast<uint8_t>(cd::scale_min_k4(q, j, true));
-                }
-            }
-        }
-        __syncthreads();
-        for (int s = 0; s < nss; ++s) {
-            float da[TN];
-            int b0[TN], b1[TN];  // Q6_K: bsums 2l, 2l + 1 of every row
-            float dam[TN / 2];   // Q4_K/Q5_K: d_a and the min pair sums of rows 2 j + h
-            int bm0[TN / 2], bm1[TN / 2];
-#pragma unroll
-            for (int n = 0; n < TN; ++n) {
-                const float4* dr = sD + (gn * TN + n) * (KS * 8) + 8 * s;
-                da[n] = dr[0].x;
-                if constexpr (T == kQ6_K) {
-                    const float4 gl = dr[l];
-                    b0[n] = bsum_lo(gl);
-                    b1[n] = bsum_hi(gl);
-                }
-            }
-            if constexpr (kMin) {
-#pragma unroll
-                for (int j = 0; j < TN / 2; ++j) {
-                    const float4* dr = sD + (gn * TN + 2 * j + h) * (KS * 8) + 8 * s;
-                    const float4 g0 = dr[2 * kk], g1 = dr[2 * kk + 1];
-                    dam[j] = dr[0].x;
-                    bm0[j] = bsum_lo(g0) + bsum_hi(g0);
-                    bm1[j] = bsum_lo(g1) + bsum_hi(g1);
-                }
-            }
-            int isum[TM][TN];
-            uint32_t scw[TM][2];  // Q4_K/Q5_K: the 8 scales of the row as bytes
-#pragma unroll
-            for (int m = 0; m < TM; ++m) {
-                const int mm = gm + GM * m;
-                if constexpr (kMin) {
-                    const uint2 w2 = *reinterpret_cast<const uint2*>(sSc + (mm * KS + s) * 16);
-                    scw[m][0] = w2.x;
-                    scw[m][1] = w2.y;
-                }
-#pragma unroll
-                for (int n = 0; n < TN; ++n) {
-                    isum[m][n] = kBias;
-                    if constexpr (T == kQ6_K) {  // lane l's share of the -32 offset: scales 2l, 2l + 1
-                        const int8_t* sc = reinterpret_cast<const int8_t*>(sW + mm * SW + s * W::bytes + 192);
-                        isum[m][n] = -32 * (sc[2 * l] * b0[n] + sc[2 * l + 1] * b1[n]);
-                    }
-                }
-            }
-#pragma unroll
-            for (int c = 0; c < 8; ++c) {
-                int x[TN];
-#pragma unroll
-                for (int n = 0; n < TN; ++n)
-                    x[n] = *reinterpret_cast<const int*>(sQ + (gn * TN + n) * SQ + 256 * s + 32 * c + 4 * l);
-#pragma unroll
-                for (int m = 0; m < TM; ++m) {
-                    const uint8_t* blk = sW + (gm + GM * m) * SW + s * W::bytes;
-                    const int q = W::codes(blk, c, l);
-                    int sc;
-                    if constexpr (kMin) sc = static_cast<int>((scw[m][c >> 2] >> (8 * (c & 3))) & 0xffu);
-                    else sc = static_cast<int8_t>(blk[192 + 2 * c + (l >> 2)]);
-#pragma unroll
-                    for (int n = 0; n < TN; ++n) isum[m][n] += sc * __dp4a(q, x[n], 0);
-                }
-            }
-#pragma unroll
-            for (int m = 0; m < TM; ++m) {
-                const int mm = gm + GM * m;
-                const uint8_t* blk = sW + mm * SW + s * W::bytes;
-                const float dw = h2f(ld16(blk + W::d_off));
-#pragma unroll
-                for (int n = 0; n < TN; ++n) {
-                    const float lane = kMagicLane<T> ? magic_to_float(isum[m][n]) : cd::i2f(isum[m][n]);
-                    acc[m][n] = cn::fma(cn::mul(da[n], dw), lane, acc[m][n]);
-                }
-                if constexpr (kMin) {
-                    const float dminw = h2f(ld16(blk + 2));
-                    const int mw0 = sSc[(mm * KS + s) * 16 + 8 + 2 * kk];
-                    const int mw1 = sSc[(mm * KS + s) * 16 + 8 + 2 * kk + 1];
-#pragma unroll
-                    for (int j = 0; j < TN / 2; ++j) {
-                        const int mins = kMagicBits + mw0 * bm0[j] + mw1 * bm1[j];
-                        mn[m][j] = cn::fma(cn::mul(-dam[j], dminw), magic_to_float(mins), mn[m][j]);
-                    }
-                }
-            }
-        }
-    }
-    // Close: xor 4, 2, 1 over the group's 8 lanes is canon::tree8; the min chains of rows
-    // 2 j + h are closed by xor 2, 1 within lanes 4 h .. 4 h + 3 ((am0 + am2) + (am1 + am3)) and
-    // fetched from lane 4 h of the group.
-    const int base = threadIdx.x & 24;  // the group's first lane in the warp
-#pragma unroll
-    for (int m = 0; m < TM; ++m) {
-        float mc[TN / 2];
-        if constexpr (kMin) {
-#pragma unroll
-            for (int j = 0; j < TN / 2; ++j) {
-                const float a = fadd_xor(mn[m][j], 2);
-                mc[j] = fadd_xor(a, 1);
-            }
-        }
-#pragma unroll
-        for (int n = 0; n < TN; ++n) {
-            float v = fadd_xor(acc[m][n], 4);
-            v = fadd_xor(v, 2);
-            v = fadd_xor(v, 1);
-            if constexpr (kMin) v = cn::add(v, __shfl_sync(kFull, mc[n >> 1], base + 4 * (n & 1)));
-            const int row = m0 + gm + GM * m, col = n0 + gn * TN + n;
-            if (l == 0 && row < total && col < n_act) store(J, row, col, v, accumulate);
-        }
-    }
-}
+namespace zinc::cuda {
+namespace {
 
 // ---- launches ----------------------------------------------------------------------------------
 
@@ -726,6 +505,8 @@ void run_tiles(int type, const Jobs& J, int total, int k, const int8_t* aq, cons
         case kQ5_0: launch_32<kQ5_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ5_1: launch_32<kQ5_1, GL>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ8_0: launch_32<kQ8_0, GL>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ2_K: launch_k<kQ2_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
+        case kQ3_K: launch_k<kQ3_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ4_K: launch_k<kQ4_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ5_K: launch_k<kQ5_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
         case kQ6_K: launch_k<kQ6_K, GK>(J, total, k, aq, ad, n_act, acc, s); break;
@@ -745,8 +526,8 @@ bool exact_gemm_enabled() {
 
 bool dmmv_exact_gemm_supports(int type) {
     switch (type) {
-        case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0: case kQ4_K: case kQ5_K:
-        case kQ6_K:
+        case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0: case kQ2_K: case kQ3_K:
+        case kQ4_K: case kQ5_K: case kQ6_K:
             return true;
         default:
             return false;

@@ -70,6 +70,8 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                     set_h(d + 2);
                     break;
                 case GgmlType::Q6_K: set_h(d + 208); break;
+                case GgmlType::Q2_K: set_h(d + 80); set_h(d + 82); break;
+                case GgmlType::Q3_K: set_h(d + 108); break;
                 default: break;
             }
         }
@@ -209,7 +211,7 @@ TEST(ExactGemmEmul, LegacyFormats) {
 
 TEST(ExactGemmEmul, KQuants) {
     uint32_t seed = 100;
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K}) {
         check(t, 2304, 45, 13, 37, seed++);
         check(t, 512, 33, 32, 17, seed++);
     }
@@ -222,13 +224,13 @@ TEST(ExactGemmEmul, TileVariants) {
     for (int v = 1; v < cu::dmmv_exact_gemm_variants(); ++v) {
         for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q8_0}) check(t, 2080, 71, 13, 19, seed++, v);
         if (v <= 2)  // variants 3 and 4 share variant 0's K-quant tiles
-            for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) check(t, 2304, 45, 13, 37, seed++, v);
+            for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q2_K}) check(t, 2304, 45, 13, 37, seed++, v);
     }
     EXPECT_FALSE(cu::dmmv_exact_gemm_variant(5, 2, nullptr, 1, 256, nullptr, nullptr, 20, false, nullptr));
 }
 
 TEST(ExactGemmEmul, RefusesUncoveredTypes) {
-    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
         cu::MatJob j;
         j.n_out = 1;
         EXPECT_FALSE(cu::dmmv_exact_gemm(static_cast<int>(t), &j, 1, 256, nullptr, nullptr, 20, false, nullptr));
