@@ -129,7 +129,7 @@ class CheckedRunner final : public model::Runner {
     }
     const model::RunnerOptions& options() const override { return primary_->options(); }
     std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }
-    bool exact() const override { return fell_back_ || primary_->exact(); }
+    bool exact() const override { return fell_back_ || bitwise_validation(*primary_); }
     size_t kv_bytes() const override {
         return primary_->kv_bytes() + (oracle_ ? oracle_->kv_bytes() : 0);
     }

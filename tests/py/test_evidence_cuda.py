@@ -5,9 +5,12 @@ With a usable device (the H200) it checks what the GPU really did:
     per step, decode steps replayed as CUDA graphs included (read from `zinc inspect`);
   * ZINC_CPU_OPS=glu moves every layer's GLU to the host: counted on `cpu`, as cpu_fallback with
     op glu, and the tier reads cuda+cpu;
-  * ZINC_VALIDATE: clean steps promote trust; ZINC_TEST_CORRUPT on the CUDA residual stream is
-    named by step, layer and op; strict finishes on the CPU oracle (the text equals the CPU
-    tier's);
+  * ZINC_VALIDATE: clean steps promote trust; in the default exact mode (ZINC_EXACT=1) the
+    comparison is bitwise (`validation=bitwise`: every captured intermediate and logit carries
+    the CPU oracle's bits), with ZINC_EXACT=0 it is the relative-error tolerance and still passes;
+    ZINC_TEST_CORRUPT at any named intermediate of the CUDA forward (Qcur, Vcur, kqv_out,
+    attn_out, ffn_inp, ffn_glu, ffn_out, l_out, ...) is named by step, layer and the single op
+    that produced it; strict finishes on the CPU oracle (the text equals the CPU tier's);
   * ZINC_SKIP_LAYERS is refused on CUDA rather than ignored;
   * per request (zinc serve): a request's `zinc.evidence` has its ops on `cuda`, and under
     ZINC_CPU_OPS=glu it reports the forced op (glu = n_layer per step it took part in, tier
@@ -33,7 +36,8 @@ BUILD = Path(os.environ.get("ZINC_BUILD_DIR", "build")).resolve()
 SOURCE = Path(os.environ.get("ZINC_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 ZINC = BUILD / "zinc"
 RUNTIME_ENV = ("ZINC_TIER", "ZINC_VALIDATE", "ZINC_VALIDATE_STRICT", "ZINC_VALIDATE_TOL",
-               "ZINC_SKIP_LAYERS", "ZINC_CPU_OPS", "ZINC_TEST_CORRUPT", "ZINC_DEVICE")
+               "ZINC_SKIP_LAYERS", "ZINC_CPU_OPS", "ZINC_TEST_CORRUPT", "ZINC_DEVICE",
+               "ZINC_EXACT")
 
 
 def models():
@@ -159,6 +163,59 @@ def test_validation_clean_promotes(model):
     assert line["validated"] == "4/4", err
     assert line["failures"] == "0", line.get("first_failure")
     assert line["trust"] == "promoted"
+    assert line["validation"] == "bitwise"  # ZINC_EXACT=1 is the default
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_exact_validation_is_bitwise(model):
+    """ZINC_VALIDATE=8 on the default exact run: every captured intermediate of every layer
+    (Qcur .. l_out, prefill and decode steps) and the logits carry the CPU oracle's bits."""
+    need(model)
+    if not has_cuda():
+        return
+    pp, tg, line, err = bench(model, env={"ZINC_VALIDATE": "8"})
+    assert line["validation"] == "bitwise", err
+    assert line["validated"] == "8/8", err
+    assert line["failures"] == "0", line.get("first_failure")
+    assert line["trust"] == "promoted" and line["tier"] == "cuda"
+    for ev in (pp, tg):
+        assert ev["validation"] == "bitwise"
+        assert ev["validation_failures"] == 0, ev["first_failure"]
+        assert ev["devices"]["cuda"]["ops"] > 0 and ev["devices"]["cpu"]["ops"] == 0
+    assert pp["validated_steps"] + tg["validated_steps"] == 8
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_tolerance_validation_without_exact_mode(model):
+    """ZINC_EXACT=0 (the fast kernels, not bit-identical): validation uses the relative-error
+    thresholds, says so, and passes; a fault is still named by its single op."""
+    need(model)
+    if not has_cuda():
+        return
+    _, _, line, err = bench(model, env={"ZINC_VALIDATE": "4", "ZINC_EXACT": "0"})
+    assert line["validation"] == "tolerance", err
+    assert line["validated"] == "4/4" and line["failures"] == "0", line.get("first_failure")
+    assert line["trust"] == "promoted"
+    _, _, line, err = bench(model, env={"ZINC_VALIDATE": "2", "ZINC_EXACT": "0",
+                                        "ZINC_TEST_CORRUPT": "Vcur:1"})
+    assert line["validation"] == "tolerance" and line["failures"] == "2", err
+    assert line["first_failure"].startswith("step 0 layer 1 op attn_v matmul: blk.1.Vcur rel err"), \
+        line
+
+
+# ZINC_TEST_CORRUPT=NAME:LAYER -> the op the failure must name (layer 1; every layer before the
+# last has the CPU tier's row count, so each name is compared).
+CORRUPT_CASES = [
+    ("Qcur", "attn_q matmul"),
+    ("Vcur", "attn_v matmul"),
+    ("kqv_out", "attention (rope_kv, attention)"),
+    ("attn_out", "attn_output matmul"),
+    ("ffn_inp", "attention residual add"),
+    ("ffn_up", "ffn_up matmul"),
+    ("ffn_glu", "glu"),
+    ("ffn_out", "ffn_down matmul"),
+    ("l_out", "ffn residual add"),
+]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
@@ -167,12 +224,16 @@ def test_validation_names_the_corrupted_layer_and_op(model):
     if not has_cuda():
         return
     L = n_layer_of(model)
-    il = min(2, L - 2)
-    for name, words in (("l_out", "ffn block"), ("ffn_inp", "attention block")):
-        _, _, line, err = bench(model, env={"ZINC_VALIDATE": "2",
-                                            "ZINC_TEST_CORRUPT": f"{name}:{il}"})
-        assert line["failures"] == "2", err
-        assert line["first_failure"].startswith(f"step 0 layer {il} op {words}"), line
+    assert L >= 3, "needs a model of 3 or more layers (layer 1 not the last)"
+    for name, op in CORRUPT_CASES:
+        pp, _, line, err = bench(model, env={"ZINC_VALIDATE": "2",
+                                             "ZINC_TEST_CORRUPT": f"{name}:1"})
+        assert line["failures"] == "2", (name, err)
+        want = f"step 0 layer 1 op {op}: blk.1.{name}: "
+        assert line["first_failure"].startswith(want), (name, line)
+        # Bitwise: the count of values whose bits differ (at least the corrupted row 0).
+        assert re.search(r": \d+ of \d+ values differ in bits", line["first_failure"]), line
+        assert line["validation"] == "bitwise"
         assert line["cpu_fallback"] == "0" and line["tier"] == "cuda"
 
 

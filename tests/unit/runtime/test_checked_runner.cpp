@@ -224,6 +224,10 @@ TEST(CheckedRunner, CleanValidationPassesAndPromotes) {
     EXPECT_EQ(e.validated_steps, 2u);
     EXPECT_EQ(e.validation_failures, 0u) << e.first_failure;
     EXPECT_TRUE(e.trust_promoted);
+    // CPU serving tier against the CPU oracle: bitwise (the same code and options).
+    EXPECT_EQ(e.validation_mode, "bitwise");
+    EXPECT_TRUE(tr.runner->exact());
+    EXPECT_NE(rt::evidence_line(e).find(" validation=bitwise "), std::string::npos);
     EXPECT_EQ(e.finiteness_checks, 2u);  // steps 2 and 3, after promotion
     EXPECT_GT(e.oracle_ops.total_ops(rt::Device::Cpu), 0u);
     // The oracle's ops (prefill + 1 decode) are kept apart from the serving tier's (prefill +
@@ -244,9 +248,16 @@ TEST(CheckedRunner, ValidationNamesTheCorruptedOpAndLayer) {
     NEED(kSmol);
     for (const auto& [name, il, op_words] : std::vector<std::tuple<std::string, int, std::string>>{
              {"attn_out", 3, "layer 3 op attn_output matmul: blk.3.attn_out"},
-             {"ffn_out", 7, "layer 7 op ffn (gate/up matmul, glu, down matmul): blk.7.ffn_out"},
-             {"l_out", 0, "layer 0 op ffn block"},
-             {"Kcur", 12, "layer 12 op q/k/v matmul: blk.12.Kcur"}}) {
+             {"ffn_out", 7, "layer 7 op ffn_down matmul: blk.7.ffn_out"},
+             {"l_out", 0, "layer 0 op ffn residual add: blk.0.l_out"},
+             {"Kcur", 12, "layer 12 op attn_k matmul: blk.12.Kcur"},
+             {"Vcur", 2, "layer 2 op attn_v matmul: blk.2.Vcur"},
+             {"kqv_out", 1, "layer 1 op attention (rope_kv, attention): blk.1.kqv_out"},
+             {"ffn_inp", 5, "layer 5 op attention residual add: blk.5.ffn_inp"},
+             {"ffn_gate", 4, "layer 4 op ffn_gate matmul: blk.4.ffn_gate"},
+             {"ffn_up", 4, "layer 4 op ffn_up matmul: blk.4.ffn_up"},
+             {"ffn_glu", 6, "layer 6 op glu: blk.6.ffn_glu"},
+             {"inp_embd", -1, "layer - op embed: inp_embd"}}) {
         rt::RuntimeOptions ro;
         ro.validate_steps = 2;
         ro.corrupt = {name, il};
@@ -258,6 +269,10 @@ TEST(CheckedRunner, ValidationNamesTheCorruptedOpAndLayer) {
         EXPECT_FALSE(e.trust_promoted) << name;
         EXPECT_NE(e.first_failure.find("step 0 " + op_words), std::string::npos)
             << name << ": " << e.first_failure;
+        // The CPU tier validates bitwise: one changed row is counted value by value.
+        EXPECT_EQ(e.validation_mode, "bitwise");
+        EXPECT_NE(e.first_failure.find(" values differ in bits"), std::string::npos)
+            << e.first_failure;
         EXPECT_EQ(e.cpu_fallback, 0u);  // not strict: reported, not replaced
     }
 }

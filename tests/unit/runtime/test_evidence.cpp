@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/evidence.h"
 #include "runtime/validator.h"
@@ -149,6 +151,7 @@ TEST(Validator, NamesTheFirstDivergingLayerAndOp) {
     auto s = model_caps(4, 2);  // layer 2's ffn output is off (and everything after in reality)
     const auto r = rt::compare_step(7, s, o, {}, 4);
     ASSERT_FALSE(r.ok);
+    // ffn_out was not captured: the op is the span since ffn_inp, the whole FFN block.
     EXPECT_NE(r.failure.find("step 7 layer 2 op ffn block"), std::string::npos) << r.failure;
     EXPECT_NE(r.failure.find("blk.2.l_out"), std::string::npos) << r.failure;
 }
@@ -193,4 +196,180 @@ TEST(Validator, RowCountMismatchIsSkippedButLastLayerMayDiffer) {
     const auto r = rt::compare_step(0, s, o, {}, 2);
     EXPECT_TRUE(r.ok) << r.failure;
     EXPECT_EQ(r.n_compared, 4);
+}
+
+TEST(Evidence, ValidationModeInLineJsonAndPrometheus) {
+    rt::Evidence ev;
+    ev.set_tier("cuda", "r");
+    ev.set_validate_limit(2);
+    EXPECT_EQ(rt::evidence_json(ev.snapshot()).find("\"validation\":\"bitwise\""),
+              std::string::npos);
+    ev.set_validation_mode("bitwise");
+    ev.record_validation(true, "");
+    auto s = ev.snapshot();
+    EXPECT_EQ(s.validation_mode, "bitwise");
+    const std::string line = rt::evidence_line(s);
+    EXPECT_NE(line.find("validated=1/2 failures=0 trust=unpromoted validation=bitwise "),
+              std::string::npos)
+        << line;
+    EXPECT_NE(rt::evidence_json(s).find("\"validation\":\"bitwise\""), std::string::npos);
+    EXPECT_NE(rt::evidence_prometheus(s).find("validation=\"bitwise\"}"), std::string::npos);
+    EXPECT_EQ(rt::evidence_delta(s, s).validation_mode, "bitwise");
+    ev.set_validation_mode("tolerance");
+    EXPECT_NE(rt::evidence_line(ev.snapshot()).find(" validation=tolerance "), std::string::npos);
+    // Off: no mode on the line.
+    rt::Evidence off;
+    EXPECT_EQ(rt::evidence_line(off.snapshot()).find("validation="), std::string::npos);
+}
+
+namespace {
+
+// Every intermediate the CPU tier (and the CUDA tier with hooks) captures, in execution order,
+// for n_layer layers of 2 rows; values differ per name, layer and element.
+const char* const kLayerNames[] = {"Qcur",     "Kcur",   "Vcur",    "kqv_out", "attn_out", "ffn_inp",
+                                   "ffn_gate", "ffn_up", "ffn_glu", "ffn_out", "l_out"};
+
+std::vector<rt::Captured> full_caps(int n_layer) {
+    std::vector<rt::Captured> v;
+    v.push_back(cap("inp_embd", -1, {0.1f, -0.2f, 0.3f, 0.4f}, 2));
+    for (int il = 0; il < n_layer; ++il) {
+        int k = 0;
+        for (const char* n : kLayerNames) {
+            const float b = static_cast<float>(il * 16 + k++);
+            v.push_back(cap(n, il, {b + 0.5f, -b - 0.25f, b * 0.125f + 1.0f, 3.0f}, 2));
+        }
+    }
+    v.push_back(cap("result_output", -1, {0.5f, 0.25f, -1.0f, 2.0f}, 2));
+    return v;
+}
+
+rt::Captured& find(std::vector<rt::Captured>& v, const std::string& name) {
+    for (auto& c : v)
+        if (c.name == name) return c;
+    ADD_FAILURE() << name << " not captured";
+    return v.front();
+}
+
+}  // namespace
+
+TEST(Validator, FullCapturesNameTheSingleOp) {
+    const auto o = full_caps(3);
+    EXPECT_TRUE(rt::compare_step(0, o, o, {}, 3).ok);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"inp_embd", "step 4 layer - op embed: inp_embd"},
+        {"blk.1.Qcur", "step 4 layer 1 op attn_q matmul: blk.1.Qcur"},
+        {"blk.1.Kcur", "step 4 layer 1 op attn_k matmul: blk.1.Kcur"},
+        {"blk.2.Vcur", "step 4 layer 2 op attn_v matmul: blk.2.Vcur"},
+        {"blk.1.kqv_out", "step 4 layer 1 op attention (rope_kv, attention): blk.1.kqv_out"},
+        {"blk.0.attn_out", "step 4 layer 0 op attn_output matmul: blk.0.attn_out"},
+        {"blk.1.ffn_inp", "step 4 layer 1 op attention residual add: blk.1.ffn_inp"},
+        {"blk.1.ffn_gate", "step 4 layer 1 op ffn_gate matmul: blk.1.ffn_gate"},
+        {"blk.1.ffn_up", "step 4 layer 1 op ffn_up matmul: blk.1.ffn_up"},
+        {"blk.2.ffn_glu", "step 4 layer 2 op glu: blk.2.ffn_glu"},
+        {"blk.1.ffn_out", "step 4 layer 1 op ffn_down matmul: blk.1.ffn_out"},
+        {"blk.1.l_out", "step 4 layer 1 op ffn residual add: blk.1.l_out"},
+        {"result_output", "step 4 layer - op output head (norm, lm_head matmul): result_output"},
+    };
+    for (const auto& [name, want] : cases) {
+        for (const bool bitwise : {false, true}) {
+            auto s = o;
+            // Row 1 off, and (as in a real fault) everything after it in execution order.
+            bool after = false;
+            for (auto& c : s) {
+                after = after || c.name == name;
+                if (after) c.data[2] = 1.0f - c.data[2] * 4.0f;
+            }
+            rt::Thresholds t;
+            t.bitwise = bitwise;
+            const auto r = rt::compare_step(4, s, o, t, 3);
+            ASSERT_FALSE(r.ok) << name;
+            EXPECT_EQ(r.failure.rfind(want, 0), 0u) << name << ": " << r.failure;
+            if (bitwise)
+                EXPECT_NE(r.failure.find(": 1 of 4 values differ in bits"), std::string::npos)
+                    << r.failure;
+            else
+                EXPECT_NE(r.failure.find(" > tol 0.05"), std::string::npos) << r.failure;
+        }
+    }
+}
+
+TEST(Validator, WithoutTheInputCapturedTheOpIsTheSpan) {
+    const auto o = full_caps(2);
+    auto s = o;
+    std::erase_if(s, [](const rt::Captured& c) {
+        return c.name == "blk.0.attn_out" || c.name == "blk.0.ffn_glu";
+    });
+    for (const auto& [name, want] : std::vector<std::pair<std::string, std::string>>{
+             {"blk.0.ffn_inp", "layer 0 op attention block (norm, q/k/v, rope, attention, "
+                               "output, residual add): blk.0.ffn_inp"},
+             {"blk.0.ffn_out", "layer 0 op ffn (gate/up matmul, glu, down matmul): blk.0.ffn_out"},
+             {"blk.0.l_out", "layer 0 op ffn residual add: blk.0.l_out"}}) {
+        auto t = s;
+        find(t, name).data[0] += 1.0f;
+        const auto r = rt::compare_step(0, t, o, {}, 2);
+        ASSERT_FALSE(r.ok);
+        EXPECT_NE(r.failure.find(want), std::string::npos) << r.failure;
+    }
+}
+
+TEST(Validator, BitwiseFailsOnOneUlpAndSignedZero) {
+    const auto o = full_caps(2);
+    rt::Thresholds bits;
+    bits.bitwise = true;
+    rt::Thresholds tight;  // tolerance mode with threshold 0
+    tight.residual = tight.logits = 0.0;
+    const auto same = rt::compare_step(0, o, o, bits, 2);
+    EXPECT_TRUE(same.ok) << same.failure;
+    EXPECT_EQ(same.n_compared, static_cast<int>(o.size()));
+    {
+        auto s = o;
+        float& x = find(s, "blk.1.Vcur").data[3];
+        x = std::nextafter(x, 1e9f);  // one ulp
+        EXPECT_TRUE(rt::compare_step(0, s, o, {}, 2).ok);  // within the default tolerance
+        const auto r = rt::compare_step(0, s, o, bits, 2);
+        ASSERT_FALSE(r.ok);
+        EXPECT_EQ(r.failure.rfind("step 0 layer 1 op attn_v matmul: blk.1.Vcur: 1 of 4 values "
+                                  "differ in bits",
+                                  0),
+                  0u)
+            << r.failure;
+        EXPECT_FALSE(rt::compare_step(0, s, o, tight, 2).ok);
+    }
+    {
+        // -0 vs +0: equal as numbers (rel err 0 passes any tolerance), different bits.
+        auto s = o, oz = o;
+        find(oz, "blk.0.ffn_glu").data[1] = 0.0f;
+        find(s, "blk.0.ffn_glu").data[1] = -0.0f;
+        EXPECT_TRUE(rt::compare_step(0, s, oz, tight, 2).ok);
+        const auto r = rt::compare_step(0, s, oz, bits, 2);
+        ASSERT_FALSE(r.ok);
+        EXPECT_NE(r.failure.find("layer 0 op glu: blk.0.ffn_glu: 1 of 4 values differ in bits"),
+                  std::string::npos)
+            << r.failure;
+    }
+    {
+        // Non-finite on the serving side fails in both modes, even where the oracle agrees.
+        auto s = o, on = o;
+        find(s, "blk.1.ffn_up").data[0] = NAN;
+        find(on, "blk.1.ffn_up").data[0] = NAN;
+        const auto r = rt::compare_step(0, s, on, bits, 2);
+        ASSERT_FALSE(r.ok);
+        EXPECT_NE(r.failure.find("blk.1.ffn_up has non-finite"), std::string::npos) << r.failure;
+    }
+    // Bitwise mode still needs every l_out but the last layer's.
+    auto s = o;
+    std::erase_if(s, [](const rt::Captured& c) { return c.name == "blk.0.l_out"; });
+    const auto r = rt::compare_step(0, s, o, bits, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("missing"), std::string::npos) << r.failure;
+}
+
+TEST(Validator, ProducingOpNames) {
+    EXPECT_EQ(rt::producing_op("blk.7.Vcur"), "attn_v matmul");
+    EXPECT_EQ(rt::producing_op("blk.7.kqv_out"), "attention (rope_kv, attention)");
+    EXPECT_EQ(rt::producing_op("blk.7.kqv_out", false),
+              "attention (norm, q/k/v matmul, rope_kv, attention)");
+    EXPECT_EQ(rt::producing_op("blk.0.l_out", false),
+              "ffn block (norm, gate/up, glu, down, residual add)");
+    EXPECT_EQ(rt::producing_op("blk.0.something_else"), "something_else");
 }
