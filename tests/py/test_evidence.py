@@ -170,14 +170,16 @@ def test_validation_clean_promotes_and_does_not_change_the_text():
                                            extra=("--tier", "cpu"))
     assert out == clean
     assert ev["validated"] == "3/3" and ev["failures"] == "0" and ev["trust"] == "promoted"
+    assert ev["validation"] == "bitwise"  # the CPU tier against the CPU oracle
     assert ev["cpu_fallback"] == "0"
 
 
 @pytest.mark.parametrize("spec,words", [
     ("attn_out:3", "layer 3 op attn_output matmul: blk.3.attn_out"),
-    ("ffn_inp:11", "layer 11 op attention block"),
-    ("l_out:20", "layer 20 op ffn block"),
-    ("Vcur:0", "layer 0 op q/k/v matmul: blk.0.Vcur"),
+    ("ffn_inp:11", "layer 11 op attention residual add: blk.11.ffn_inp"),
+    ("l_out:20", "layer 20 op ffn residual add: blk.20.l_out"),
+    ("Vcur:0", "layer 0 op attn_v matmul: blk.0.Vcur"),
+    ("ffn_glu:4", "layer 4 op glu: blk.4.ffn_glu"),
 ])
 def test_validation_names_the_corrupted_op_and_layer(spec, words):
     clean, _, _, _, _ = run_generate(SMOL, extra=("--tier", "cpu"))
