@@ -25,13 +25,14 @@
 //    dp4a + 64 exact converts + 64 dd products + 64 fma. The min chain of Q4_1/Q5_1 (one per
 //    output) is spread over the 16 threads of the group, 4 outputs each, and fetched by shuffle
 //    at the end.
-//  * K-quants (Q4_K, Q5_K, Q6_K): 8 threads per output group, thread l owns lane l's chain of a
+//  * K-quants (Q2_K..Q6_K; dmmv_exact_gemm_k.cuh): 8 threads per output group, thread l owns lane l's chain of a
 //    TM x TN = 4 x 8 micro-tile: over the 8 groups c of a super-block it accumulates the lane
 //    integers sum_c sc_c * dp4a(q_c, a_c) (integer registers; the 6-bit scales and mins are
 //    unpacked once per row and super-block into shared memory while staging), then one fma per
 //    super-block and output. Q4_K/Q5_K's min chain am[l & 3] of activation rows n = 2 j + (l >> 2)
-//    (lanes 0-3 even rows, 4-7 odd rows) is closed by xor 2, 1 and fetched by shuffle. 32 groups
-//    as 8 x 4 -> BM = BN = 32; stages of 2 super-blocks.
+//    (lanes 0-3 even rows, 4-7 odd rows) is closed by xor 2, 1 and fetched by shuffle; Q2_K's
+//    st chain of output o is kept by lane o % 8. 32 groups as 8 x 4 -> BM = BN = 32; stages of
+//    2 super-blocks.
 // Rows are padded in shared memory so that the weight rows of the groups of one warp fall in
 // different banks; the activation rows of one warp are the same (broadcast).
 // These are tile variant 0, the one dmmv_exact_gemm (and so dmmv_exact's routing) uses. Variants
