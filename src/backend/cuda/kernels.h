@@ -81,7 +81,7 @@ void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* a
 
 // ---- dmmv_exact_gemm.cu (prefill: many activation rows; docs/cuda.md "Exact prefill GEMM")
 /// Whether dmmv_exact_gemm has a tiled kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-/// Q4_K, Q5_K, Q6_K).
+/// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; not the float types).
 bool dmmv_exact_gemm_supports(int type);
 /// dmmv_exact's contract (same bits: quant::vec_dot order, bias and accumulate as one rounded add
 /// each) for quantized weights, computed by a shared-memory tiled __dp4a GEMM that reuses each
