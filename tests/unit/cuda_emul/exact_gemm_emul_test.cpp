@@ -217,6 +217,16 @@ TEST(ExactGemmEmul, KQuants) {
     }
 }
 
+// Shapes at the edges: one output and one activation row, an empty first or second job, rows and
+// activation rows that are exact tile multiples.
+TEST(ExactGemmEmul, EdgeShapes) {
+    check(GgmlType::Q4_0, 256, 1, 0, 1, 300);
+    check(GgmlType::Q4_K, 256, 1, 0, 1, 301);
+    check(GgmlType::Q4_K, 512, 64, 32, 64, 302);
+    check(GgmlType::Q8_0, 512, 64, 64, 32, 303);
+    check(GgmlType::Q6_K, 256, 32, 0, 33, 304);
+}
+
 // The other tile variants (kept for measuring on the device) give the same bits.
 TEST(ExactGemmEmul, TileVariants) {
     ASSERT_EQ(cu::dmmv_exact_gemm_variants(), 5);
