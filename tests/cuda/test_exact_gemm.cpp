@@ -46,10 +46,12 @@ namespace {
 
 int g_fail = 0, g_pass = 0;
 std::vector<std::string> g_summary;  // one line per timed matrix
+std::vector<std::string> g_failed;   // repeated at the end (the output's tail is what is kept)
 void report(bool ok, const std::string& what) {
     std::printf("%-4s %s\n", ok ? "PASS" : "FAIL", what.c_str());
     std::fflush(stdout);
     ok ? ++g_pass : ++g_fail;
+    if (!ok) g_failed.push_back(what);
 }
 
 #define CK(x)                                                                              \
@@ -480,6 +482,7 @@ int main(int argc, char** argv) {
         time_case(rng, T::Q8_0, 4096, 4096, 512);
         time_case(rng, T::Q4_1, 4096, 4096, 512);
     }
+    for (size_t i = 0; i < g_failed.size() && i < 12; ++i) std::printf("FAILED %s\n", g_failed[i].c_str());
     for (const auto& l : g_summary) std::printf("SUMMARY %s\n", l.c_str());
     std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
     return g_fail ? 1 : 0;
