@@ -1,8 +1,9 @@
 // zinc/tests/cuda/test_exact_gemm.cpp — the tiled exact prefill GEMM (dmmv_exact_gemm.cu) against
 // the CPU tier and against dmmv_exact's per-row kernels, bit for bit, and its speed.
 //
-//   cuda_test_exact_gemm [--ctest] [--no-timing]
+//   cuda_test_exact_gemm [--ctest] [--no-timing] [--verbose]
 //
+// Prints FAIL lines, the timing lines and a summary (--verbose: every PASS line too).
 // Correctness, for every type the GEMM covers (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K):
 // random weights (quantized Gaussians and random payload bytes with random f16 scales) and
 // activations (outliers, zero stretches, rounding ties) packed on the device by pack.cu; row
@@ -47,8 +48,10 @@ namespace {
 int g_fail = 0, g_pass = 0;
 std::vector<std::string> g_summary;  // one line per timed matrix
 std::vector<std::string> g_failed;   // repeated at the end (the output's tail is what is kept)
+bool g_verbose = false;  // --verbose: every PASS line too (else failures, timings and totals)
 void report(bool ok, const std::string& what) {
-    std::printf("%-4s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+    if (!ok || g_verbose || what.rfind("timing", 0) == 0)
+        std::printf("%-4s %s\n", ok ? "PASS" : "FAIL", what.c_str());
     std::fflush(stdout);
     ok ? ++g_pass : ++g_fail;
     if (!ok) g_failed.push_back(what);
@@ -445,6 +448,7 @@ int main(int argc, char** argv) {
     bool timing = true;
     for (int i = 1; i < argc; ++i)
         if (std::strcmp(argv[i], "--no-timing") == 0) timing = false;
+        else if (std::strcmp(argv[i], "--verbose") == 0) g_verbose = true;
     const cu::Probe p = cu::probe();
     if (p.devices.empty()) {
         std::printf("SKIP cuda_test_exact_gemm: %s\n", p.reason.c_str());
