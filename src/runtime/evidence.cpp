@@ -305,11 +305,11 @@ std::string evidence_prometheus(const EvidenceSnapshot& e) {
         o += "zinc_evidence_" + name + (labels.empty() ? "" : "{" + labels + "}") + " " +
              std::to_string(v) + "\n";
     };
-    head("info", "gauge", "execution tier of the runner (value 1), why it was chosen, validation mode");
+    head("info", "gauge",
+         "execution tier of the runner (value 1), why it was chosen, validation mode");
     line("info",
          "execution_tier=\"" + prom_label(e.execution_tier) + "\",tier_reason=\"" +
-             prom_label(e.tier_reason) + "\",validation=\"" + prom_label(e.validation_mode) +
-             "\"",
+             prom_label(e.tier_reason) + "\",validation=\"" + prom_label(e.validation_mode) + "\"",
          1);
     head("steps_total", "counter", "forward steps run");
     line("steps_total", "", e.steps);

@@ -87,6 +87,8 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
     std::map<std::string_view, const Captured*> by_name;
     for (const Captured& c : serving) by_name[c.name] = &c;
     std::set<std::string> compared;  // names compared so far (the oracle's execution order)
+    std::set<std::string> failed;    // names compared and failed
+    std::string first_failed;
     std::vector<bool> l_out_seen(static_cast<size_t>(std::max(n_layer, 0)), false);
     const std::string where = "step " + std::to_string(step);
     for (const Captured& o : oracle) {
@@ -125,8 +127,10 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
         }
         if (layer_out) l_out_seen[o.il] = true;
         const bool pass = finite && (tol.bitwise ? n_diff_bits == 0 : rel <= t);
+        if (!pass) failed.insert(o.name);
         if (r.ok && !pass) {
             r.ok = false;
+            first_failed = o.name;
             // The op: the single one when its input intermediate was compared (and so passed).
             bool input_compared = true;
             const std::string_view base = base_name(o.name);
@@ -147,6 +151,22 @@ StepComparison compare_step(uint64_t step, const std::vector<Captured>& serving,
             r.failure = where + " layer " + (o.il >= 0 ? std::to_string(o.il) : std::string("-")) +
                         " op " + producing_op(o.name, input_compared) + ": " + o.name + detail;
         }
+    }
+    // Sibling projections that all fail share their input: the norm before them is as likely.
+    if (!r.ok && !first_failed.empty()) {
+        const std::string_view base = base_name(first_failed);
+        const std::string prefix = first_failed.substr(0, first_failed.size() - base.size());
+        auto all_failed = [&](std::initializer_list<const char*> names) {
+            for (const char* n : names)
+                if (!failed.count(prefix + n)) return false;
+            return true;
+        };
+        if (base == "Qcur" && all_failed({"Kcur", "Vcur"}))
+            r.failure +=
+                "; Kcur and Vcur differ too: their common input, the attention norm, "
+                "is as likely";
+        else if (base == "ffn_gate" && all_failed({"ffn_up"}))
+            r.failure += "; ffn_up differs too: their common input, the ffn norm, is as likely";
     }
     if (r.ok) {
         for (int il = 0; il + 1 < n_layer; ++il) {

@@ -226,8 +226,9 @@ namespace {
 
 // Every intermediate the CPU tier (and the CUDA tier with hooks) captures, in execution order,
 // for n_layer layers of 2 rows; values differ per name, layer and element.
-const char* const kLayerNames[] = {"Qcur",     "Kcur",   "Vcur",    "kqv_out", "attn_out", "ffn_inp",
-                                   "ffn_gate", "ffn_up", "ffn_glu", "ffn_out", "l_out"};
+const char* const kLayerNames[] = {"Qcur",     "Kcur",    "Vcur",     "kqv_out",
+                                   "attn_out", "ffn_inp", "ffn_gate", "ffn_up",
+                                   "ffn_glu",  "ffn_out", "l_out"};
 
 std::vector<rt::Captured> full_caps(int n_layer) {
     std::vector<rt::Captured> v;
@@ -300,8 +301,9 @@ TEST(Validator, WithoutTheInputCapturedTheOpIsTheSpan) {
         return c.name == "blk.0.attn_out" || c.name == "blk.0.ffn_glu";
     });
     for (const auto& [name, want] : std::vector<std::pair<std::string, std::string>>{
-             {"blk.0.ffn_inp", "layer 0 op attention block (norm, q/k/v, rope, attention, "
-                               "output, residual add): blk.0.ffn_inp"},
+             {"blk.0.ffn_inp",
+              "layer 0 op attention block (norm, q/k/v, rope, attention, "
+              "output, residual add): blk.0.ffn_inp"},
              {"blk.0.ffn_out", "layer 0 op ffn (gate/up matmul, glu, down matmul): blk.0.ffn_out"},
              {"blk.0.l_out", "layer 0 op ffn residual add: blk.0.l_out"}}) {
         auto t = s;
@@ -324,7 +326,7 @@ TEST(Validator, BitwiseFailsOnOneUlpAndSignedZero) {
     {
         auto s = o;
         float& x = find(s, "blk.1.Vcur").data[3];
-        x = std::nextafter(x, 1e9f);  // one ulp
+        x = std::nextafter(x, 1e9f);                       // one ulp
         EXPECT_TRUE(rt::compare_step(0, s, o, {}, 2).ok);  // within the default tolerance
         const auto r = rt::compare_step(0, s, o, bits, 2);
         ASSERT_FALSE(r.ok);
@@ -372,4 +374,34 @@ TEST(Validator, ProducingOpNames) {
     EXPECT_EQ(rt::producing_op("blk.0.l_out", false),
               "ffn block (norm, gate/up, glu, down, residual add)");
     EXPECT_EQ(rt::producing_op("blk.0.something_else"), "something_else");
+}
+
+TEST(Validator, SiblingProjectionsFailingTogetherPointAtTheirNorm) {
+    const auto o = full_caps(2);
+    rt::Thresholds bits;
+    bits.bitwise = true;
+    // Only Qcur off (a fault in the Q projection): no hint.
+    auto s = o;
+    find(s, "blk.1.Qcur").data[0] += 1.0f;
+    auto r = rt::compare_step(0, s, o, bits, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_EQ(r.failure.find("attention norm"), std::string::npos) << r.failure;
+    // Q, K and V all off: their common input is named as well.
+    for (const char* n : {"blk.1.Kcur", "blk.1.Vcur"}) find(s, n).data[1] += 1.0f;
+    r = rt::compare_step(0, s, o, bits, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_EQ(r.failure.rfind("step 0 layer 1 op attn_q matmul: blk.1.Qcur", 0), 0u) << r.failure;
+    EXPECT_NE(r.failure.find("; Kcur and Vcur differ too: their common input, the attention norm"),
+              std::string::npos)
+        << r.failure;
+    // Gate and up off: the ffn norm.
+    auto t = o;
+    for (const char* n : {"blk.0.ffn_gate", "blk.0.ffn_up"}) find(t, n).data[2] -= 2.0f;
+    r = rt::compare_step(0, t, o, {}, 2);
+    ASSERT_FALSE(r.ok);
+    EXPECT_NE(r.failure.find("op ffn_gate matmul: blk.0.ffn_gate rel err"), std::string::npos)
+        << r.failure;
+    EXPECT_NE(r.failure.find("; ffn_up differs too: their common input, the ffn norm"),
+              std::string::npos)
+        << r.failure;
 }
