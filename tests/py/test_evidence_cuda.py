@@ -203,6 +203,27 @@ def test_tolerance_validation_without_exact_mode(model):
         line
 
 
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_validated_steps_compute_the_same_bits(model):
+    """The validated steps run ungraphed with the residual adds unfused and every intermediate
+    copied out; in exact mode that must not change a bit: the greedy text of a run validated
+    throughout equals the plain (graphed, fused) run's and the CPU tier's."""
+    need(model)
+    if not has_cuda():
+        return
+    args = ("-m", model, "--prompt", "The capital of France is", "-n", "12", "--temp", "0",
+            "--no-echo")
+    plain = zinc(*args, "--tier", "cuda")
+    checked = zinc(*args, "--tier", "cuda", env={"ZINC_VALIDATE": "64"})
+    cpu = zinc(*args, "--tier", "cpu")
+    for r in (plain, checked, cpu):
+        assert r.returncode == 0, r.stderr.decode()
+    line = parse_line(checked.stderr.decode())
+    assert line["validation"] == "bitwise" and line["failures"] == "0", line
+    assert line["validated"].split("/")[0] == line["steps"], line  # every step compared
+    assert checked.stdout == plain.stdout == cpu.stdout
+
+
 # ZINC_TEST_CORRUPT=NAME:LAYER -> the op the failure must name (layer 1; every layer before the
 # last has the CPU tier's row count, so each name is compared).
 CORRUPT_CASES = [
