@@ -101,8 +101,8 @@ void fill_row(uint64_t tensor_seed, int64_t r, float mean, float sigma, float* o
 // For Q8_0, Q4_0, Q4_K and Q6_K the blocks are written directly from random codes and scales
 // (no float weights, no quantizer), drawn so that a block's values have mean ~0 and standard
 // deviation sigma, like the N(0, sigma) rows they replace:
-//   Q8_0  q = a - b, a, b uniform in 0..127 (sd 52.25), d = sigma / 52.25;
-//   Q4_0  q - 8 = a - b, a, b uniform in 0..7 (sd 3.24), d = sigma / 3.24;
+//   Q8_0  q a uniform random byte, -128 mapped to 0 (symmetric, sd 73.47), d = sigma / 73.47;
+//   Q4_0  q from a uniform nibble through 1..15 plus an extra 8 (q - 8 symmetric, sd 4.18);
 //   Q4_K  q uniform 0..15, sub-block scales sc uniform 16..31 with mins m = sc and
 //         dmin = 7.5 d (values d * sc * (q - 7.5), sd 4.61 * rms(sc) = 110.4 d);
 //   Q6_K  q uniform 0..63 (q - 32: sd 18.48), scales uniform 4..7 (rms 5.61).
@@ -130,26 +130,24 @@ void direct_row(GgmlType t, Rng& g, float sigma, uint8_t* dst, int64_t n) {
     auto jitter = [&] { return 0.8f + 0.4f * g.unit(); };
     if (t == GgmlType::Q8_0) {
         for (int64_t b = 0; b < n / 32; ++b, dst += 34) {
-            put16(dst, quant::fp32_to_fp16(sigma / 52.25f * jitter()));
-            for (int i = 0; i < 32; i += 4) {
+            put16(dst, quant::fp32_to_fp16(sigma / 73.47f * jitter()));
+            for (int i = 0; i < 32; i += 8) {
                 const uint64_t v = g.next();
-                for (int k = 0; k < 4; ++k) {
-                    const int a = static_cast<int>((v >> (16 * k)) & 127);
-                    const int c = static_cast<int>((v >> (16 * k + 8)) & 127);
-                    dst[2 + i + k] = static_cast<uint8_t>(static_cast<int8_t>(a - c));
-                }
+                std::memcpy(dst + 2 + i, &v, 8);
             }
+            for (int i = 0; i < 32; ++i)  // -128 -> 0: codes symmetric about 0
+                if (dst[2 + i] == 0x80) dst[2 + i] = 0;
         }
     } else if (t == GgmlType::Q4_0) {
+        // nibble -> code: 1..15 and an extra 8, symmetric about 8 (sd of code - 8: 4.18)
+        static constexpr uint8_t kNib[16] = {1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10, 11, 12, 13, 14, 15};
         for (int64_t b = 0; b < n / 32; ++b, dst += 18) {
-            put16(dst, quant::fp32_to_fp16(sigma / 3.24f * jitter()));
-            for (int i = 0; i < 16; i += 4) {
-                const uint64_t v = g.next();  // 8 codes of 6 bits each
-                for (int k = 0; k < 4; ++k) {
-                    const uint64_t w = v >> (12 * k);
-                    const int lo = 8 + static_cast<int>(w & 7) - static_cast<int>((w >> 3) & 7);
-                    const int hi = 8 + static_cast<int>((w >> 6) & 7) - static_cast<int>((w >> 9) & 7);
-                    dst[2 + i + k] = static_cast<uint8_t>(lo | (hi << 4));
+            put16(dst, quant::fp32_to_fp16(sigma / 4.183f * jitter()));
+            for (int i = 0; i < 16; i += 8) {
+                const uint64_t v = g.next();
+                for (int k = 0; k < 8; ++k) {
+                    const unsigned byte = static_cast<unsigned>(v >> (8 * k)) & 0xffu;
+                    dst[2 + i + k] = static_cast<uint8_t>(kNib[byte & 15] | (kNib[byte >> 4] << 4));
                 }
             }
         }
