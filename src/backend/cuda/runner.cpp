@@ -12,6 +12,9 @@
 // not bit-identical to the CPU tier. Opt-outs: ZINC_FUSED_PROJ=0
 // (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0 (norm, then a separate pack),
 // and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured gain yet).
+// Validation (ZINC_VALIDATE, docs/runtime.md): a step whose hooks ask gets the CPU tier's named
+// intermediates copied out (observe(), enqueue_step), ungraphed and with the residual adds
+// unfused, so the validator can name the single op that diverged.
 #include "backend/cuda/runner_impl.h"
 
 namespace zinc::cuda {
