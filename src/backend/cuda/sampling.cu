@@ -130,21 +130,23 @@ __device__ int nth_id(int n, int r, Pred pred, Smem& sm) {
     __syncthreads();
     int before = 0;
     for (int k = 0; k < w; ++k) before += sm.wi[k];
-    if (before < r && r <= before + sm.wi[w]) {
-        int seen = before;
-        for (int base = lo; base < hi; base += 32) {
-            const int i = base + lane;
-            const unsigned m = __ballot_sync(0xffffffffu, i < hi && pred(i));
-            const int pc = __popc(m);
-            if (seen + pc >= r) {
-                int need = r - seen, bit = 0;
-                for (; bit < 32; ++bit)
-                    if (((m >> bit) & 1u) && --need == 0) break;
-                if (lane == 0) sm.bcast_i[0] = base + bit;
-                break;
-            }
-            seen += pc;
+    // Only the warp holding the r-th id looks, but every warp runs the same number of ballots
+    // (block-uniform control flow around the warp intrinsics; tests/unit/cuda_emul relies on it).
+    bool done = !(before < r && r <= before + sm.wi[w]);
+    int seen = before;
+    for (int base = lo; base < lo + seg; base += 32) {
+        const int i = base + lane;
+        const unsigned m = __ballot_sync(0xffffffffu, !done && i < hi && pred(i));
+        if (done) continue;
+        const int pc = __popc(m);
+        if (seen + pc >= r) {
+            int need = r - seen, bit = 0;
+            for (; bit < 32; ++bit)
+                if (((m >> bit) & 1u) && --need == 0) break;
+            if (lane == 0) sm.bcast_i[0] = base + bit;
+            done = true;
         }
+        seen += pc;
     }
     __syncthreads();
     const int res = sm.bcast_i[0];
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kThreads)
         const float raw = l[id];
         pen_orig[P.pen_off + j] = raw;
         float x = canon(raw);
-        if (!isinf(x)) {
+        if (x != INFINITY && x != -INFINITY) {
             x = x <= 0.0f ? __fmul_rn(x, P.repeat) : __fdiv_rn(x, P.repeat);
             const float c = static_cast<float>(pen_counts[P.pen_off + j]);
             x = __fsub_rn(x, __fadd_rn(__fmul_rn(c, P.frequency), P.presence));
@@ -415,9 +417,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     const double target = __dmul_rn(P.uniform, z);
     double cum = before;
-    for (int base = lo; base < hi; base += 32) {
+    bool done = false;
+    for (int base = lo; base < lo + seg; base += 32) {  // the same trip count in every warp
         const int i = base + lane;
-        const float p = i < hi ? prob(i) : -1.0f;
+        const float p = !done && i < hi ? prob(i) : -1.0f;
         double v = p > 0.0f ? static_cast<double>(p) : 0.0;
 #pragma unroll
         for (int o = 1; o < 32; o <<= 1) {  // inclusive scan across the lanes
@@ -426,9 +429,9 @@ __global__ void __launch_bounds__(kThreads)
         }
         const double c = __dadd_rn(cum, v);
         const unsigned hit = __ballot_sync(0xffffffffu, p > 0.0f && target < c);
-        if (hit) {
-            if (lane == 0) atomicMin(&sm.bcast_i[0], base + __ffs(hit) - 1);
-            break;
+        if (hit && !done) {
+            if (lane == 0) atomicMin(&sm.bcast_i[0], base + __ffs(static_cast<int>(hit)) - 1);
+            done = true;
         }
         cum = __shfl_sync(0xffffffffu, c, 31);
     }
@@ -443,8 +446,14 @@ __global__ void __launch_bounds__(kThreads)
 void sample_rows(float* logits, int n_rows, int n_vocab, const SampleRowParams* rows,
                  const int32_t* pen_ids, const int32_t* pen_counts, float* pen_orig,
                  SampleOut* out, bool want_logprob, cudaStream_t s) {
+#if defined(ZINC_SIMT_EMULATION)  // tests/unit/cuda_emul: this file on the host over a SIMT shim
+    (void)s;
+    zinc_simt::launch(sample_kernel, dim3(static_cast<unsigned>(n_rows)), kThreads, logits, n_vocab,
+                      rows, pen_ids, pen_counts, pen_orig, out, want_logprob ? 1 : 0);
+#else
     sample_kernel<<<n_rows, kThreads, 0, s>>>(logits, n_vocab, rows, pen_ids, pen_counts, pen_orig,
                                               out, want_logprob ? 1 : 0);
+#endif
 }
 
 }  // namespace zinc::cuda
