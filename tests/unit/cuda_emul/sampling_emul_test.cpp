@@ -187,11 +187,11 @@ TEST(SamplingEmul, KernelEqualsTheCpuSampler) {
     };
     std::mt19937 rng(77);
     // 1500: the warps' segments end inside the row. Each emulated block is 512 host threads
-    // meeting at every barrier and shuffle, so the row count is kept small (~1 s per row).
-    const int V = 1500, R = 4;
+    // meeting at every barrier and shuffle (~0.1 s a row on a 2-core machine).
+    const int V = 1500, R = 5;
     int rows = 0, bad = 0;
     for (const Setting& st : settings) {
-        for (int rep = 0; rep < 1; ++rep) {
+        for (int rep = 0; rep < 2; ++rep) {
             std::vector<float> l(static_cast<size_t>(R) * V);
             std::vector<cu::SampleRowParams> prm(R);
             std::vector<int32_t> pid, pc;
