@@ -55,6 +55,11 @@ def header(res):
                          "/metrics): the tier it served on is not recorded by zinc itself")
         elif a["target"] == "cuda" and "cuda" not in ev:
             lines.append("- WARNING: target cuda, but zinc's evidence never mentions cuda")
+    zenv = res.get("zinc_env") or {}
+    lines.append("- zinc environment: " + (", ".join(f"`{k}={v}`" for k, v in sorted(zenv.items()))
+                                          or "no ZINC_* variables set (the defaults)")
+                 + (f"; bench/run sets `ZINC_TIER={a['target']}` for zinc unless given"
+                    if "ZINC_TIER" not in zenv else ""))
     fa = res.get("fairness", {})
     for k, v in fa.items():
         lines.append(f"- fairness {k}: {'ok' if v['ok'] else 'FAILED: ' + v['why']}")

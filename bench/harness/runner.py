@@ -96,7 +96,9 @@ class Run:
         self.res = {"args": {k: (str(v) if isinstance(v, Path) else v)
                              for k, v in vars(a).items()},
                     "command": "bench/run " + " ".join(sys.argv[1:]),
-                    "host": machine.host_info(), "engines": {}, "fairness": {}, "phases": {}}
+                    "host": machine.host_info(), "engines": {}, "fairness": {}, "phases": {},
+                    # zinc's switches (ZINC_EXACT, ZINC_CUDA_GRAPH, ...) as this run had them
+                    "zinc_env": {k: v for k, v in os.environ.items() if k.startswith("ZINC_")}}
 
     def save(self):
         self.res["host"]["load_avg_end"] = machine.load_avg()
