@@ -401,6 +401,7 @@ def test_device_index_selects_or_is_refused():
     assert r.returncode == 0 and "CUDA device 0" in r.stderr.decode(), r.stderr.decode()
     for args in (("--tier", "cuda", "-d", "99"), ("-d", "99")):  # auto too: it was asked for
         r = zinc("-m", MODELS[0], "--prompt", "Hi", "-n", "2", *args)
-        err = r.stderr.decode().strip().splitlines()
+        # one error line (a synthetic model's short trained context may add a warning line)
+        err = [ln for ln in r.stderr.decode().strip().splitlines() if "warning:" not in ln]
         assert r.returncode == 2 and len(err) == 1, err
         assert "-d 99: no usable CUDA device 99; usable devices found: 0 (" in err[0], err
