@@ -156,6 +156,24 @@ ZINC_HD float gelu_tanh(float x) {
     return x_sigmoid(x, z);
 }
 
+/// tanh(y): for |y| < 0.125 the odd Taylor polynomial y + y^3 (-1/3 + y^2 (2/15 - 17/315 y^2))
+/// (truncation below 2e-10 relative), else 1 - 2 / (exp(2|y|) + 1) with the sign of y.
+ZINC_HD float tanh(float y) {
+    const float a = y < 0.0f ? -y : y;
+    if (a < 0.125f) {
+        const float y2 = mul(y, y);
+        float p = fma(y2, -17.0f / 315.0f, 2.0f / 15.0f);
+        p = fma(y2, p, -1.0f / 3.0f);
+        return fma(mul(y, y2), p, y);
+    }
+    const float t = sub(1.0f, div(2.0f, add(exp(mul(2.0f, a)), 1.0f)));
+    return y < 0.0f ? -t : t;
+}
+/// Logit soft-capping (Gemma 2/3): cap * tanh(x / cap).
+ZINC_HD float softcap(float x, float cap) {
+    return mul(cap, tanh(div(x, cap)));
+}
+
 // ---- reductions ------------------------------------------------------------------------------
 
 /// The 8-lane tree of an AVX2 horizontal sum: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).

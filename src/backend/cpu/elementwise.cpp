@@ -1,6 +1,8 @@
 // zinc/backend/cpu/elementwise.cpp — add, scale, softcap.
 #include "backend/cpu/elementwise.h"
 
+#include "backend/canon.h"
+
 #include <cmath>
 
 namespace zinc::cpu {
@@ -14,7 +16,7 @@ void scale(float* x, float s, int64_t n) {
 }
 
 void softcap(float* x, float cap, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+    for (int64_t i = 0; i < n; ++i) x[i] = canon::softcap(x[i], cap);
 }
 
 }  // namespace zinc::cpu

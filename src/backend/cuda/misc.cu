@@ -1,5 +1,6 @@
 // zinc/backend/cuda/misc.cu — small kernels: row gather (rows that want logits), argmax per
 // logits row (greedy sampling on the device), logit soft-capping, f32 -> f16.
+#include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -73,7 +74,7 @@ __global__ void argmax_final_kernel(const float2* part, int n_part, int32_t* out
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = cap * tanhf(x[i] / cap);
+    if (i < n) x[i] = canon::softcap(x[i], cap);  // the CPU tier's bits (canon.h)
 }
 
 __global__ void f2h_kernel(const float* x, uint16_t* y, int64_t n) {
