@@ -200,10 +200,10 @@ int generate(const RunOptions& o) {
 
 int run_main(int argc, char** argv) {
     RunOptions o;
-    CLI::App app{"zinc: run a GGUF language model on the CPU", "zinc"};
+    CLI::App app{"zinc: run a GGUF language model on the CPU or an NVIDIA GPU (--tier)", "zinc"};
     app.footer(
         "Subcommands: zinc chat [-m FILE] | zinc serve [-m FILE] | zinc inspect FILE | zinc bench "
-        "[-m FILE] (each has --help).\n"
+        "[-m FILE] | zinc synth --preset P -o FILE (each has --help).\n"
         "zinc -m FILE without --prompt serves the model over HTTP, like zinc serve -m FILE.\n"
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");

@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "gguf/gguf.h"
@@ -293,6 +295,13 @@ struct Opts {
 };
 
 int synth(const Opts& o) {
+    {  // the output path is bad input: say so before generating gigabytes
+        const size_t slash = o.out.find_last_of('/');
+        const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : o.out.substr(0, slash));
+        if (::access(dir.c_str(), W_OK) != 0)
+            return report_error("-o " + o.out + ": cannot create: directory " + dir + ": " +
+                                std::strerror(errno));
+    }
     const Preset* p = nullptr;
     for (const auto& q : kPresets)
         if (o.preset == q.name) p = &q;

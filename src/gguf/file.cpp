@@ -21,7 +21,14 @@ std::string errno_text(int e) { return std::strerror(e); }
 }  // namespace
 
 Result<std::unique_ptr<File>> File::open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Refuse FIFOs, sockets and devices before open(): opening a FIFO blocks until a writer
+    // appears (a hang, not an error). The fstat below checks the opened file again.
+    {
+        struct stat pre {};
+        if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode))
+            return make_error(path + ": is not a regular file; expected a GGUF file");
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         const int e = errno;
         return make_error(path + ": cannot open: " + errno_text(e));

@@ -9,10 +9,24 @@ namespace zinc::server {
 
 using nlohmann::json;
 
+namespace {
+// No request field nests deeper than a few levels (content parts: 4); anything past this is an
+// attack on code that walks values recursively.
+constexpr int kMaxJsonDepth = 64;
+struct TooDeep {};
+}  // namespace
+
 ApiResult<json> parse_json_body(std::string_view body) {
     json j;
     try {
-        j = json::parse(body.begin(), body.end());
+        const json::parser_callback_t depth_guard = [](int depth, json::parse_event_t, json&) {
+            if (depth > kMaxJsonDepth) throw TooDeep{};
+            return true;
+        };
+        j = json::parse(body.begin(), body.end(), depth_guard);
+    } catch (const TooDeep&) {
+        return invalid_json("the request body nests arrays/objects deeper than " +
+                            std::to_string(kMaxJsonDepth) + " levels");
     } catch (const json::parse_error& e) {
         // e.byte is 1-based, pointing just past the offending character. nlohmann's message is
         // "[json.exception.parse_error.101] parse error at line L, column C: <reason>"; keep the

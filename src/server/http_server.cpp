@@ -325,6 +325,15 @@ void HttpServer::Impl::setup_routes() {
             {{"Access-Control-Allow-Origin", ctx.opts.cors_origin}, {"Vary", "Origin"}});
 
     http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
+        // `curl -d` declares application/x-www-form-urlencoded. cpp-httplib reads such bodies as
+        // forms capped at 8 KiB (a false 413 for a long prompt). Every body here is JSON whatever
+        // it declares (as llama-server and OpenAI's API treat it), so the declared type is
+        // replaced before the body is read; req is the server's own, non-const request object.
+        if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+            auto& headers = const_cast<httplib::Request&>(req).headers;
+            headers.erase("Content-Type");
+            headers.emplace("Content-Type", "application/json");
+        }
         if (req.method == "OPTIONS") {
             const Route* r = route_of(req.path);
             if (!r) return httplib::Server::HandlerResponse::Unhandled;  // 404

@@ -17,7 +17,11 @@ std::string fmt_number(double v) {
 }
 
 std::string describe(const json& v) {
-    // A short rendering of the offending value for the message (never the whole body).
+    // A short rendering of the offending value for the message (never the whole body). Arrays
+    // and objects are summarised, not dumped: dump() recurses, and a deeply nested value would
+    // take the whole server down with it.
+    if (v.is_array()) return "an array of " + std::to_string(v.size()) + " element(s)";
+    if (v.is_object()) return "an object of " + std::to_string(v.size()) + " member(s)";
     std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
     if (s.size() > 40) s = s.substr(0, 37) + "...";
     return s;

@@ -90,6 +90,21 @@ def test_directory(tmp_path):
     assert_bad_input(zinc("-m", tmp_path, "--prompt", "hi"), str(tmp_path))
 
 
+def test_fifo_is_refused_not_waited_on(tmp_path):
+    # opening a FIFO blocks until a writer appears: the file is checked before it is opened
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    for sub in ([], ["inspect"]):
+        args = [*sub, fifo] if sub else ["-m", fifo, "--prompt", "hi"]
+        assert_bad_input(zinc(*args, timeout=20), str(fifo), "not a regular file")
+
+
+def test_synth_to_a_missing_directory_is_bad_input(tmp_path):
+    out = tmp_path / "no" / "such" / "dir" / "x.gguf"
+    assert_bad_input(zinc("synth", "--preset", "llama-tiny", "--type", "q4_0", "-o", out,
+                          timeout=60), str(out), "cannot create")
+
+
 @pytest.mark.parametrize("keep", [3, 100, 5000, 50_000_000])
 def test_truncated_file(tmp_path, keep):
     # 3 bytes: inside the magic; 100: inside the metadata; 5000: inside the metadata arrays;

@@ -13,6 +13,7 @@ failed before its fix:
 A busy port is tested in test_server_errors.py (one line, status 2).
 """
 import codecs
+import json
 import os
 import threading
 
@@ -206,3 +207,38 @@ def test_ignore_eos_generates_to_max_tokens(server):
     # A wrong type is a 400 naming the field.
     r = server.post("/v1/completions", {"prompt": "x", "ignore_eos": "yes"})
     assert r.status == 400 and r.json()["error"]["param"] == "ignore_eos"
+
+
+# From the second fresh-user pass: a value nested ~60,000 deep in a checked field crashed the
+# server (a recursive dump while describing it); `curl -d` bodies (form-urlencoded) over 8 KiB got
+# a false 413 from cpp-httplib's form reader.
+@pytest.mark.parametrize("field,path", [("max_tokens", "/v1/completions"),
+                                        ("stop", "/v1/completions"),
+                                        ("messages", "/v1/chat/completions")])
+def test_deeply_nested_value_is_a_400_and_the_server_lives(server, field, path):
+    depth = 100000
+    raw = ('{"' + field + '":' + "[" * depth + "]" * depth +
+           ',"prompt":"hi","messages":[{"role":"user","content":"hi"}]}')
+    if field == "messages":
+        raw = '{"messages":' + "[" * depth + "]" * depth + "}"
+    r = server.post(path, data=raw.encode())
+    assert r.status == 400, r.text
+    assert "deeper than 64 levels" in r.json()["error"]["message"], r.text
+    # a shallow but wrong container is described, not dumped
+    r = server.post("/v1/completions", body={"prompt": "hi", "max_tokens": [[[1, 2, 3]]]})
+    assert r.status == 400 and "an array of 1 element" in r.json()["error"]["message"], r.text
+    assert server.get("/health").status == 200
+
+
+def test_form_urlencoded_body_is_read_as_json(server):
+    # what `curl -d @body.json` sends: the declared type is ignored, the body is JSON
+    prompt = "word " * 3000  # ~15 KB: over cpp-httplib's 8 KiB form limit and over -c 512
+    body = json.dumps({"prompt": prompt, "max_tokens": 1}).encode()
+    r = server.post("/v1/completions", data=body,
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 400, r.text  # too long for -c 512: the real answer, not a 413
+    assert r.json()["error"]["code"] == "context_length_exceeded", r.text
+    small = json.dumps({"prompt": "Hello", "max_tokens": 2}).encode()
+    r = server.post("/v1/completions", data=small,
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 200, r.text

@@ -63,7 +63,14 @@ TEST(ServerParse, DeepNestingIsAnErrorOrValueNotACrash) {
     std::string deep(100000, '[');
     auto r = parse_json_body(deep);
     EXPECT_FALSE(r.ok());
-    std::string ok = "{\"x\":" + std::string(5000, '[') + std::string(5000, ']') + "}";
+    // Nesting past 64 levels is refused at parse time (a recursive walk of such a value, e.g.
+    // to describe it in an error message, overflowed the stack at ~60,000 levels).
+    std::string too_deep = "{\"x\":" + std::string(5000, '[') + std::string(5000, ']') + "}";
+    auto d = parse_json_body(too_deep);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.error().status, 400);
+    EXPECT_NE(d.error().message.find("deeper than 64 levels"), std::string::npos) << d.error().message;
+    std::string ok = "{\"x\":" + std::string(60, '[') + std::string(60, ']') + "}";
     auto b = parse_json_body(ok);
     ASSERT_TRUE(b.ok());
     auto c = parse_chat_request(b.value(), defaults());
