@@ -58,6 +58,17 @@ Generation::Generation(engine::Engine& eng, const tokenizer::Tokenizer& tok, Met
 ApiResult<std::unique_ptr<Generation>> Generation::start(
     engine::Engine& eng, const tokenizer::Tokenizer& tok, std::vector<ChoiceSpec> choices,
     const std::vector<std::string>& stops, Metrics* metrics, Clock::time_point arrival) {
+    // A request the engine can never hold at once (n x prompts over --parallel + --max-queue) is
+    // a 400 up front: a 429 would invite retries, and submitting part of it would run work that
+    // is then cancelled.
+    const engine::EngineOptions& eo = eng.options();
+    const int64_t admit = static_cast<int64_t>(eo.n_parallel) + eo.max_queue;
+    if (static_cast<int64_t>(choices.size()) > admit)
+        return bad_request("the request needs " + std::to_string(choices.size()) +
+                           " sequences (n x prompts) but the server admits at most " +
+                           std::to_string(admit) + " at once (--parallel " +
+                           std::to_string(eo.n_parallel) + " + --max-queue " +
+                           std::to_string(eo.max_queue) + ")");
     std::unique_ptr<Generation> g(new Generation(eng, tok, metrics, arrival));
     for (auto& spec : choices) {
         auto c = std::make_unique<Choice>(tok, stops);

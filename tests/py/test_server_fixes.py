@@ -242,3 +242,26 @@ def test_form_urlencoded_body_is_read_as_json(server):
     r = server.post("/v1/completions", data=small,
                     headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert r.status == 200, r.text
+
+
+def test_request_larger_than_admission_is_a_400_with_no_work():
+    # n x prompts above --parallel + --max-queue can never be admitted: 400 up front (not a 429
+    # that clients retry), and no part of it runs
+    s = Server("--parallel", "1", "--max-queue", "0", "-c", "256")
+    try:
+        before = s.get("/metrics").text
+        r = s.post("/v1/completions", body={"prompt": "hi", "n": 2, "max_tokens": 2})
+        assert r.status == 400, r.text
+        assert "admits at most 1 at once" in r.json()["error"]["message"], r.text
+        r = s.post("/v1/completions", body={"prompt": ["a", "b"], "max_tokens": 2})
+        assert r.status == 400, r.text
+        after = s.get("/metrics").text
+        fin = [ln for ln in after.splitlines() if ln.startswith("zinc_engine_requests_total")]
+        assert fin, after  # the series exist, so the comparison below means something
+        assert fin == [ln for ln in before.splitlines()
+                       if ln.startswith("zinc_engine_requests_total")], (fin, before)
+        r = s.post("/v1/completions", body={"prompt": "hi", "n": 1, "max_tokens": 2})
+        assert r.status == 200, r.text
+    finally:
+        assert s.stop() == 0, s.stderr()
+        s.close()
