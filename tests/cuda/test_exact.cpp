@@ -29,11 +29,14 @@
 #include "model/batch.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
 
 namespace {
+
+using namespace zinc::gpu_test;
 
 int g_fail = 0;
 void report(bool ok, const std::string& what) {
@@ -42,12 +45,6 @@ void report(bool ok, const std::string& what) {
     if (!ok) ++g_fail;
 }
 
-template <class... A>
-std::string fmt(const char* f, A... a) {
-    char buf[1024];
-    std::snprintf(buf, sizeof buf, f, a...);
-    return buf;
-}
 
 const char* kPrompts[5] = {
     "The capital of France is",

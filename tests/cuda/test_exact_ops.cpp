@@ -32,12 +32,15 @@
 #include "backend/cuda/kernels.h"
 #include "quant/quant.h"
 #include "quant/types.h"
+#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
 using quant::GgmlType;
 
 namespace {
+
+using namespace zinc::gpu_test;
 
 #if defined(ZINC_CUDA_EMU)  // host emulation: one std::thread per CUDA thread, so small shapes
 constexpr int kOut = 29, kJob0 = 9, kLegacyK = 1184, kKQuantK = 1280, kEvenLegacyK = 256,
@@ -56,45 +59,7 @@ void report(bool ok, const std::string& what) {
     ok ? ++g_pass : ++g_fail;
 }
 
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            std::printf("FAIL cuda %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, \
-                        __LINE__);                                                         \
-            std::exit(1);                                                                  \
-        }                                                                                  \
-    } while (0)
 
-template <class T>
-T* dev_copy(const std::vector<T>& v) {
-    T* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(1, v.size() * sizeof(T))));
-    CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return p;
-}
-template <class T>
-T* dev_poisoned(size_t n) {
-    T* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(1, n * sizeof(T))));
-    CK(cudaMemset(p, 0xff, n * sizeof(T)));
-    return p;
-}
-template <class T>
-std::vector<T> host_copy(const T* d, size_t n) {
-    CK(cudaDeviceSynchronize());
-    CK(cudaGetLastError());
-    std::vector<T> v(n);
-    CK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-}
-
-char fmt_buf[512];
-template <class... A>
-std::string fmt(const char* f, A... a) {
-    std::snprintf(fmt_buf, sizeof fmt_buf, f, a...);
-    return fmt_buf;
-}
 std::string tname(GgmlType t) {
     return std::string(quant::type_name(t));
 }

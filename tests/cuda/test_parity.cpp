@@ -37,11 +37,14 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "tokenizer/tokenizer.h"
+#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
 
 namespace {
+
+using namespace zinc::gpu_test;
 
 int g_fail = 0;
 void report(bool ok, const std::string& what) {
@@ -50,38 +53,6 @@ void report(bool ok, const std::string& what) {
     if (!ok) ++g_fail;
 }
 
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            std::printf("FAIL cuda %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, \
-                        __LINE__);                                                         \
-            std::exit(1);                                                                  \
-        }                                                                                  \
-    } while (0)
-
-template <class T>
-T* dev_copy(const std::vector<T>& v) {
-    T* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(1, v.size() * sizeof(T))));
-    CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return p;
-}
-template <class T>
-T* dev_poisoned(size_t n) {
-    T* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(1, n * sizeof(T))));
-    CK(cudaMemset(p, 0xff, n * sizeof(T)));  // NaN for floats
-    return p;
-}
-template <class T>
-std::vector<T> host_copy(const T* d, size_t n) {
-    CK(cudaDeviceSynchronize());
-    CK(cudaGetLastError());
-    std::vector<T> v(n);
-    CK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-}
 
 // ||a - b|| / ||b||; NaN or Inf anywhere in a gives +inf.
 double rel_err(const std::vector<float>& a, const std::vector<double>& b) {
@@ -101,12 +72,6 @@ std::vector<float> randn(std::mt19937& rng, size_t n, float sigma = 1.0f, float 
     return v;
 }
 
-char fmt_buf[512];
-template <class... A>
-std::string fmt(const char* f, A... a) {
-    std::snprintf(fmt_buf, sizeof fmt_buf, f, a...);
-    return fmt_buf;
-}
 
 // ---------------------------------------------------------------------------------------- ops
 

@@ -38,11 +38,14 @@
 #include "gguf/gguf.h"
 #include "model/batch.h"
 #include "model/model.h"
+#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
 
 namespace {
+
+using namespace zinc::gpu_test;
 
 int g_fail = 0, g_pass = 0;
 void report(bool ok, const std::string& what) {
@@ -52,22 +55,6 @@ void report(bool ok, const std::string& what) {
     else ++g_pass;
 }
 
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            std::printf("FAIL cuda %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, \
-                        __LINE__);                                                         \
-            std::exit(1);                                                                  \
-        }                                                                                  \
-    } while (0)
-
-char fmt_buf[1024];
-template <class... A>
-std::string fmt(const char* f, A... a) {
-    std::snprintf(fmt_buf, sizeof fmt_buf, f, a...);
-    return fmt_buf;
-}
 
 // Device buffers for up to `rows` rows of n_vocab logits.
 struct Dev {
