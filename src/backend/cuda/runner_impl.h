@@ -175,6 +175,10 @@ class CudaRunner final : public model::Runner {
     int dmmv_max_rows_ = 16;
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
     bool exact_ = true;  // ZINC_EXACT: every matrix product by dmmv_exact (docs/exactness.md)
+    // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:
+    // it covers every matrix of the model (and each fused group shares one packing), so the f16
+    // activations and the dequantized-weight scratch of the cuBLAS path are never needed.
+    bool mmq_ = true, mmq_all_ = false;
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
     std::shared_ptr<SampleState> sample_;  // created by the first forward_sample

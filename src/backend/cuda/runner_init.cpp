@@ -96,6 +96,7 @@ Result<void> CudaRunner::init() {
     // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
     // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
     exact_ = env_on("ZINC_EXACT");
+    mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
@@ -148,6 +149,14 @@ Result<void> CudaRunner::init() {
             wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(m->k * m->n));
     }
     wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(output_.k * output_.n));
+    mmq_all_ = mmq_ && mmq_supports(output_.type);
+    for (const Layer& L : layers_) {
+        for (const DevMat* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down})
+            mmq_all_ = mmq_all_ && mmq_supports(m->type);
+        mmq_all_ = mmq_all_ && pack_mode_for(L.wk.type) == pack_mode_for(L.wq.type) &&
+                   pack_mode_for(L.wv.type) == pack_mode_for(L.wq.type) &&
+                   pack_mode_for(L.up.type) == pack_mode_for(L.gate.type);
+    }
 
     // RoPE: the CPU tier's cos/sin table (cpu::rope_cache) for every position, computed here on
     // the host and uploaded, one per distinct (base, scale) setting; the kernel only rotates.
@@ -226,7 +235,7 @@ Result<void> CudaRunner::init() {
     CU_TRY("alloc", e);
     argmax_scratch_ = dalloc(argmax_scratch_bytes(R_, c.n_vocab), e);
     CU_TRY("alloc", e);
-    if (cublas_.ok() && R_ > dmmv_max_rows_) {
+    if (cublas_.ok() && R_ > dmmv_max_rows_ && !mmq_all_) {
         wdq_ = static_cast<uint16_t*>(dalloc(wdq_elems_ * 2, e));
         if (e != cudaSuccess)
             return make_error("cuda: out of device memory for the prefill weight scratch (" +
