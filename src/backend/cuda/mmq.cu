@@ -85,43 +85,161 @@ __device__ __forceinline__ float magic_to_float(int biased) {
     return __int_as_float(biased) - kMagic;
 }
 
+// One staged chunk cc of a warp's tile: A and B fragments by ldmatrix, the scales, the mmas and
+// the per-chunk scale application into acc.
+template <int T, class G>
+__device__ __forceinline__ void compute_chunk(const uint8_t* sA, const uint8_t* sB,
+                                              const float4* sS, const float4* sD, int cc, int wm0,
+                                              int wn0, int lane, float (&acc)[G::MT][G::NT][4]) {
+    using Y = MmqType<T>;
+    constexpr int BM = G::BM, BN = G::BN, SA = G::SA, MT = G::MT, NT = G::NT;
+    const int g = lane >> 2, t = lane & 3;
+    // ldmatrix row addresses: A (matrix j = lane / 8: rows +8 for j odd, bytes +16 for j >= 2);
+    // B (two n8 tiles: bytes +16 for j odd, rows +8 for j >= 2).
+    const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 16;
+    const int b_row = (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 16;
+    int a[MT][4], b[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+        ldmatrix_x4(a[mt], sA + (wm0 + 16 * mt + a_row) * SA + cc * 32 + a_col);
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+        int r[4];
+        ldmatrix_x4(r, sB + (wn0 + 16 * np + b_row) * SA + cc * 32 + b_col);
+        b[2 * np][0] = r[0];
+        b[2 * np][1] = r[1];
+        b[2 * np + 1][0] = r[2];
+        b[2 * np + 1][1] = r[3];
+    }
+    float4 ws[MT][2], as[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) ws[mt][h] = sS[cc * BM + wm0 + 16 * mt + g + 8 * h];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) as[nt][j] = sD[cc * BN + wn0 + 8 * nt + 2 * t + j];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            if constexpr (!Y::half) {
+                int d[4];
+                mma_k32(d, a[mt], b[nt], kMagicBits);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float4& w = ws[mt][e >> 1];
+                    const float4& x = as[nt][e & 1];
+                    float v = fmaf(w.x * x.x, magic_to_float(d[e]), acc[mt][nt][e]);
+                    if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
+                    acc[mt][nt][e] = v;
+                }
+            } else {
+                int dl[4], dh[4];
+                mma_k16(dl, a[mt][0], a[mt][1], b[nt][0], kMagicBits);
+                mma_k16(dh, a[mt][2], a[mt][3], b[nt][1], kMagicBits);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float4& w = ws[mt][e >> 1];
+                    const float4& x = as[nt][e & 1];
+                    float v = fmaf(w.x * x.x, magic_to_float(dl[e]), acc[mt][nt][e]);
+                    v = fmaf(w.y * x.x, magic_to_float(dh[e]), v);
+                    if constexpr (Y::mins == 2) {
+                        v = fmaf(w.z, x.y, v);
+                        v = fmaf(w.w, x.z, v);
+                    }
+                    acc[mt][nt][e] = v;
+                }
+            }
+        }
+    }
+}
+
+// A decoded chunk into the shared tiles: codes at row r, chunk cc; scales at [cc][r].
+template <class G>
+__device__ __forceinline__ void put_chunk(uint8_t* sA, float4* sS, int r, int cc, const Chunk& ch) {
+    uint4 lo, hi;
+    lo.x = static_cast<unsigned>(ch.q[0]);
+    lo.y = static_cast<unsigned>(ch.q[1]);
+    lo.z = static_cast<unsigned>(ch.q[2]);
+    lo.w = static_cast<unsigned>(ch.q[3]);
+    hi.x = static_cast<unsigned>(ch.q[4]);
+    hi.y = static_cast<unsigned>(ch.q[5]);
+    hi.z = static_cast<unsigned>(ch.q[6]);
+    hi.w = static_cast<unsigned>(ch.q[7]);
+    uint4* dst = reinterpret_cast<uint4*>(sA + r * G::SA + cc * 32);
+    dst[0] = lo;
+    dst[1] = hi;
+    sS[cc * G::BM + r] = make_float4(ch.d_lo, ch.d_hi, ch.m_lo, ch.m_hi);
+}
+
+// The block's outputs: y = acc (+ bias), or y += that.
+template <class G>
+__device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::MT][G::NT][4],
+                                           int m0, int n0, int wm0, int wn0, int lane, int n_act,
+                                           bool accumulate) {
+    const int total = J.row_end[J.n_jobs - 1];
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < G::MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < G::NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                int row = m0 + wm0 + 16 * mt + g + 8 * (e >> 1);
+                const int col = n0 + wn0 + 8 * nt + 2 * t + (e & 1);
+                if (row >= total || col >= n_act) continue;
+                const MatJob& m = J.m[pick_job(J, row)];
+                float v = acc[mt][nt][e];
+                if (m.bias) v += m.bias[row];
+                float* y = m.y + static_cast<size_t>(col) * m.ldy + row;
+                *y = accumulate ? *y + v : v;
+            }
+        }
+    }
+}
+
+#if defined(ZINC_SIMT_EMULATION)
+#define ZINC_MMQ_SMEM(bytes) alignas(16) static uint8_t smem[bytes]
+#else
+#define ZINC_MMQ_SMEM(bytes) extern __shared__ __align__(16) uint8_t smem[]
+#endif
+
+// Shared layout and the row pointers (rows past the end repeat the last row; never stored).
+template <class G>
+__device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, int m0) {
+    const int total = J.row_end[J.n_jobs - 1];
+    for (int i = threadIdx.x; i < G::BM; i += kThreads) {
+        int r = min(m0 + i, total - 1);
+        const int jj = pick_job(J, r);
+        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    }
+}
+
+// Variants 1-4: each stage's weight chunks decoded straight from global memory.
 template <int T, class G>
 __global__ void __launch_bounds__(kThreads)
     mmq_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                int n_act, bool accumulate) {
     using Y = MmqType<T>;
-    constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA, MT = G::MT, NT = G::NT;
-#if defined(ZINC_SIMT_EMULATION)
-    alignas(16) static uint8_t smem[G::kSmem];
-#else
-    extern __shared__ __align__(16) uint8_t smem[];
-#endif
+    constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA;
+    ZINC_MMQ_SMEM(G::kSmem);
     uint8_t* sA = smem;
     uint8_t* sB = smem + G::kOffB;
     float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
     float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
     const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
-
-    const int total = J.row_end[J.n_jobs - 1];
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     const int nch = k / 32, nb = k / Y::qk;
-    for (int i = threadIdx.x; i < BM; i += kThreads) {
-        int r = min(m0 + i, total - 1);
-        const int jj = pick_job(J, r);
-        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
-    }
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    set_rows<G>(J, sRow, m0);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
-    // ldmatrix row addresses: A (matrix j = lane / 8: rows +8 for j odd, bytes +16 for j >= 2);
-    // B (two n8 tiles: bytes +16 for j odd, rows +8 for j >= 2).
-    const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 16;
-    const int b_row = (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 16;
-
-    float acc[MT][NT][4];
+    float acc[G::MT][G::NT][4];
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int i = 0; i < G::MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
+        for (int j = 0; j < G::NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
@@ -134,19 +252,7 @@ __global__ void __launch_bounds__(kThreads)
             if (cc < kc) {
                 Chunk ch;
                 decode_chunk<T>(sRow[r], c0 + cc, ch, nb);
-                uint4 lo, hi;
-                lo.x = static_cast<unsigned>(ch.q[0]);
-                lo.y = static_cast<unsigned>(ch.q[1]);
-                lo.z = static_cast<unsigned>(ch.q[2]);
-                lo.w = static_cast<unsigned>(ch.q[3]);
-                hi.x = static_cast<unsigned>(ch.q[4]);
-                hi.y = static_cast<unsigned>(ch.q[5]);
-                hi.z = static_cast<unsigned>(ch.q[6]);
-                hi.w = static_cast<unsigned>(ch.q[7]);
-                uint4* dst = reinterpret_cast<uint4*>(sA + r * SA + cc * 32);
-                dst[0] = lo;
-                dst[1] = hi;
-                sS[cc * BM + r] = make_float4(ch.d_lo, ch.d_hi, ch.m_lo, ch.m_hi);
+                put_chunk<G>(sA, sS, r, cc, ch);
             }
         }
 #pragma unroll
@@ -168,82 +274,123 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
         __syncthreads();
-        for (int cc = 0; cc < kc; ++cc) {
-            int a[MT][4], b[NT][2];
+        for (int cc = 0; cc < kc; ++cc)
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc);
+    }
+    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+}
+
+// Variants 5-7 (stages of 8 chunks = 256 elements): the raw weight bytes of stage s + 1 and its
+// activations are loaded into registers (16-byte loads of each row's 16-byte-aligned window)
+// before stage s is decoded and multiplied, so the loads are in flight during that work; the
+// weights are then decoded from shared memory (decode_chunk on the staged window).
+template <int T, class G>
+struct Pipe {
+    static constexpr int SB = (256 / Traits<T>::qk) * Traits<T>::bytes;  // raw bytes per stage
+    static constexpr int U = (SB + 30) / 16;  // 16-byte units of a row's aligned window
+    static constexpr int kOffRaw = G::kSmem;
+    static constexpr int kSmem = kOffRaw + G::BM * U * 16;
+    static constexpr int NU = (G::BM * U + kThreads - 1) / kThreads;
+    static constexpr int NQ = G::BN * G::KC * 2 / kThreads, ND = G::BN * G::KC / kThreads;
+    static_assert(G::KC == 8 && G::kSmem % 16 == 0);
+};
+
+template <int T, class G>
+__global__ void __launch_bounds__(kThreads)
+    mmq_pipe_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+                    int n_act, bool accumulate) {
+    using P = Pipe<T, G>;
+    constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA, U = P::U;
+    constexpr int bytes = Traits<T>::bytes, per_stage = 256 / Traits<T>::qk;  // blocks per stage
+    ZINC_MMQ_SMEM(P::kSmem);
+    uint8_t* sA = smem;
+    uint8_t* sB = smem + G::kOffB;
+    float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
+    float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
+    const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
+    uint8_t* sRaw = smem + P::kOffRaw;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nch = k / 32, nst = (nch + KC - 1) / KC;
+    set_rows<G>(J, sRow, m0);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
+    float acc[G::MT][G::NT][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-                ldmatrix_x4(a[mt], sA + (wm0 + 16 * mt + a_row) * SA + cc * 32 + a_col);
+    for (int i = 0; i < G::MT; ++i)
 #pragma unroll
-            for (int np = 0; np < NT / 2; ++np) {
-                int r[4];
-                ldmatrix_x4(r, sB + (wn0 + 16 * np + b_row) * SA + cc * 32 + b_col);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
-            }
-            float4 ws[MT][2], as[NT][2];
+        for (int j = 0; j < G::NT; ++j)
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    uint4 raw[P::NU], xq[P::NQ];
+    float4 xd[P::ND];
+    __syncthreads();  // sRow
+    // Loads of stage s into the registers (units past a row's window, or past k, are skipped).
+    auto fetch = [&](int s) {
+        const int c0 = s * KC, kc = min(KC, nch - c0);
+        const int sb = (kc * 32 / Traits<T>::qk) * bytes;  // this stage's bytes per row
 #pragma unroll
-                for (int h = 0; h < 2; ++h) ws[mt][h] = sS[cc * BM + wm0 + 16 * mt + g + 8 * h];
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int j = 0; j < 2; ++j) as[nt][j] = sD[cc * BN + wn0 + 8 * nt + 2 * t + j];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    if constexpr (!Y::half) {
-                        int d[4];
-                        mma_k32(d, a[mt], b[nt], kMagicBits);
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const float4& w = ws[mt][e >> 1];
-                            const float4& x = as[nt][e & 1];
-                            float v = fmaf(w.x * x.x, magic_to_float(d[e]), acc[mt][nt][e]);
-                            if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
-                            acc[mt][nt][e] = v;
-                        }
-                    } else {
-                        int dl[4], dh[4];
-                        mma_k16(dl, a[mt][0], a[mt][1], b[nt][0], kMagicBits);
-                        mma_k16(dh, a[mt][2], a[mt][3], b[nt][1], kMagicBits);
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const float4& w = ws[mt][e >> 1];
-                            const float4& x = as[nt][e & 1];
-                            float v = fmaf(w.x * x.x, magic_to_float(dl[e]), acc[mt][nt][e]);
-                            v = fmaf(w.y * x.x, magic_to_float(dh[e]), v);
-                            if constexpr (Y::mins == 2) {
-                                v = fmaf(w.z, x.y, v);
-                                v = fmaf(w.w, x.z, v);
-                            }
-                            acc[mt][nt][e] = v;
-                        }
-                    }
-                }
+        for (int i = 0; i < P::NU; ++i) {
+            const int u = threadIdx.x + kThreads * i, r = u / U, j = u - r * U;
+            if (u < BM * U) {
+                const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
+                                    static_cast<uintptr_t>(s) * per_stage * bytes;
+                const uintptr_t start = a & ~static_cast<uintptr_t>(15);
+                if (start + 16 * j < a + sb)
+                    raw[i] = *reinterpret_cast<const uint4*>(start + 16 * j);
             }
         }
-    }
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
+        for (int i = 0; i < P::NQ; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+            if (p / 2 < kc)
+                xq[i] = *reinterpret_cast<const uint4*>(
+                    aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                    static_cast<size_t>(c0) * 32 + 16 * p);
+        }
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
+        for (int i = 0; i < P::ND; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
+            if (cc < kc) xd[i] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
+        }
+    };
+    fetch(0);
+    for (int s = 0; s < nst; ++s) {
+        const int kc = min(KC, nch - s * KC);
+        __syncthreads();  // the previous stage's decode and mmas are done with the shared tiles
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                int row = m0 + wm0 + 16 * mt + g + 8 * (e >> 1);
-                const int col = n0 + wn0 + 8 * nt + 2 * t + (e & 1);
-                if (row >= total || col >= n_act) continue;
-                const MatJob& m = J.m[pick_job(J, row)];
-                float v = acc[mt][nt][e];
-                if (m.bias) v += m.bias[row];
-                float* y = m.y + static_cast<size_t>(col) * m.ldy + row;
-                *y = accumulate ? *y + v : v;
+        for (int i = 0; i < P::NU; ++i) {
+            const int u = threadIdx.x + kThreads * i;
+            if (u < BM * U) *reinterpret_cast<uint4*>(sRaw + 16 * u) = raw[i];
+        }
+#pragma unroll
+        for (int i = 0; i < P::NQ; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+            if (p / 2 < kc) *reinterpret_cast<uint4*>(sB + n * SA + 16 * p) = xq[i];
+        }
+#pragma unroll
+        for (int i = 0; i < P::ND; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
+            if (cc < kc)
+                sD[cc * BN + n] = make_float4(xd[i].x, xd[i].y, xd[i].z, xd[i].y + xd[i].z);
+        }
+        __syncthreads();
+        if (s + 1 < nst) fetch(s + 1);
+#pragma unroll
+        for (int i = 0; i < BM * KC / kThreads; ++i) {
+            const int u = threadIdx.x + kThreads * i, r = u / KC, cc = u % KC;
+            if (cc < kc) {
+                const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
+                                    static_cast<uintptr_t>(s) * per_stage * bytes;
+                Chunk ch;
+                decode_chunk<T>(sRaw + r * U * 16 + (a & 15), cc, ch, 0);
+                put_chunk<G>(sA, sS, r, cc, ch);
             }
         }
+        __syncthreads();
+        for (int cc = 0; cc < kc; ++cc)
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc);
     }
+    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
 // ---- launches ----------------------------------------------------------------------------------
@@ -252,7 +399,10 @@ using TileP = Tile<128, 64, 4, 2, 4>;   // variant 1: prefill
 using TileD = Tile<32, 64, 2, 4, 8>;    // variant 2: decode batches (few activation rows)
 using TileW = Tile<128, 128, 4, 2, 4>;  // variant 3: wide
 using TileM = Tile<64, 64, 2, 4, 4>;    // variant 4: medium
-constexpr int kVariants = 5;
+using TileP8 = Tile<128, 64, 4, 2, 8>;  // variant 5: as 1, pipelined stages of 8 chunks
+using TileM8 = Tile<64, 64, 2, 4, 8>;   // variant 6: as 4, pipelined
+// variant 7: TileD, pipelined
+constexpr int kVariants = 8;
 
 #if defined(ZINC_SIMT_EMULATION)
 int sm_count() {
@@ -276,58 +426,63 @@ int sm_count() {
     kernel<<<grid, kThreads, smem, stream>>>(__VA_ARGS__)
 #endif
 
-template <int T, class G>
-void launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad, int n_act,
-            bool acc, cudaStream_t s) {
-    constexpr auto kernel = mmq_kernel<T, G>;
-#if !defined(ZINC_SIMT_EMULATION)
-    static const bool attr_ok = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
-        if (G::kSmem <= 48 * 1024) return true;
-        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    G::kSmem) == cudaSuccess;
-    }();
-    if (!attr_ok) return;
-#endif
-    const dim3 grid((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    ZINC_MMQ_LAUNCH(kernel, grid, G::kSmem, s, J, k, aq, ad, n_act, acc);
+using KernelFn = void (*)(Jobs, int, const int8_t*, const float4*, int, bool);
+template <int T, class G, bool kPipe>
+constexpr KernelFn kernel_for() {
+    if constexpr (kPipe) return mmq_pipe_kernel<T, G>;
+    else return mmq_kernel<T, G>;
+}
+template <int T, class G, bool kPipe>
+constexpr int smem_bytes() {
+    if constexpr (kPipe) return Pipe<T, G>::kSmem;
+    else return G::kSmem;
 }
 
-template <class G>
-void run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
+// Launches one kernel; false (nothing launched) when its shared memory cannot be granted.
+template <int T, class G, bool kPipe>
+bool launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad, int n_act,
+            bool acc, cudaStream_t s) {
+    constexpr auto kernel = kernel_for<T, G, kPipe>();
+    constexpr int smem = smem_bytes<T, G, kPipe>();
+#if !defined(ZINC_SIMT_EMULATION)
+    static const bool attr_ok = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
+        if (smem <= 48 * 1024) return true;
+        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) ==
+               cudaSuccess;
+    }();
+    if (!attr_ok) return false;
+#endif
+    const dim3 grid((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    ZINC_MMQ_LAUNCH(kernel, grid, smem, s, J, k, aq, ad, n_act, acc);
+    return true;
+}
+
+template <class G, bool kPipe>
+bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
               int n_act, bool acc, cudaStream_t s) {
     switch (type) {
         case kQ4_0:
-            launch<kQ4_0, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ4_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ4_1:
-            launch<kQ4_1, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ4_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ5_0:
-            launch<kQ5_0, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ5_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ5_1:
-            launch<kQ5_1, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ5_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ8_0:
-            launch<kQ8_0, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ8_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ2_K:
-            launch<kQ2_K, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ2_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ3_K:
-            launch<kQ3_K, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ3_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ4_K:
-            launch<kQ4_K, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ4_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ5_K:
-            launch<kQ5_K, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ6_K:
-            launch<kQ6_K, G>(J, total, k, aq, ad, n_act, acc, s);
-            break;
+            return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         default:
-            break;
+            return false;
     }
 }
 
@@ -403,15 +558,22 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
     }
     if (total == 0 || n_act <= 0) return true;
     if (variant == 0) variant = auto_variant(total, n_act);
-    if (variant == 1)
-        run_type<TileP>(type, J, total, k, aq, ad, n_act, accumulate, s);
-    else if (variant == 2)
-        run_type<TileD>(type, J, total, k, aq, ad, n_act, accumulate, s);
-    else if (variant == 3)
-        run_type<TileW>(type, J, total, k, aq, ad, n_act, accumulate, s);
-    else
-        run_type<TileM>(type, J, total, k, aq, ad, n_act, accumulate, s);
-    return true;
+    switch (variant) {
+        case 1:
+            return run_type<TileP, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 2:
+            return run_type<TileD, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 3:
+            return run_type<TileW, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 4:
+            return run_type<TileM, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 5:
+            return run_type<TileP8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 6:
+            return run_type<TileM8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        default:
+            return run_type<TileD, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    }
 }
 
 bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,

@@ -241,10 +241,12 @@ TEST(MmqEmul, KQuants) {
         check(t, 512, 45, 13, 17, seed++, 0);
 }
 
-// The other tiles: 128 x 64 and 64 x 64 (stages of 4 chunks), 128 x 128; one output row, one
-// activation row; an empty first job.
+// The other tiles: 128 x 64 and 64 x 64 (stages of 4 chunks), 128 x 128, and the pipelined
+// kernel (5-7: raw weight windows staged in shared memory; Q6_K's 210-byte stages and Q4_1's
+// 5-block partial stage are misaligned windows); one output row, one activation row; an empty
+// first job.
 TEST(MmqEmul, TileVariants) {
-    ASSERT_EQ(cu::mmq_variants(), 5);
+    ASSERT_EQ(cu::mmq_variants(), 8);
     uint32_t seed = 200;
     for (int v = 1; v < cu::mmq_variants(); ++v) {
         check(GgmlType::Q4_K, 256, 150, 37, 70, seed++, v);
@@ -253,6 +255,8 @@ TEST(MmqEmul, TileVariants) {
     }
     check(GgmlType::Q8_0, 96, 1, 0, 1, seed++, 0);
     check(GgmlType::Q4_K, 256, 33, 0, 65, seed++, 1);
+    check(GgmlType::Q2_K, 512, 40, 7, 9, seed++, 7);
+    check(GgmlType::Q5_0, 2080, 40, 7, 9, seed++, 7);
 }
 
 TEST(MmqEmul, Refuses) {
