@@ -65,7 +65,24 @@ struct MmqType {
                                 : T == kQ2_K                                           ? 2
                                                                                        : 0;
     static constexpr int qk = Traits<T>::qk;
+    // K-quants: the activations (Q8_K) have one scale per 256, so the per-chunk sums are
+    // accumulated without it and multiplied by it once per super-block.
+    static constexpr bool fold = qk == 256;
 };
+
+// An activation chunk's float4 as staged: (d, s_lo, s_hi, s_lo + s_hi); for the K-quants
+// (fold) the offsets' multipliers without d: (d, sum_lo, sum_hi, sum_lo + sum_hi) of the codes.
+template <int T>
+__device__ __forceinline__ float4 stage_act(const float4& v) {
+    if constexpr (MmqType<T>::fold) {
+        const uint32_t bits = __float_as_uint(v.w);
+        const float lo = static_cast<float>(static_cast<int16_t>(bits & 0xffffu));
+        const float hi = static_cast<float>(static_cast<int16_t>(bits >> 16));
+        return make_float4(v.x, lo, hi, lo + hi);
+    } else {
+        return make_float4(v.x, v.y, v.z, v.y + v.z);
+    }
+}
 
 template <int BM_, int BN_, int WM_, int WN_, int KC_>
 struct Tile {
@@ -90,7 +107,8 @@ __device__ __forceinline__ float magic_to_float(int biased) {
 template <int T, class G>
 __device__ __forceinline__ void compute_chunk(const uint8_t* sA, const uint8_t* sB,
                                               const float4* sS, const float4* sD, int cc, int wm0,
-                                              int wn0, int lane, float (&acc)[G::MT][G::NT][4]) {
+                                              int wn0, int lane, float (&acc)[G::MT][G::NT][4],
+                                              float (&part)[G::MT][G::NT][4], bool fold) {
     using Y = MmqType<T>;
     constexpr int BM = G::BM, BN = G::BN, SA = G::SA, MT = G::MT, NT = G::NT;
     const int g = lane >> 2, t = lane & 3;
@@ -131,11 +149,17 @@ __device__ __forceinline__ void compute_chunk(const uint8_t* sA, const uint8_t* 
                 for (int e = 0; e < 4; ++e) {
                     const float4& w = ws[mt][e >> 1];
                     const float4& x = as[nt][e & 1];
-                    float v = fmaf(w.x * x.x, magic_to_float(d[e]), acc[mt][nt][e]);
-                    if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
-                    acc[mt][nt][e] = v;
+                    if constexpr (Y::fold) {  // Q4_K, Q5_K: part += d_w S + m_w sum
+                        float v = fmaf(w.x, magic_to_float(d[e]), part[mt][nt][e]);
+                        if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
+                        part[mt][nt][e] = v;
+                    } else {
+                        float v = fmaf(w.x * x.x, magic_to_float(d[e]), acc[mt][nt][e]);
+                        if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
+                        acc[mt][nt][e] = v;
+                    }
                 }
-            } else {
+            } else {  // Q6_K, Q3_K, Q2_K (all fold)
                 int dl[4], dh[4];
                 mma_k16(dl, a[mt][0], a[mt][1], b[nt][0], kMagicBits);
                 mma_k16(dh, a[mt][2], a[mt][3], b[nt][1], kMagicBits);
@@ -143,13 +167,22 @@ __device__ __forceinline__ void compute_chunk(const uint8_t* sA, const uint8_t* 
                 for (int e = 0; e < 4; ++e) {
                     const float4& w = ws[mt][e >> 1];
                     const float4& x = as[nt][e & 1];
-                    float v = fmaf(w.x * x.x, magic_to_float(dl[e]), acc[mt][nt][e]);
-                    v = fmaf(w.y * x.x, magic_to_float(dh[e]), v);
+                    float v = fmaf(w.x, magic_to_float(dl[e]), part[mt][nt][e]);
+                    v = fmaf(w.y, magic_to_float(dh[e]), v);
                     if constexpr (Y::mins == 2) {
                         v = fmaf(w.z, x.y, v);
                         v = fmaf(w.w, x.z, v);
                     }
-                    acc[mt][nt][e] = v;
+                    part[mt][nt][e] = v;
+                }
+            }
+            if constexpr (Y::fold) {
+                if (fold) {  // the super-block's last chunk: acc += d_a * part
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        acc[mt][nt][e] = fmaf(as[nt][e & 1].x, part[mt][nt][e], acc[mt][nt][e]);
+                        part[mt][nt][e] = 0.0f;
+                    }
                 }
             }
         }
@@ -235,13 +268,13 @@ __global__ void __launch_bounds__(kThreads)
     set_rows<G>(J, sRow, m0);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
-    float acc[G::MT][G::NT][4];
+    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
 #pragma unroll
     for (int i = 0; i < G::MT; ++i)
 #pragma unroll
         for (int j = 0; j < G::NT; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
 
     for (int c0 = 0; c0 < nch; c0 += KC) {
         const int kc = min(KC, nch - c0);
@@ -270,12 +303,13 @@ __global__ void __launch_bounds__(kThreads)
             const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
             if (cc < kc) {
                 const float4 v = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
-                sD[cc * BN + n] = make_float4(v.x, v.y, v.z, v.y + v.z);
+                sD[cc * BN + n] = stage_act<T>(v);
             }
         }
         __syncthreads();
         for (int cc = 0; cc < kc; ++cc)
-            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc);
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part,
+                                ((c0 + cc) & 7) == 7);
     }
     store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
@@ -314,13 +348,13 @@ __global__ void __launch_bounds__(kThreads)
     set_rows<G>(J, sRow, m0);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
-    float acc[G::MT][G::NT][4];
+    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
 #pragma unroll
     for (int i = 0; i < G::MT; ++i)
 #pragma unroll
         for (int j = 0; j < G::NT; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
     uint4 raw[P::NU], xq[P::NQ];
     float4 xd[P::ND];
     __syncthreads();  // sRow
@@ -370,8 +404,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < P::ND; ++i) {
             const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
-            if (cc < kc)
-                sD[cc * BN + n] = make_float4(xd[i].x, xd[i].y, xd[i].z, xd[i].y + xd[i].z);
+            if (cc < kc) sD[cc * BN + n] = stage_act<T>(xd[i]);
         }
         __syncthreads();
         if (s + 1 < nst) fetch(s + 1);
@@ -388,7 +421,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         __syncthreads();
         for (int cc = 0; cc < kc; ++cc)
-            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc);
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part, cc == KC - 1);
     }
     store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
@@ -429,13 +462,17 @@ int sm_count() {
 using KernelFn = void (*)(Jobs, int, const int8_t*, const float4*, int, bool);
 template <int T, class G, bool kPipe>
 constexpr KernelFn kernel_for() {
-    if constexpr (kPipe) return mmq_pipe_kernel<T, G>;
-    else return mmq_kernel<T, G>;
+    if constexpr (kPipe)
+        return mmq_pipe_kernel<T, G>;
+    else
+        return mmq_kernel<T, G>;
 }
 template <int T, class G, bool kPipe>
 constexpr int smem_bytes() {
-    if constexpr (kPipe) return Pipe<T, G>::kSmem;
-    else return G::kSmem;
+    if constexpr (kPipe)
+        return Pipe<T, G>::kSmem;
+    else
+        return G::kSmem;
 }
 
 // Launches one kernel; false (nothing launched) when its shared memory cannot be granted.
