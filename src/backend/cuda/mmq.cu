@@ -251,8 +251,15 @@ __device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, in
 }
 
 // Variants 1-4: each stage's weight chunks decoded straight from global memory.
+// Blocks per SM the register allocation of mmq_kernel must allow (its stages are single-buffered:
+// a second block overlaps one's loads with the other's mmas); 128 x 128 cannot.
+template <class G>
+constexpr int min_blocks() {
+    return G::BM * G::BN > 128 * 64 ? 1 : 2;
+}
+
 template <int T, class G>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, min_blocks<G>())
     mmq_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                int n_act, bool accumulate) {
     using Y = MmqType<T>;
