@@ -546,12 +546,21 @@ int weight_align(int type) {
     }
 }
 
-// Variant 0's choice: the largest tile that still gives about two blocks per multiprocessor.
+// Variant 0's choice by shape.
 int auto_variant(int total, int n_act) {
-    const long target = 2L * sm_count();
+    const long sms = sm_count(), target = 2 * sms;
     auto blocks = [&](int bm, int bn) {
         return static_cast<long>((total + bm - 1) / bm) * ((n_act + bn - 1) / bn);
     };
+    if (n_act <= TileD::BN) {
+        // One column of tiles (decode batches): the tallest tile that still gives every SM about
+        // 1.5 blocks. H200 run 1 (docs/perf-notes.md "mmq"): 14336 rows x 32: 64-row tiles
+        // 0.093 ms, 32-row 0.142 ms (448 blocks: 1.13 waves at 3 per SM); 128256 rows: 128-row
+        // tiles best; 4096 rows: 32-row tiles.
+        if (2 * blocks(TileP::BM, TileP::BN) >= 3 * sms) return 1;
+        if (2 * blocks(TileM::BM, TileM::BN) >= 3 * sms) return 4;
+        return 2;
+    }
     if (blocks(TileP::BM, TileP::BN) >= target) return 1;
     if (blocks(TileM::BM, TileM::BN) >= target) return 4;
     return 2;

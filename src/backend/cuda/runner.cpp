@@ -25,10 +25,11 @@ RowOut CudaRunner::row_out(int n_rows, int type) {
     RowOut o;
     o.f = xf_;
     const bool big = n_rows > dmmv_max_rows_ && cublas_.ok();
+    const bool mmq_rows = mmq_ && n_rows <= mmq_max_rows_;
     // Above the row limit: int8 codes for mmq where it covers the type, f16 for cuBLAS where a
     // matrix of the model may need it (proj falls back per call).
-    if (big && !mmq_all_) o.h = xh_;
-    if (!big || (mmq_ && mmq_supports(type))) {
+    if (big && (!mmq_all_ || !mmq_rows)) o.h = xh_;
+    if (!big || (mmq_rows && mmq_supports(type))) {
         o.q = aq_;
         o.d = ad_;
         o.mode = pack_mode_for(type);
@@ -106,7 +107,7 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
                       int n_rows, int k, bool accumulate, const float* const* biases) {
     const bool big = n_rows > dmmv_max_rows_;
     bool use_blas = big && cublas_.ok();
-    if (use_blas && mmq_) {  // mmq (ZINC_MMQ) when it covers every matrix of the call
+    if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
         bool all = true;
         for (int i = 0; i < n_mats; ++i)
             all &= mmq_supports(mats[i]->type) && pack_mode_for(mats[i]->type) == packed_mode_;
@@ -147,7 +148,9 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             ++nj;
             ++i;
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
-        if (!(big && mmq_ && mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_)))
+        // (no cuBLAS: mmq at any row count, far faster than dmmv there)
+        if (!(big && mmq_ && (n_rows <= mmq_max_rows_ || !cublas_.ok()) &&
+              mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_)))
             (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);

@@ -97,6 +97,7 @@ Result<void> CudaRunner::init() {
     // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
     exact_ = env_on("ZINC_EXACT");
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
+    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 768));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
@@ -235,7 +236,7 @@ Result<void> CudaRunner::init() {
     CU_TRY("alloc", e);
     argmax_scratch_ = dalloc(argmax_scratch_bytes(R_, c.n_vocab), e);
     CU_TRY("alloc", e);
-    if (cublas_.ok() && R_ > dmmv_max_rows_ && !mmq_all_) {
+    if (cublas_.ok() && R_ > dmmv_max_rows_ && (!mmq_all_ || R_ > mmq_max_rows_)) {
         wdq_ = static_cast<uint16_t*>(dalloc(wdq_elems_ * 2, e));
         if (e != cudaSuccess)
             return make_error("cuda: out of device memory for the prefill weight scratch (" +
