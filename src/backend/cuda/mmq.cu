@@ -321,19 +321,23 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
     store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
-// Variants 5-7 (stages of 8 chunks = 256 elements): the raw weight bytes of stage s + 1 and its
-// activations are loaded into registers (16-byte loads of each row's 16-byte-aligned window)
-// before stage s is decoded and multiplied, so the loads are in flight during that work; the
-// weights are then decoded from shared memory (decode_chunk on the staged window).
+// Variants 5-7 (stages of 8 chunks = 256 elements), double-buffered with cp.async: while stage s
+// is decoded and multiplied, the copies of stage s + 1 (each weight row's 16-byte-aligned window
+// of raw block bytes, the activation codes and their float4s) are in flight into the other
+// buffer; the weights are decoded from shared memory (decode_chunk on the staged window).
 template <int T, class G>
 struct Pipe {
     static constexpr int SB = (256 / Traits<T>::qk) * Traits<T>::bytes;  // raw bytes per stage
     static constexpr int U = (SB + 30) / 16;  // 16-byte units of a row's aligned window
-    static constexpr int kOffRaw = G::kSmem;
-    static constexpr int kSmem = kOffRaw + G::BM * U * 16;
-    static constexpr int NU = (G::BM * U + kThreads - 1) / kThreads;
-    static constexpr int NQ = G::BN * G::KC * 2 / kThreads, ND = G::BN * G::KC / kThreads;
-    static_assert(G::KC == 8 && G::kSmem % 16 == 0);
+    static constexpr int kOffA = 0, kOffS = G::BM * G::SA, kOffD = kOffS + G::KC * G::BM * 16,
+                         kOffR = kOffD + G::KC * G::BN * 16, kOffRing = kOffR + G::BM * 8;
+    // one ring slot: raw weight windows, activation codes, activation float4s
+    static constexpr int kRaw = 0, kB = G::BM * U * 16, kDraw = kB + G::BN * G::SA,
+                         kSlot = kDraw + G::KC * G::BN * 16;
+    static constexpr int kSmem = kOffRing + 2 * kSlot;
+    static_assert(G::KC == 8 && kOffRing % 16 == 0 && kSlot % 16 == 0);
+    // (the Tile's own layout, unused here, named so that nvcc does not warn of it)
+    static_assert(G::kOffB > 0 && G::kOffS > 0 && G::kOffD > 0 && G::kOffR > 0 && G::kSmem > 0);
 };
 
 template <int T, class G>
@@ -344,77 +348,63 @@ __global__ void __launch_bounds__(kThreads)
     constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA, U = P::U;
     constexpr int bytes = Traits<T>::bytes, per_stage = 256 / Traits<T>::qk;  // blocks per stage
     ZINC_MMQ_SMEM(P::kSmem);
-    uint8_t* sA = smem;
-    uint8_t* sB = smem + G::kOffB;
-    float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
-    float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
-    const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
-    uint8_t* sRaw = smem + P::kOffRaw;
+    uint8_t* sA = smem + P::kOffA;
+    float4* sS = reinterpret_cast<float4*>(smem + P::kOffS);
+    float4* sD = reinterpret_cast<float4*>(smem + P::kOffD);
+    const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + P::kOffR);
+    uint8_t* ring = smem + P::kOffRing;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     const int nch = k / 32, nst = (nch + KC - 1) / KC;
     set_rows<G>(J, sRow, m0);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
-    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
+    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];
 #pragma unroll
     for (int i = 0; i < G::MT; ++i)
 #pragma unroll
         for (int j = 0; j < G::NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
-    uint4 raw[P::NU], xq[P::NQ];
-    float4 xd[P::ND];
     __syncthreads();  // sRow
-    // Loads of stage s into the registers (units past a row's window, or past k, are skipped).
+    // Issue the copies of stage s into ring slot s % 2 (units past a row's window, or past k, are
+    // skipped) and commit them as one group.
     auto fetch = [&](int s) {
+        uint8_t* slot = ring + (s & 1) * P::kSlot;
         const int c0 = s * KC, kc = min(KC, nch - c0);
         const int sb = (kc * 32 / Traits<T>::qk) * bytes;  // this stage's bytes per row
-#pragma unroll
-        for (int i = 0; i < P::NU; ++i) {
-            const int u = threadIdx.x + kThreads * i, r = u / U, j = u - r * U;
-            if (u < BM * U) {
-                const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
-                                    static_cast<uintptr_t>(s) * per_stage * bytes;
-                const uintptr_t start = a & ~static_cast<uintptr_t>(15);
-                if (start + 16 * j < a + sb)
-                    raw[i] = *reinterpret_cast<const uint4*>(start + 16 * j);
-            }
+        for (int u = threadIdx.x; u < BM * U; u += kThreads) {
+            const int r = u / U, j = u - r * U;
+            const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
+                                static_cast<uintptr_t>(s) * per_stage * bytes;
+            const uintptr_t start = a & ~static_cast<uintptr_t>(15);
+            if (start + 16 * j < a + sb)
+                cp_async16(slot + P::kRaw + 16 * u, reinterpret_cast<const void*>(start + 16 * j));
         }
-#pragma unroll
-        for (int i = 0; i < P::NQ; ++i) {
-            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+        for (int u = threadIdx.x; u < BN * KC * 2; u += kThreads) {
+            const int n = u / (2 * KC), p = u % (2 * KC);
             if (p / 2 < kc)
-                xq[i] = *reinterpret_cast<const uint4*>(
-                    aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
-                    static_cast<size_t>(c0) * 32 + 16 * p);
+                cp_async16(slot + P::kB + n * SA + 16 * p,
+                           aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                               static_cast<size_t>(c0) * 32 + 16 * p);
         }
-#pragma unroll
-        for (int i = 0; i < P::ND; ++i) {
-            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
-            if (cc < kc) xd[i] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
+        for (int u = threadIdx.x; u < BN * KC; u += kThreads) {
+            const int n = u / KC, cc = u % KC;
+            if (cc < kc)
+                cp_async16(slot + P::kDraw + 16 * (cc * BN + n),
+                           ad + static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc);
         }
+        cp_async_commit();
     };
     fetch(0);
     for (int s = 0; s < nst; ++s) {
         const int kc = min(KC, nch - s * KC);
-        __syncthreads();  // the previous stage's decode and mmas are done with the shared tiles
-#pragma unroll
-        for (int i = 0; i < P::NU; ++i) {
-            const int u = threadIdx.x + kThreads * i;
-            if (u < BM * U) *reinterpret_cast<uint4*>(sRaw + 16 * u) = raw[i];
-        }
-#pragma unroll
-        for (int i = 0; i < P::NQ; ++i) {
-            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
-            if (p / 2 < kc) *reinterpret_cast<uint4*>(sB + n * SA + 16 * p) = xq[i];
-        }
-#pragma unroll
-        for (int i = 0; i < P::ND; ++i) {
-            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
-            if (cc < kc) sD[cc * BN + n] = stage_act<T>(xd[i]);
-        }
-        __syncthreads();
+        const uint8_t* slot = ring + (s & 1) * P::kSlot;
+        cp_async_wait_all();  // this thread's copies of stage s (the only group in flight)
+        __syncthreads();      // everyone's; and stage s - 1's mmas are done with its slot
         if (s + 1 < nst) fetch(s + 1);
+        const float4* draw = reinterpret_cast<const float4*>(slot + P::kDraw);
+        for (int u = threadIdx.x; u < BN * KC; u += kThreads)
+            if (u / BN < kc) sD[u] = stage_act<T>(draw[u]);
 #pragma unroll
         for (int i = 0; i < BM * KC / kThreads; ++i) {
             const int u = threadIdx.x + kThreads * i, r = u / KC, cc = u % KC;
@@ -422,13 +412,16 @@ __global__ void __launch_bounds__(kThreads)
                 const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
                                     static_cast<uintptr_t>(s) * per_stage * bytes;
                 Chunk ch;
-                decode_chunk<T>(sRaw + r * U * 16 + (a & 15), cc, ch, 0);
+                decode_chunk<T>(slot + P::kRaw + r * U * 16 + (a & 15), cc, ch, 0);
                 put_chunk<G>(sA, sS, r, cc, ch);
             }
         }
         __syncthreads();
         for (int cc = 0; cc < kc; ++cc)
-            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part, cc == KC - 1);
+            compute_chunk<T, G>(sA, slot + P::kB, sS, sD, cc, wm0, wn0, lane, acc, part,
+                                cc == KC - 1);
+        // (the next iteration's first barrier also orders these reads of sA / sS / sD / the slot
+        // before the next stage's decode and copies overwrite them)
     }
     store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }

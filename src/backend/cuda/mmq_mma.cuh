@@ -1,6 +1,7 @@
 // zinc/backend/cuda/mmq_mma.cuh — the integer tensor-core instructions mmq.cu uses, as inline
 // PTX: ldmatrix (8x8 b16 tiles from shared memory into the per-thread fragment layout) and
-// mma.sync m16n8k32 / m16n8k16 s8 x s8 -> s32. Under the SIMT shim of tests/unit/cuda_emul
+// mma.sync m16n8k32 / m16n8k16 s8 x s8 -> s32, and cp.async (16-byte global -> shared copies).
+// Under the SIMT shim of tests/unit/cuda_emul
 // (ZINC_SIMT_EMULATION) they call the shim's host models of the same fragment semantics
 // (zinc_simt::ldmatrix_x4 / mma_s8), so the kernel's fragment addressing is checked on the host.
 //
@@ -18,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace zinc::cuda::dev {
 
@@ -67,6 +69,30 @@ __device__ __forceinline__ void mma_k16(int (&d)[4], int a0, int a1, int b0, int
         "{%7, %7, %7, %7};\n"
         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
         : "r"(a0), "r"(a1), "r"(b0), "r"(c));
+#endif
+}
+
+/// Asynchronous 16-byte copy global -> shared (both 16-byte aligned), cp.async.cg (L2 only);
+/// complete after cp_async_wait_all() in the issuing thread, visible to the block after a barrier.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src) {
+#if defined(ZINC_SIMT_EMULATION)
+    std::memcpy(smem_dst, gmem_src, 16);
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(smem_dst)),
+                 "l"(gmem_src)
+                 : "memory");
+#endif
+}
+/// Close the copies issued so far into one group.
+__device__ __forceinline__ void cp_async_commit() {
+#if !defined(ZINC_SIMT_EMULATION)
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Wait for every copy group this thread committed.
+__device__ __forceinline__ void cp_async_wait_all() {
+#if !defined(ZINC_SIMT_EMULATION)
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
 }
 
