@@ -18,7 +18,8 @@
 // stored sum s (the f16 of d * the codes' sum), as in the CPU tier's vec_dot, so their reference is
 // sum (w - m) a + sum_blocks m s (with the exact sum instead, 1-row cases differ by up to 3e-3:
 // H200 run 1). Types it does not
-// cover and misaligned activations must be refused (false, outputs untouched).
+// cover and misaligned activations must be refused (false, outputs untouched). Every variant, and
+// the first rows of a batch run alone, must give the same bits (batch invariance).
 // --bench: the Llama-3-8B projection shapes (k 4096 -> 4096, 1024, 14336; 14336 -> 4096; the LM
 // head 4096 -> 128256) at 32, 64, 512 and 4096 activation rows, for Q4_K, Q6_K, Q4_0 and Q8_0:
 // mmq (its own choice of tiles, and the best of the variants), and dequant_f16 + cuBLAS gemm_f16
@@ -321,6 +322,44 @@ void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& row
     }
 }
 
+// Batch invariance: every output is the same chunk sequence whatever the tile, so every variant
+// gives the same bits, and the first rows of a batch equal the same rows run alone (memcmp).
+void test_invariance(std::mt19937& rng, GgmlType t) {
+    const int ti = static_cast<int>(t);
+    const bool kq = quant::type_traits(t).block_size == 256;
+    const int k = kq ? 2304 : 2080, rows = 200, n_act = 70, n_few = 20;
+    const size_t rb = quant::row_size(t, k);
+    const auto w = make_weights(t, rows, k, rng);
+    const auto x = make_acts(n_act, k, rng);
+    DevActs a;
+    dev_pack(t, x, n_act, k, a, false);
+    uint8_t* dw = dev_copy(w);
+    float* y = dev_poisoned<float>(static_cast<size_t>(n_act) * rows);
+    cu::MatJob j;
+    j.w = dw;
+    j.row_bytes = rb;
+    j.n_out = rows;
+    j.y = y;
+    j.ldy = rows;
+    std::vector<float> first;
+    bool same = true, ran = true;
+    for (int v = 1; v < cu::mmq_variants(); ++v) {
+        for (int na : {n_act, n_few}) {
+            CK(cudaMemset(y, 0xff, static_cast<size_t>(n_act) * rows * 4));
+            ran &= cu::mmq_variant(v, ti, &j, 1, k, a.q, a.d, na, false, nullptr);
+            const auto got = host_copy(y, static_cast<size_t>(na) * rows);
+            if (first.empty())
+                first = got;
+            else
+                same &= std::memcmp(got.data(), first.data(), got.size() * 4) == 0;
+        }
+    }
+    report(ran && same, fmt("mmq %s: all variants, %d and %d act rows, bitwise equal outputs",
+                            tname(t).c_str(), n_act, n_few));
+    cudaFree(dw);
+    cudaFree(y);
+}
+
 // What mmq must refuse: the float types, misaligned activations. Outputs untouched.
 void test_refused(std::mt19937& rng) {
     const int k = 512, n_out = 40, n_act = 20;
@@ -526,6 +565,7 @@ int main(int argc, char** argv) {
                 test_case(rng, t, 512, {77}, 33, v);
             }
         }
+        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q2_K}) test_invariance(rng, t);
         test_refused(rng);
     }
     if (do_bench) bench(rng);

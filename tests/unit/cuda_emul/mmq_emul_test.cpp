@@ -269,6 +269,35 @@ TEST(MmqEmul, TileVariants) {
     check(GgmlType::Q5_0, 2080, 40, 7, 9, seed++, 7);
 }
 
+// Batch invariance: every variant runs each output's chunks in the same order with the same
+// operations, so all give the same bits, and a batch's first rows equal those rows run alone.
+TEST(MmqEmul, VariantsAgreeBitwise) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q4_0}) {
+        SCOPED_TRACE(q::type_name(t));
+        std::mt19937 rng(400 + static_cast<int>(t));
+        const int k = 256, rows = 40, n_act = 12;
+        const auto w = make_weights(t, rows, k, rng);
+        const Acts a = pack(t, make_acts(n_act, k, rng), n_act, k);
+        std::vector<float> first, y(static_cast<size_t>(rows) * n_act);
+        cu::MatJob j;
+        j.w = w.data();
+        j.row_bytes = q::row_size(t, k);
+        j.n_out = rows;
+        j.y = y.data();
+        j.ldy = rows;
+        for (int v = 1; v < cu::mmq_variants(); ++v)
+            for (int na : {n_act, 5}) {
+                std::fill(y.begin(), y.end(), NAN);
+                ASSERT_TRUE(cu::mmq_variant(v, static_cast<int>(t), &j, 1, k, a.q(), a.d.data(), na,
+                                            false, nullptr));
+                if (first.empty()) first = y;
+                EXPECT_EQ(std::memcmp(y.data(), first.data(), static_cast<size_t>(na) * rows * 4),
+                          0)
+                    << "variant " << v << ", " << na << " act rows";
+            }
+    }
+}
+
 TEST(MmqEmul, Refuses) {
     cu::MatJob j;
     j.n_out = 1;
