@@ -41,6 +41,7 @@
 #include "backend/cuda/cublas_lib.h"
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/repack.h"
 #include "gpu_test.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -221,9 +222,10 @@ constexpr double kTolerance = 2e-5;  // f32 accumulation of per-chunk products
 
 // One case: jobs of `rows[i]` weight rows each (contiguous weights, job i + 1 right after job i,
 // so only as aligned as the rows before it), job i >= 1 with a bias and row stride rows[i] + 3.
+// repack: the weights uploaded in repack.h's aligned layout (device types 102 / 108 / 114).
 void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& rows, int n_act,
-               int variant) {
-    const int ti = static_cast<int>(t);
+               int variant, bool repack = false) {
+    int ti = static_cast<int>(t);
     const size_t rb = quant::row_size(t, k);
     const int nj = static_cast<int>(rows.size());
     int total = 0;
@@ -244,7 +246,12 @@ void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& row
             for (int i = 0; i < k; ++i) wd[static_cast<size_t>(r) * k + i] = row[i];
         }
     }
-    uint8_t* dw = dev_copy(w);
+    std::vector<uint8_t> wdev = w;
+    if (repack) {
+        ti = cu::repacked_type(ti, k);
+        cu::repack_rows(static_cast<int>(t), w.data(), wdev.data(), total, k);
+    }
+    uint8_t* dw = dev_copy(wdev);
     std::vector<std::vector<float>> bias(nj), init(nj);
     std::vector<float*> dbias(nj, nullptr), dy(nj, nullptr);
     std::vector<int> ld(nj), off(nj);
@@ -283,14 +290,19 @@ void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& row
     }
     std::string shape;
     for (int i = 0; i < nj; ++i) shape += (i ? "+" : "") + std::to_string(rows[i]);
-    const std::string what = fmt("mmq tiles %d %-5s k %5d, rows %s, %4d act rows", variant,
-                                 tname(t).c_str(), k, shape.c_str(), n_act);
+    const std::string what =
+        fmt("mmq tiles %d %-5s%s k %5d, rows %s, %4d act rows", variant, tname(t).c_str(),
+            repack ? " (repacked)" : "", k, shape.c_str(), n_act);
     for (int pass = 0; pass < 2; ++pass) {
         const bool acc = pass == 1;
         if (acc)
             for (int i = 0; i < nj; ++i)
                 CK(cudaMemcpy(dy[i], init[i].data(), init[i].size() * 4, cudaMemcpyHostToDevice));
         const bool ran = cu::mmq_variant(variant, ti, jobs, nj, k, a.q, a.d, n_act, acc, nullptr);
+        if (repack && variant >= 5) {  // the pipelined tiles stage contiguous blocks: refused
+            report(!ran, what + ": refused (pipelined tiles, repacked layout)");
+            break;
+        }
         if (!ran) {
             report(false, what + ": not run (mmq_variant returned false)");
             break;
@@ -564,6 +576,12 @@ int main(int argc, char** argv) {
                 test_case(rng, t, kq ? 2304 : 2080, {131, 258}, 100, v);
                 test_case(rng, t, 512, {77}, 33, v);
             }
+        }
+        // The repacked layouts (fast mode's default upload of Q4_0 / Q8_0 / Q6_K).
+        for (int v = 0; v < cu::mmq_variants(); ++v) {
+            test_case(rng, T::Q4_0, 4096, {1024 + 32, 96, 40}, 33, v, true);
+            test_case(rng, T::Q8_0, 2048, {389}, 100, v, true);
+            test_case(rng, T::Q6_K, 4096, {211, 64}, v == 0 ? 512 : 65, v, true);
         }
         for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q2_K}) test_invariance(rng, t);
         test_refused(rng);

@@ -101,7 +101,8 @@ bool exact_gemm_enabled();
 
 // ---- mmq.cu (fast path, many activation rows: docs/cuda.md "Quantized GEMM on tensor cores")
 /// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K in the
-/// GGUF layouts; not the float types, not the repacked layouts).
+/// GGUF layouts, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not the float
+/// types).
 bool mmq_supports(int type);
 /// dmmv's contract for quantized weights (bias and accumulate honoured; not bit-identical to the
 /// CPU tier: a relative-error bound, tests/cuda/test_mmq.cpp), computed by an int8 tensor-core
@@ -109,7 +110,8 @@ bool mmq_supports(int type);
 /// activations packed by pack.cu for `type`'s packing mode. Meant for n_act above dmmv's row
 /// limit. Returns false (nothing launched) for a type it does not cover, more than 3 jobs, k not a
 /// multiple of the type's block, aq not 16-byte aligned, or a weight pointer / row size not as
-/// aligned as the type's decoder needs (16 bytes for Q4_K, 4 for Q4_1/Q5_1/Q5_K/Q2_K, else 2).
+/// aligned as the type's decoder needs (16 bytes for Q4_K and the repacked layouts, 4 for
+/// Q4_1/Q5_1/Q5_K/Q2_K, else 2).
 bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
          int n_act, bool accumulate, cudaStream_t s);
 /// The same with tile variant `variant` in [0, mmq_variants()) (0: mmq's choice by shape); for

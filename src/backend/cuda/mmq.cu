@@ -60,7 +60,7 @@ __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
 // mmas); no offset, one per chunk (m_lo == m_hi), or one per half (Q2_K).
 template <int T>
 struct MmqType {
-    static constexpr bool half = T == kQ6_K || T == kQ3_K || T == kQ2_K;
+    static constexpr bool half = T == kQ6_K || T == kQ6_KR || T == kQ3_K || T == kQ2_K;
     static constexpr int mins = (T == kQ4_1 || T == kQ5_1 || T == kQ4_K || T == kQ5_K) ? 1
                                 : T == kQ2_K                                           ? 2
                                                                                        : 0;
@@ -518,16 +518,36 @@ bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const
             return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ6_K:
             return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        // The repacked layouts (repack.h): variants 1-4 only (the pipelined kernel stages
+        // contiguous block bytes).
+        case kQ4_0R:
+            if constexpr (kPipe)
+                return false;
+            else
+                return launch<kQ4_0R, G, false>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ8_0R:
+            if constexpr (kPipe)
+                return false;
+            else
+                return launch<kQ8_0R, G, false>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ6_KR:
+            if constexpr (kPipe)
+                return false;
+            else
+                return launch<kQ6_KR, G, false>(J, total, k, aq, ad, n_act, acc, s);
         default:
             return false;
     }
 }
 
-// Alignment decode_chunk needs of every weight row start: Q4_K reads 16-byte vectors, the
-// 4-byte-aligned formats 32-bit words, the rest 16-bit halves.
+// Alignment decode_chunk needs of every weight row start: Q4_K and the repacked layouts read
+// 16-byte vectors, the 4-byte-aligned formats 32-bit words, the rest 16-bit halves.
 int weight_align(int type) {
     switch (type) {
         case kQ4_K:
+        case kQ4_0R:
+        case kQ8_0R:
+        case kQ6_KR:
             return 16;
         case kQ4_1:
         case kQ5_1:
@@ -573,6 +593,9 @@ bool mmq_supports(int type) {
         case kQ4_K:
         case kQ5_K:
         case kQ6_K:
+        case kQ4_0R:
+        case kQ8_0R:
+        case kQ6_KR:
             return true;
         default:
             return false;
@@ -588,7 +611,7 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
     if (variant < 0 || variant >= kVariants || !mmq_supports(type)) return false;
     if (n_jobs < 1 || n_jobs > 3 || k <= 0 || k % 32 != 0) return false;
     if (reinterpret_cast<uintptr_t>(aq) % 16 != 0) return false;  // 16-byte activation loads
-    const int qk = (type >= kQ2_K && type <= kQ6_K) ? 256 : 32;
+    const int qk = ((type >= kQ2_K && type <= kQ6_K) || type == kQ6_KR) ? 256 : 32;
     if (k % qk != 0) return false;
     Jobs J{};
     J.n_jobs = n_jobs;

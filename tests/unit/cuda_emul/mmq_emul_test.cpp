@@ -19,6 +19,8 @@
 #include "backend/cuda/mmq.cu"
 #pragma GCC diagnostic pop
 
+#include "backend/cuda/repack.h"  // repack.cpp is linked into test_cuda_emul (CMakeLists.txt)
+
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -152,7 +154,8 @@ constexpr double kTolerance = 2e-5;
 
 // n_out rows in two jobs (rows [0, n0), then the rest with a bias and row stride n1 + 3),
 // n_act activation rows, tile variant `variant`; plain, then accumulate over random y.
-void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int variant) {
+void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int variant,
+           bool repack = false) {
     SCOPED_TRACE("variant " + std::to_string(variant) + " " + std::string(q::type_name(t)) + " k " +
                  std::to_string(k) + " rows " + std::to_string(n_out) + " act " +
                  std::to_string(n_act));
@@ -161,6 +164,13 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int v
     const auto w = make_weights(t, n_out, k, rng);
     const auto x = make_acts(n_act, k, rng);
     const Acts a = pack(t, x, n_act, k);
+    std::vector<uint8_t> wk = w;  // what the kernel reads: repack.h's layout when asked
+    int tk = static_cast<int>(t);
+    if (repack) {
+        tk = cu::repacked_type(tk, k);
+        ASSERT_NE(tk, static_cast<int>(t));
+        cu::repack_rows(static_cast<int>(t), w.data(), wk.data(), n_out, k);
+    }
     const int n1 = n_out - n0, ld1 = n1 + 3;
     std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<float> bias(n1);
@@ -196,12 +206,12 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int v
     std::vector<float> y0(static_cast<size_t>(n_act) * std::max(n0, 1)),
         y1(static_cast<size_t>(n_act) * ld1);
     cu::MatJob jobs[2];
-    jobs[0].w = w.data();
+    jobs[0].w = wk.data();
     jobs[0].row_bytes = rb;
     jobs[0].n_out = n0;
     jobs[0].y = y0.data();
     jobs[0].ldy = n0;
-    jobs[1].w = w.data() + rb * n0;
+    jobs[1].w = wk.data() + rb * n0;
     jobs[1].row_bytes = rb;
     jobs[1].n_out = n1;
     jobs[1].y = y1.data();
@@ -214,8 +224,8 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int v
         for (auto& v : i1) v = acc ? nd(rng) : NAN;
         y0 = i0;
         y1 = i1;
-        ASSERT_TRUE(cu::mmq_variant(variant, static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(),
-                                    n_act, acc, nullptr));
+        ASSERT_TRUE(
+            cu::mmq_variant(variant, tk, jobs, 2, k, a.q(), a.d.data(), n_act, acc, nullptr));
         double num = 0, den = 0;
         size_t bad = 0;
         for (int j = 0; j < n_act; ++j)
@@ -296,6 +306,20 @@ TEST(MmqEmul, VariantsAgreeBitwise) {
                     << "variant " << v << ", " << na << " act rows";
             }
     }
+}
+
+// The repacked layouts of repack.h (fast mode's default upload of Q4_0 / Q8_0 / Q6_K): tile
+// variants 1-4 (variant 0 picks among them); the pipelined 5-7 refuse them. n0 = 16 rows keeps
+// the second job 16-byte aligned.
+TEST(MmqEmul, Repacked) {
+    uint32_t seed = 500;
+    check(GgmlType::Q4_0, 256, 40, 16, 9, seed++, 0, true);
+    check(GgmlType::Q8_0, 512, 40, 16, 9, seed++, 1, true);
+    check(GgmlType::Q6_K, 2048, 40, 16, 9, seed++, 4, true);
+    cu::MatJob j;
+    j.n_out = 1;
+    alignas(16) static int8_t aq[64];
+    EXPECT_FALSE(cu::mmq_variant(5, 102, &j, 1, 256, aq, nullptr, 1, false, nullptr));
 }
 
 TEST(MmqEmul, Refuses) {
