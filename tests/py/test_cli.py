@@ -370,6 +370,17 @@ def test_bench_json():
             assert abs(ts - n * 1e9 / ns) <= 1e-3 * ts
 
 
+def test_bench_depth():
+    # llama-bench's -d: the tests run with D tokens already in the KV cache; n_ctx covers them.
+    out, _ = run_ok("bench", "-m", need(SMOL), "-p", "8", "-n", "2", "-r", "1", "-t", "2",
+                    "--n-depth", "0,40", "--json")
+    res = json.loads(out)
+    assert [x["test"] for x in res] == ["pp8", "tg2", "pp8 @ d40", "tg2 @ d40"]
+    assert [x["n_depth"] for x in res] == [0, 0, 40, 40]
+    assert all(x["n_ctx"] == 40 + 8 + 2 for x in res)
+    assert_bad_input(zinc("bench", "--n-depth", "-5"), "-5")
+
+
 def test_bench_table():
     out, _ = run_ok("bench", "-m", need(SMOL), "-p", "8", "-n", "2", "-r", "2")
     rows = [ln for ln in out.splitlines() if re.search(r"\| +(pp8|tg2) +\|", ln)]
