@@ -109,4 +109,27 @@ inline std::string escape_for_terminal(std::string_view s, size_t max_chars = st
     return out;
 }
 
+/// `s` with only what a terminal could act on escaped: invalid bytes as \xXX, control
+/// characters (newlines and tabs included) as \u00XX; quotes and backslashes are kept, so
+/// messages read as written.
+inline std::string escape_controls(std::string_view s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < s.size();) {
+        char32_t c = 0;
+        const size_t len = sequence_at(s, i, &c);
+        if (len == 0 || is_control(c)) {
+            const unsigned v = len == 0 ? static_cast<unsigned char>(s[i]) : static_cast<unsigned>(c);
+            out += len == 0 ? "\\x" : "\\u00";
+            out += hex[(v >> 4) & 15];
+            out += hex[v & 15];
+            i += len == 0 ? 1 : len;
+            continue;
+        }
+        out.append(s.substr(i, len));
+        i += len;
+    }
+    return out;
+}
+
 }  // namespace zinc::utf8

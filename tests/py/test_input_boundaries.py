@@ -187,6 +187,19 @@ def test_inspect_escapes_invalid_bytes_and_control_characters_in_values(tmp_path
     assert '"' + "é" * 96 + '"... (400 bytes)' in r.stdout.decode()
 
 
+def test_errors_quoting_file_text_are_terminal_safe(tmp_path):
+    # An error that quotes a value from the file (here the architecture name) escapes control
+    # characters and invalid bytes (issue 13, item 3).
+    need(SMOL)
+    f = tmp_path / "arch.gguf"
+    f.write_bytes(gguf_bytes([(b"general.architecture", 8, gguf_string(b"\x1b[31mevil\xff"))]))
+    r = zinc("-m", f, "--prompt", "hi", "-n", "1")
+    assert r.returncode != 0
+    err = r.stderr.decode("utf-8")
+    assert "unsupported architecture '\\u001b[31mevil\\xff'" in err, err
+    assert_terminal_safe(r.stdout + r.stderr)
+
+
 def test_the_37_byte_file_with_an_empty_key_names_it(tmp_path):
     need(SMOL)
     f = tmp_path / "empty-key.gguf"
