@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/host_info.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -15,7 +16,9 @@ int report_error(std::string_view msg, int code) {
     for (char& c : line)
         if (c == '\n' || c == '\r') c = ' ';
     while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::fprintf(stderr, "zinc: error: %s\n", line.c_str());
+    // Messages quote file metadata and user input: never write their control characters or
+    // invalid bytes to the terminal raw.
+    std::fprintf(stderr, "zinc: error: %s\n", utf8::escape_controls(line).c_str());
     return code;
 }
 

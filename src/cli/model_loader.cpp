@@ -10,6 +10,7 @@
 #include <new>
 
 #include "cli/host_info.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -100,6 +101,9 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
         auto t = tokenizer::Tokenizer::from_gguf(*m.file);
         if (!t) return with_path(t.error(), path);
         m.tok = std::move(t.value());
+        for (const std::string& w : m.tok->warnings())
+            std::fprintf(stderr, "zinc: warning: %s: %s\n", utf8::escape_for_terminal(path).c_str(),
+                         w.c_str());
     }
     if (opts.chat_template) {
         if (auto src = chat::template_from_gguf(*m.file); src)

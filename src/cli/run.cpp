@@ -1,9 +1,9 @@
 // zinc/cli/run.cpp — the default command: load a model, prefill the prompt, sample and stream
 // text to stdout until an end-of-generation token or -n tokens, then print one timing line to
 // stderr. Also routes --version and --check (check.cpp).
-#include <CLI/CLI.hpp>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -208,7 +208,9 @@ int run_main(int argc, char** argv) {
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
-    app.add_option("-p,--prompt", o.prompt, "prompt text (special-token text is recognised)");
+    app.add_option("-p,--prompt", o.prompt,
+                   "prompt text (special-token text is recognised; with --chat it is message text, "
+                   "never control tokens)");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens to generate; -1: until end of generation or a full context")
         ->check(int_in(-1, 1000000000))
@@ -222,7 +224,8 @@ int run_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_flag("--chat", o.chat,
                  "send the prompt as a user turn through the model's chat template (the "
-                 "reply alone is printed)");
+                 "reply alone is printed); the prompt and --system are data: special-token text "
+                 "in them stays text");
     app.add_option("--system,--system-prompt", o.system, "system message for --chat");
     app.add_option("--stop", o.stops,
                    "stop string (repeatable): generation stops when the text contains it; it is "

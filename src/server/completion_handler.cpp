@@ -1,6 +1,7 @@
 // zinc/server/completion_handler.cpp — POST /v1/chat/completions and POST /v1/completions:
 // validate, build the prompt tokens (chat template / tokenizer), check the context, run the
 // choices on the engine (generation.h), and answer with one JSON body or an SSE stream.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -21,6 +22,9 @@ namespace zinc::server {
 using nlohmann::json;
 
 namespace {
+
+// OpenAI's default max_tokens for /v1/completions.
+constexpr int64_t kDefaultCompletionTokens = 16;
 
 // Each prompt's token ids, or the error that stops the request.
 ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
@@ -65,28 +69,28 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
     std::vector<ChoiceSpec> specs;
     for (size_t i = 0; i < prompts.size(); ++i) {
         const auto n_prompt = static_cast<int64_t>(prompts[i].size());
+        // One rule (docs/server.md): prompt + max_tokens must fit the context, where max_tokens
+        // is the request's or the endpoint's default (OpenAI's: completions 16; chat the rest of
+        // the context, which fits by construction when the prompt leaves any room).
         int64_t max_tokens = 0;
+        std::string asks;
         if (cr.max_tokens) {
             max_tokens = *cr.max_tokens;
-            if (n_prompt + max_tokens > n_ctx)
-                return context_length_exceeded(
-                    "this model's context is " + std::to_string(n_ctx) +
-                        " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
-                        " tokens and " + cr.max_tokens_param + " asks for " +
-                        std::to_string(max_tokens) + " more",
-                    // The prompt alone not fitting is the prompt's fault, not max_tokens'.
-                    n_prompt >= n_ctx ? prompt_param : cr.max_tokens_param);
+            asks = cr.max_tokens_param + " asks for " + std::to_string(max_tokens) + " more";
+        } else if (cr.kind == ApiKind::Completion) {
+            max_tokens = kDefaultCompletionTokens;
+            asks = "max_tokens (not given) defaults to " + std::to_string(max_tokens) + " more";
         } else {
-            // OpenAI: chat runs until the context is full, completions default to 16 tokens.
-            max_tokens = n_ctx - n_prompt;
-            if (cr.kind == ApiKind::Completion && max_tokens > 16) max_tokens = 16;
-            if (max_tokens < 1)
-                return context_length_exceeded("this model's context is " + std::to_string(n_ctx) +
-                                                   " tokens per sequence; the prompt has " +
-                                                   std::to_string(n_prompt) +
-                                                   " tokens, leaving no room to generate",
-                                               prompt_param);
+            max_tokens = std::max<int64_t>(1, n_ctx - n_prompt);
+            asks = "at least 1 more must fit";
         }
+        if (n_prompt + max_tokens > n_ctx)
+            return context_length_exceeded(
+                "this model's context is " + std::to_string(n_ctx) +
+                    " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
+                    " tokens and " + asks,
+                // The prompt alone not fitting (or a default) is the prompt's fault.
+                n_prompt >= n_ctx || !cr.max_tokens ? prompt_param : cr.max_tokens_param);
         for (int32_t j = 0; j < cr.n; ++j) {
             ChoiceSpec s;
             s.prompt_index = static_cast<int32_t>(i);
@@ -272,7 +276,9 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                       : parse_completion_request(body.value(), ctx.opts.sampling, ctx.opts.limits);
     if (!parsed.ok()) return send_error(res, parsed.error());
     CompletionRequest& cr = parsed.value();
-    if (!cr.model.empty() && cr.model != ctx.opts.model_id)
+    // A request names the served model or leaves `model` out; "" names no model (a 404, as any
+    // other id that is not served).
+    if (cr.has_model && cr.model != ctx.opts.model_id)
         return send_error(res, model_not_found(cr.model));
 
     auto prompts = prompt_tokens(ctx, cr);

@@ -213,9 +213,10 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
     if (!body.ok()) return send_error(res, body.error());
     const json& b = body.value();
     FieldReader r(b, "");
-    bool add_special = true, with_pieces = false;
+    bool add_special = true, with_pieces = false, parse_special = true;
     r.get_bool("add_special", add_special);
     r.get_bool("with_pieces", with_pieces);
+    r.get_bool("parse_special", parse_special);  // llama.cpp's field; text only
     std::string text;
     std::vector<int32_t> ids;
     const tokenizer::Tokenizer& tok = *ctx.model.tok;
@@ -235,7 +236,7 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         if (!r.get_string(key, text) && !r.error())
             r.fail(invalid_value("content", "is required (a string), or give 'messages'"));
         if (r.error()) return send_error(res, *r.error());
-        ids = tok.encode(text, add_special, /*parse_special=*/true);
+        ids = tok.encode(text, add_special, parse_special);
     }
     if (r.error()) return send_error(res, *r.error());
     json j = {{"tokens", ids},
