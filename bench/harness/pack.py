@@ -9,7 +9,8 @@ SmolLM2 file (models/), which travels in pieces with a sha256 and a piece count.
 
 Layout: .gpu-bench (the last call, the benchmark) holds zinc-bin.tar.xz; llama.cpp goes into
 the first call (.gpu-p1) so that its build starts as early as possible; SmolLM2's pieces fill
-what room is left, call by call (.gpu-p2, and .gpu-p3 only when the others are full). Prints the
+what room is left (.gpu-p1, .gpu-p2, .gpu-bench, and a .gpu-p3 call only when those are full;
+the pieces are numbered in call order, joined once all are there). Prints the
 call sequence with each call's size; the last stash call waits for llama.cpp's build.
 """
 import argparse
@@ -22,7 +23,8 @@ from pathlib import Path
 MIB = 1 << 20
 LIMIT = 64 * MIB
 MARGIN = 2 * MIB  # the tree is measured here; allow for files written before the call
-CARRIES = (".gpu-p1", ".gpu-p2", ".gpu-p3", ".gpu-bench")  # .gpu-p3 only when needed
+CARRIES = (".gpu-p1", ".gpu-p2", ".gpu-p3", ".gpu-bench")  # in call order; .gpu-p3 if needed
+FILL = (".gpu-p1", ".gpu-p2", ".gpu-bench", ".gpu-p3")  # the order model pieces fill them
 SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -47,7 +49,7 @@ def plan(tree, fixed, model_bytes, limit=LIMIT, margin=MARGIN):
         return None, f"{bad[0]} is over the limit before any model piece ({fixed.get(bad[0])} " \
                      f"bytes + the {tree}-byte tree)"
     take, left = {}, model_bytes
-    for c in CARRIES:
+    for c in FILL:
         n = min(left, room[c])
         if n > 0:
             take[c] = n
@@ -126,11 +128,11 @@ def main(argv=None):
         wait = " --wait-peer 540   timeout_s: 600" if k == len(stash) and not peer.exists() \
             else ""
         print(f"  {k}. carry [\"{c}\"]     command: bench/device-run stash{wait}")
-    print(f"  {len(stash) + 1}. carry [\".gpu-bench\"]  command: bench/device-run all --budget-s 560"
-          "   timeout_s: 600")
+    print(f"  {len(stash) + 1}. carry [\".gpu-bench\"]  command: bench/device-run all "
+          "--budget-s 560   timeout_s: 600")
     if not peer.exists():
-        print("""  (call 1 starts llama.cpp's CUDA build in the background; the last stash call waits
-   for it and returns the built binaries as llama-cuda.tar.xz.part*: here
+        print("""  (call 1 starts llama.cpp's CUDA build in the background; the last stash call
+   waits for it and returns the built binaries as llama-cuda.tar.xz.part*: here
    mkdir -p .gpu/peer && cat FILES_AT/llama-cuda.tar.xz.part* > .gpu/peer/llama-cuda.tar.xz
    and check it against FILES_AT/llama-cuda.tar.xz.sha256: later sessions skip the build)""")
     print("""then here: mkdir -p docs/bench/cuda && cp FILES_AT/* docs/bench/cuda/ &&

@@ -685,6 +685,10 @@ def test_pack_lays_out_calls_under_the_limit(tmp_path):
     assert err is None and sum(take.values()) == 98 * mib
     room = 64 * mib - pack.MARGIN - 10 * mib
     assert take[".gpu-p1"] == room - 9 * mib and take[".gpu-p2"] == room
+    assert ".gpu-p3" not in take  # the rest fits beside zinc in the benchmark's own call
+    take, err = pack.plan(10 * mib, {".gpu-p1": 40 * mib, ".gpu-bench": 20 * mib}, 98 * mib)
+    assert err is None
+    assert take[".gpu-p3"] == 98 * mib - (room - 40 * mib) - room - (room - 20 * mib)
     _, err = pack.plan(10 * mib, {".gpu-bench": 40 * mib}, 200 * mib)
     assert "fit the calls" in err
     _, err = pack.plan(60 * mib, {".gpu-p1": 9 * mib}, 1)
