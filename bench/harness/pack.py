@@ -85,13 +85,17 @@ def main(argv=None):
     if not peer.exists() and src is None:
         sys.exit("device-run pack: neither .gpu/peer/llama-cuda.tar.xz nor llama.cpp's sources "
                  "(.gpu/llama-src.tar.gz; scripts/gpu-pack makes it) exist")
-    excl = root / ".git" / "info" / "exclude"
-    if excl.exists() or (root / ".git").is_dir():
-        have = excl.read_text().splitlines() if excl.exists() else []
-        with open(excl, "a") as f:
-            for c in CARRIES:
-                if f"/{c}/" not in have:
-                    f.write(f"/{c}/\n")
+    # the carries must not travel as untracked files with every call: ignore them (a worktree's
+    # exclude file is the common one)
+    excl = Path(subprocess.run(["git", "rev-parse", "--git-path", "info/exclude"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip())
+    excl = excl if excl.is_absolute() else root / excl
+    excl.parent.mkdir(parents=True, exist_ok=True)
+    have = excl.read_text().splitlines() if excl.exists() else []
+    with open(excl, "a") as f:
+        for c in CARRIES:
+            if f"/{c}/" not in have:
+                f.write(f"/{c}/\n")
     for c in CARRIES:
         shutil.rmtree(root / c, ignore_errors=True)
         (root / c).mkdir()

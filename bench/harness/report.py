@@ -134,8 +134,9 @@ def micro_table(res):
              "| model | depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) "
              "| zinc % of bw bound | llama.cpp % of bw bound | rounds |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    gpu = res["args"]["target"] == "cuda"
     for label, mi, sec in secs:
-        label = report_gpu.row_label(label, mi)
+        label = report_gpu.row_label(label, mi) if gpu else label
         for r in sec["rows"]:
             lines.append(f"| {label} | {r['depth']} | {r['test']} | {micro_cell(r, 'zinc')} | "
                          f"{micro_cell(r, 'llama.cpp')} | {ratio(r.get('ratio_median'))} | "
@@ -478,7 +479,8 @@ def short_summary(res):
                    "are launch-bound second rows: no conclusion from them")
     secs = sorted(micro_sections(res), key=lambda x: report_gpu.is_second_row(x[1]))
     for label, mi, sec in secs:
-        mark = "[2nd] " if report_gpu.is_second_row(mi) else ""
+        mark = "[2nd] " if report_gpu.is_second_row(mi) and res["args"]["target"] == "cuda" \
+            else ""
         for r in sec["rows"]:
             z, l = r.get("zinc") or {}, r.get("llama.cpp") or {}
             zs = f(z.get("median")) if z.get("median") else r.get("zinc_note", "-")[:24]
@@ -488,7 +490,7 @@ def short_summary(res):
                        f"{ratio(r.get('ratio_median'))}  bound% z {pct_bound(res, mi, r, 'zinc')}"
                        f" l {pct_bound(res, mi, r, 'llama.cpp')}")
     sc = res["phases"].get("scenarios")
-    if sc or res["phases"].get("load"):
+    if (sc or res["phases"].get("load")) and res["args"]["target"] == "cuda":
         out.append(f"server phases on {report_gpu.server_model_label(res)}")
     for e in (sc or {}).get("scenarios", []):
         if e.get("skipped") and not e.get("engines"):

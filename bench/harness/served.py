@@ -32,6 +32,8 @@ def record_memory(pc, name, phase, srv, slots, ctx_per_seq):
     drv = None
     if pc.a.target == "cuda" and srv.proc is not None:
         drv = memory.driver_view([srv.proc.pid], pc.run.res.get("gpu_baseline_used_bytes"))
+    if rep is None and drv is None:
+        return  # nothing on a device (the CPU tier)
     pc.run.res.setdefault("device_memory", []).append(
         memory.entry(name, phase, slots, ctx_per_seq, rep, drv))
 

@@ -716,6 +716,9 @@ def test_pack_and_stash_join_the_pieces(tmp_path):
     p = subprocess.run([str(root / "bench" / "device-run"), "pack"], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
+    untracked = subprocess.run(["git", "ls-files", "-o", "--exclude-standard"], cwd=root,
+                               capture_output=True, text=True).stdout
+    assert ".gpu-" not in untracked  # ignored: they travel only when carried
     parts = sorted(root.glob(".gpu-*/SmolLM2-135M-Instruct.Q4_1.gguf.part*"))
     assert len(parts) == 3 and "--wait-peer" in p.stdout, p.stdout
     for ln in p.stdout.splitlines():
