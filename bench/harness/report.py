@@ -90,6 +90,8 @@ def micro_sections(res):
     mc = res["phases"].get("micro")
     if mc:
         out.append((Path(res["model"]["path"]).name, res["model"], mc))
+        for var, sec in (res["phases"].get("micro_variants") or {}).items():
+            out.append((f"{Path(res['model']['path']).name} [zinc {var}]", res["model"], sec))
     for key, sec in (res["phases"].get("micro_models") or {}).items():
         out.append((key, sec.get("model_info") or res.get("micro_models", {}).get(key, {}), sec))
     return out

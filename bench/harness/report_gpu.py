@@ -48,6 +48,8 @@ def micro_targets(res, sections, pct_bound):
                              f"{r['ratio_median']:.2f}x: {_verdict(r['ratio_median'] >= 2.0)}")
             continue
         quant = "Q4_K_M" if "q4_k_m" in name else ("Q4_0" if "q4_0" in name else label)
+        if "[zinc " in label:  # a --zinc-variant row (e.g. ZINC_EXACT=1)
+            quant += " " + label[label.index("[zinc "):]
         for test, want in (("pp512", 1.3), ("pp4096", 1.0)):
             r = _row(sec, test)
             if r and r.get("ratio_median") is not None:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import budget as budget_mod
-from . import engines, machine, memory, micro, phases, progress, report, served
+from . import engines, machine, memory, micro, phases, progress, report, served, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -62,6 +62,9 @@ def parse_args(argv):
     ap.add_argument("--micro-depths", type=int, nargs="*", help="with --full: KV depths of the "
                     "decode-at-depth rows of the main model (default 4096 16384 where its "
                     "trained context allows; given: run even beyond it)")
+    ap.add_argument("--zinc-variant", nargs="*", default=[], metavar="ZINC_X=V",
+                    help="more zinc rows for the main model's pp/tg at depth 0, each with this "
+                    "environment (e.g. ZINC_EXACT=0 ZINC_EXACT=1: both modes beside the default)")
     ap.add_argument("--copy-bw-bin", help="a program printing the device's copy bandwidth "
                     "(tests/cuda/bench_runner: `--copy-bw`), used when PyTorch is missing")
     ap.add_argument("--nice", type=int, default=0, help="niceness of both engines (negative "
@@ -85,6 +88,10 @@ def parse_args(argv):
                     "bench/scenarios/scenarios.json's; 0: greedy)")
     a = ap.parse_args(argv)
     a.missing = []
+    for v in a.zinc_variant:
+        k, eq, _ = v.partition("=")
+        if not (eq and k.startswith("ZINC_") and k[5:].replace("_", "").isalnum()):
+            ap.error(f"--zinc-variant {v!r}: expected ZINC_NAME=VALUE (e.g. ZINC_EXACT=0)")
     q, cuda = a.quick, a.target == "cuda"
     a.threads = a.threads if a.threads is not None else (0 if cuda else os.cpu_count())
     a.slots = a.slots or (4 if q else (64 if cuda else 16))
@@ -164,6 +171,7 @@ def count_steps(a, server_engines, micro_engines):
     if "micro" in a.phases:
         n += (1 + len(a.micro_models) + (len(depths) if a.full else 0)) * a.rounds \
             * len(micro_engines)
+        n += len(a.zinc_variant) * a.rounds if "zinc" in micro_engines else 0
     if "scenarios" in a.phases:
         n += 5 * len(server_engines)
     if "load" in a.phases:
@@ -282,6 +290,34 @@ def micro_phase(a, run, bins, models, deep, prog, bud, zbench, lextra):
     run.save()
 
 
+def micro_variants(a, run, bins, models, prog, bud, zbench):
+    """The main model's depth-0 pp/tg for zinc under each --zinc-variant environment, with the
+    same run's llama.cpp numbers beside them (phases.micro_variants, one section each)."""
+    main = run.res["phases"].get("micro")
+    if not bins.get("zinc") or not main or not a.zinc_variant:
+        return
+    _, path, info = models[0]
+    p, n = (64, 16) if a.quick else (512, 128)
+    out = run.res["phases"].setdefault("micro_variants", {})
+    for var in a.zinc_variant:
+        k, _, v = var.partition("=")
+        jobs = [{"model_key": "main", "model": path, "p": p, "n": n, "depth": 0}]
+        sec = micro.run_matrix({"zinc": bins["zinc"]}, jobs, a.rounds, a.threads, a.target,
+                               a.nice, prog, bud, zbench, (), zinc_env=dict(zinc_env(a.target),
+                                                                             **{k: v}),
+                               reps=a.micro_reps)["main"]
+        for r in sec["rows"]:
+            peer = next((m for m in main["rows"] if (m["test"], m["depth"]) ==
+                         (r["test"], r["depth"])), None)
+            if peer and (peer.get("llama.cpp") or {}).get("n"):
+                r["llama.cpp"] = peer["llama.cpp"]
+                r["llama.cpp_note"] = "the same run's llama.cpp row"
+                r["ratio_median"] = stats.ratio(r["zinc"]["median"], peer["llama.cpp"]["median"])
+        sec.update({"model_info": info, "env": {k: v}})
+        out[var] = sec
+    run.save()
+
+
 def record_micro_memory(run, key, info, sec, deep):
     """zinc bench's device memory (its first sample that reports one) as a memory-table row."""
     for s in sec["samples"]:
@@ -364,6 +400,8 @@ def main(argv=None):
                 if ph in ("micro", "depths"):
                     micro_phase(a, run, micro_bins, models, ph == "depths", prog, bud, zbench,
                                 lextra)
+                    if ph == "micro":
+                        micro_variants(a, run, micro_bins, models, prog, bud, zbench)
                 elif a.reuse_servers and ph in ("scenarios", "load"):
                     k = [p for p in todo if p in ("scenarios", "load")].index(ph)
                     run.res["phases"][ph] = getattr(served, f"{ph}_phase")(ctx, k)

@@ -555,6 +555,11 @@ def test_device_run_in_one_call_within_its_budget(tmp_path):
         assert want in rows or "micro main" in skipped, (want, rows)
     for key, sec in res["phases"]["micro_models"].items():
         assert {r["test"] for r in sec["rows"]} == {"pp512", "tg128"}, key
+    var = res["phases"].get("micro_variants", {})  # both zinc modes beside the default
+    assert set(var) == {"ZINC_EXACT=0", "ZINC_EXACT=1"} or "micro main" in skipped, var
+    for sec in var.values():
+        for r in sec["rows"]:
+            assert r["zinc"]["n"] and r["llama.cpp"]["n"] and r["ratio_median"] > 0
     mem = {(m["phase"], m["engine"]) for m in res.get("device_memory", [])}
     assert {("load", "zinc"), ("load", "llama.cpp")} <= mem, mem
     for m in res["device_memory"]:
@@ -676,6 +681,16 @@ def test_second_row_labels_and_issue14_targets():
     assert "never falls from 1 to 64 clients: met" in text
     res["model"] = dict(small, path="SmolLM2.gguf")  # server phases on the small model
     assert "(second row, no conclusion)" in "\n".join(report_gpu.load_targets(res))
+
+
+def test_zinc_variant_needs_a_zinc_setting(capsys):
+    from harness import runner
+    a = runner.parse_args(["--target", "cuda", "--zinc-variant", "ZINC_EXACT=0"])
+    assert a.zinc_variant == ["ZINC_EXACT=0"]
+    for bad in ("EXACT=0", "ZINC_EXACT", "ZINC_=1"):
+        with pytest.raises(SystemExit):
+            runner.parse_args(["--target", "cuda", "--zinc-variant", bad])
+        assert "expected ZINC_NAME=VALUE" in capsys.readouterr().err
 
 
 def test_pack_lays_out_calls_under_the_limit(tmp_path):
