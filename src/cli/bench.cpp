@@ -8,7 +8,8 @@
 // One untimed warm-up of each, then -r repetitions; tokens/s is reported as mean ± sample
 // standard deviation over repetitions. Also reports peak resident memory (getrusage) and the
 // runtime evidence (runtime/evidence.h): the tier, ops per device, fallbacks, validation and
-// shortcuts, per test in --json and as one line at the end.
+// shortcuts, per test in --json and as one line at the end; on the CUDA tier the device memory
+// the runner holds (weights, KV pool, scratch: "device_memory" in --json, null on the CPU).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -286,6 +287,7 @@ int bench_main(int argc, char** argv) {
     const uint64_t rss = peak_rss_bytes();
     const uint64_t kv = m.model->kv_cache_bytes(ctx.n_ctx());
     const uint64_t budget = m.file->file_size() + kv + (64ull << 20);
+    const std::string dev_mem = runtime::device_memory_json(rc.device_memory);
     if (o.json) {
         std::printf("[\n");
         for (size_t i = 0; i < results.size(); ++i) {
@@ -299,13 +301,13 @@ int bench_main(int argc, char** argv) {
                 "\"%s\", "
                 "\"avg_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": %s, "
                 "\"samples_ts\": %s, \"peak_rss_bytes\": %" PRIu64 ", \"kv_cache_bytes\": %" PRIu64
-                ", \"evidence\": %s}%s\n",
+                ", \"device_memory\": %s, \"evidence\": %s}%s\n",
                 json_escape(version_line()).c_str(), quant::simd_level(), json_escape(path).c_str(),
                 json_escape(model_desc).c_str(), weight_bytes, n_params, m.file->file_size(),
                 n_threads, o.n_batch, t.n_prompt, t.n_gen, t.n_depth, ctx.n_ctx(), t.name.c_str(),
                 t.avg_ns(), t.avg_ts(), t.sd_ts(), json_array(t.samples_ns, "%.0f").c_str(),
-                json_array(t.samples_ts, "%.6f").c_str(), rss, kv, t.evidence_json.c_str(),
-                i + 1 < results.size() ? "," : "");
+                json_array(t.samples_ts, "%.6f").c_str(), rss, kv, dev_mem.c_str(),
+                t.evidence_json.c_str(), i + 1 < results.size() ? "," : "");
         }
         std::printf("]\n");
     } else {
@@ -315,6 +317,13 @@ int bench_main(int argc, char** argv) {
             format_bytes(rss).c_str(), format_bytes(m.file->file_size()).c_str(),
             format_bytes(kv).c_str(), ctx.n_ctx(), format_bytes(budget).c_str(),
             rss <= budget ? "within" : "OVER");
+        if (rc.device_memory.on_device) {
+            const auto& d = rc.device_memory;
+            std::printf("device memory: weights %s + KV pool %s + scratch %s = %s\n",
+                        format_bytes(d.weight_bytes).c_str(), format_bytes(d.kv_bytes).c_str(),
+                        format_bytes(d.scratch_bytes).c_str(),
+                        format_bytes(d.weight_bytes + d.kv_bytes + d.scratch_bytes).c_str());
+        }
     }
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());

@@ -148,11 +148,13 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     if (!ropts) return report_error(ropts.error().message);
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
+    runtime::DeviceMemory device_memory;
     eo.make_runner = [&](const model::RunnerOptions& ro) -> Result<std::unique_ptr<model::Runner>> {
         auto tr = runtime::create_tiered_runner(*m.model, ro, ropts.value());
         if (!tr) return tr.error();
         evidence = tr->evidence;
         tier_choice = tr->choice;
+        device_memory = tr->device_memory;
         return std::move(tr->runner);
     };
     // Per-request evidence: after each step the engine reads what that step did.
@@ -176,6 +178,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
     sm.evidence = evidence;
+    sm.device_memory_json = runtime::device_memory_json(device_memory);
     // /v1/models `created`: the model file's modification time (else the start time).
     if (struct stat st{}; stat(path.c_str(), &st) == 0) sm.created = static_cast<int64_t>(st.st_mtime);
     server::ServerOptions so;

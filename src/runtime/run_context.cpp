@@ -26,6 +26,7 @@ Result<RunContext> create_run_context(const model::Model& model, const RunContex
     RunContext rc;
     rc.evidence = tr->evidence;
     rc.choice = tr->choice;
+    rc.device_memory = tr->device_memory;
     auto ctx = cuda::make_runner_context(std::move(tr->runner), o.n_ctx, model.n_vocab());
     if (!ctx) return ctx.error();
     rc.ctx = std::move(ctx.value());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "runtime/checked_runner.h"
 #include "runtime/evidence.h"
 #include "runtime/tier.h"
 #include "util/result.h"
@@ -26,7 +27,8 @@ struct RunContextOptions {
 struct RunContext {
     std::unique_ptr<model::Context> ctx;
     std::shared_ptr<Evidence> evidence;
-    TierChoice choice;  // the tier actually used and why (one line)
+    TierChoice choice;           // the tier actually used and why (one line)
+    DeviceMemory device_memory;  // what the Runner holds on the device (CUDA tier)
 };
 
 /// Errors (one line): a bad --tier / ZINC_* value, an explicit CUDA request that cannot be met,

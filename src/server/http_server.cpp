@@ -196,6 +196,8 @@ void HttpServer::Impl::health(httplib::Response& res) {
         {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
     if (ctx.model.evidence)  // what ran where (runtime/evidence.h, docs/runtime.md)
         j["evidence"] = json::parse(runtime::evidence_json(ctx.model.evidence->snapshot()));
+    if (!ctx.model.device_memory_json.empty())
+        j["device_memory"] = json::parse(ctx.model.device_memory_json);
     send_json(res, j);
 }
 

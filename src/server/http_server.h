@@ -63,6 +63,9 @@ struct ServedModel {
     /// The Runner's evidence (runtime/evidence.h): an "evidence" object in /health and
     /// zinc_evidence_* series in /metrics; null: neither.
     std::shared_ptr<runtime::Evidence> evidence;
+    /// /health's "device_memory": the Runner's device bytes as JSON (runtime/checked_runner.h
+    /// device_memory_json: weights, KV pool, scratch; "null" on the CPU tier); empty: left out.
+    std::string device_memory_json;
     /// `created` of /v1/models (Unix seconds): the model file's modification time; 0: the time
     /// the server was created.
     int64_t created = 0;

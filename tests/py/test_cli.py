@@ -364,6 +364,11 @@ def test_bench_json():
         assert x["avg_ts"] > 0
         assert x["n_threads"] == 2
         assert x["peak_rss_bytes"] > 0
+        dm = x["device_memory"]  # the CUDA runner's bytes; null on the CPU tier
+        if x["evidence"]["execution_tier"] == "cpu":
+            assert dm is None
+        else:
+            assert dm["weight_bytes"] > 0 and dm["kv_bytes"] > 0
         n = x["n_prompt"] or x["n_gen"]
         # tokens/s samples are consistent with the nanosecond samples
         for ns, ts in zip(x["samples_ns"], x["samples_ts"]):

@@ -64,12 +64,16 @@ size_t device_bytes_needed(const model::Model& model, int n_ctx);
 
 /// Per-step counters of a CUDA runner (for perf notes): kernel launches issued by the host in
 /// the last forward (0 when a CUDA graph was replayed), graph replays so far, host microseconds
-/// spent in the last forward call up to the sync.
+/// spent in the last forward call up to the sync; and the device memory it holds (bytes):
+/// weights as uploaded, the KV pool, and scratch (every other allocation of the runner's own:
+/// activations, RoPE tables, dequantized-weight and split-K scratch; not cuBLAS's workspace nor
+/// the sampler's buffers, made on first use).
 struct RunnerStats {
     int launches_last_step = 0;
     int64_t graph_replays = 0;
     int64_t graph_captures = 0;
     double host_us_last_step = 0;
+    size_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0;
 };
 RunnerStats runner_stats(const model::Runner& runner);
 

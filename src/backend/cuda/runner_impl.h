@@ -91,7 +91,13 @@ class CudaRunner final : public model::Runner {
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
     bool exact() const override { return exact_; }  // ZINC_EXACT (default on)
-    RunnerStats stats() const { return stats_; }
+    RunnerStats stats() const {
+        RunnerStats s = stats_;
+        s.weight_bytes = weight_bytes_;
+        s.kv_bytes = kv_bytes_;
+        s.scratch_bytes = alloc_bytes_ - std::min(alloc_bytes_, weight_bytes_ + kv_bytes_);
+        return s;
+    }
     // Sampling on the device (runner_sample.cpp); ZINC_GPU_SAMPLING=0 turns it off.
     bool samples_on_device() const override;
     Result<void> forward_sample(const model::Batch& batch, std::span<const model::RowSampling> rows,
@@ -131,6 +137,7 @@ class CudaRunner final : public model::Runner {
     cudaStream_t stream_ = nullptr;
     std::vector<void*> allocs_;
     size_t weight_bytes_ = 0, kv_bytes_ = 0;
+    size_t alloc_bytes_ = 0;  // everything dalloc gave out
 
     DevMat tok_embd_, output_;
     const float* output_norm_ = nullptr;

@@ -19,7 +19,10 @@ CudaRunner::~CudaRunner() {
 void* CudaRunner::dalloc(size_t bytes, cudaError_t& err) {
     void* p = nullptr;
     err = cudaMalloc(&p, std::max<size_t>(bytes, 256));
-    if (err == cudaSuccess) allocs_.push_back(p);
+    if (err == cudaSuccess) {
+        allocs_.push_back(p);
+        alloc_bytes_ += std::max<size_t>(bytes, 256);
+    }
     return p;
 }
 
