@@ -1,4 +1,4 @@
-// zinc/models/prenorm_decoder.cpp — weight binding and forward pass of the pre-norm decoder.
+// zinc/models/prenorm_decoder.cpp — weight binding and op list of the pre-norm decoder.
 #include "models/prenorm_decoder.h"
 
 #include "model/tensor_names.h"

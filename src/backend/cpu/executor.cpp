@@ -46,17 +46,8 @@ Workspace::Workspace(const Program& prog, int nb, int max_seq_len, int n_threads
     }
     rope_cs.resize(n * static_cast<size_t>(n_rot));
     scores.resize(static_cast<size_t>(scratch));
-    for (const Weight* w : prog.weights()) {
-        mat_of.push_back(w);
-        mats.push_back(MatView{w->type, w->ne[0], w->n_rows, w->data, w->row_bytes});
-    }
-}
-
-const MatView& Workspace::mat(const Weight* w) const {
-    for (size_t i = 0; i < mat_of.size(); ++i)
-        if (mat_of[i] == w) return mats[i];
-    ZINC_CHECK(false && "weight not in the program");
-    std::abort();
+    for (const Weight* w : prog.weights())
+        mats[w] = MatView{w->type, w->ne[0], w->n_rows, w->data, w->row_bytes};
 }
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/cpu/attention.h"
@@ -27,9 +28,8 @@ struct Workspace {
     std::vector<std::vector<float>> t;  // per Program tensor: (n_batch, width); logits: empty
     std::vector<float> rope_cs;         // (n_batch, n_rot)     cos/sin per row
     std::vector<float> scores;          // attention scratch (attention_scratch_floats)
-    std::vector<MatView> mats;          // per Program::weights() entry: its matmul view
-    std::vector<const model::Weight*> mat_of;  // the weights of `mats`, same order
-    const MatView& mat(const model::Weight* w) const;
+    std::unordered_map<const model::Weight*, MatView> mats;  // every weight's matmul view
+    const MatView& mat(const model::Weight* w) const { return mats.at(w); }
 };
 
 struct ForwardState {
