@@ -29,10 +29,10 @@ struct DeviceInfo {
 };
 
 struct Probe {
-    bool built = false;   // compiled with the CUDA tier
-    std::string reason;   // why no device is usable (empty when devices is non-empty)
-    int driver_version = 0;   // e.g. 13000 (CUDA 13.0); 0 when there is no driver
-    int runtime_version = 0;  // the runtime zinc was built against
+    bool built = false;               // compiled with the CUDA tier
+    std::string reason;               // why no device is usable (empty when devices is non-empty)
+    int driver_version = 0;           // e.g. 13000 (CUDA 13.0); 0 when there is no driver
+    int runtime_version = 0;          // the runtime zinc was built against
     std::vector<DeviceInfo> devices;  // usable devices (compute capability >= 7.0 ... 9.x)
 };
 
@@ -46,7 +46,8 @@ struct CudaOptions {
     int device = 0;  // -d N
 };
 
-/// The CUDA Runner for `model` (an architecture of src/models: llama, qwen2, qwen3, gemma3).
+/// The CUDA Runner for `model` (any architecture of src/models: it executes the model's op list,
+/// model/ir.h).
 /// Uploads the weights (still quantized) and allocates opts.n_blocks KV blocks on the device.
 /// Errors (one line): no usable device, a bad device index, a tensor type without a CUDA
 /// kernel, or out of device memory (with the sizes).
