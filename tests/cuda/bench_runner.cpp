@@ -2,7 +2,9 @@
 // them: a 512-token prompt into an empty KV cache; 128 single-token decode steps from an empty
 // cache), median of -r repetitions after a warm-up, plus the bandwidth bound.
 //
-//   cuda_bench_runner -m MODEL.gguf [-r 5] [--copy-bw]
+//   cuda_bench_runner -m MODEL.gguf [-r 5] [-p 512] [--copy-bw]
+//
+// -p N: the prompt length of the prefill test (ppN; default 512), one step of N rows.
 //
 // Prints one line per test: model, test, tok/s, ms, launches per step, host µs per step, and
 // decode bytes per token / measured copy bandwidth (percent of the bound). Env opt-outs
@@ -62,13 +64,14 @@ double copy_bw() {
 
 int main(int argc, char** argv) {
     std::string path;
-    int reps = 5;
+    int reps = 5, n_prompt = 512;
     bool bw = false;
     bool profile = false;  // a 16-token prefill and 8 decode steps only (for ncu)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-m" && i + 1 < argc) path = argv[++i];
         else if (a == "-r" && i + 1 < argc) reps = std::atoi(argv[++i]);
+        else if (a == "-p" && i + 1 < argc) n_prompt = std::atoi(argv[++i]);
         else if (a == "--copy-bw") bw = true;
         else if (a == "--profile") profile = true;
     }
@@ -100,11 +103,15 @@ int main(int argc, char** argv) {
     for (const auto& t : f.value()->tensors())
         if (t.name != "token_embd.weight" || tied) bytes += t.n_bytes;
 
+    if (n_prompt < 16 || n_prompt > 65536) {
+        std::printf("error: -p %d: the prompt length must be in [16, 65536]\n", n_prompt);
+        return 2;
+    }
     model::RunnerOptions ro;
     ro.block_size = 16;
-    ro.max_seq_len = 1024;
-    ro.n_blocks = 64;
-    ro.max_batch_tokens = 512;
+    ro.max_seq_len = std::max(1024, (n_prompt + 15) / 16 * 16);
+    ro.n_blocks = ro.max_seq_len / 16;
+    ro.max_batch_tokens = n_prompt;
     ro.max_seqs = 1;
     const auto tl0 = Clock::now();
     auto rr = cu::create_runner(model, ro, {});
@@ -114,15 +121,15 @@ int main(int argc, char** argv) {
     }
     const double load_s = std::chrono::duration<double>(Clock::now() - tl0).count();
     model::Runner& r = *rr.value();
-    std::vector<int32_t> table(64);
+    std::vector<int32_t> table(ro.n_blocks);
     std::iota(table.begin(), table.end(), 0);
-    std::vector<int32_t> prompt(512);
-    for (int i = 0; i < 512; ++i) prompt[i] = (i * 7919 + 13) % V;
-    std::vector<int32_t> out(512);
+    std::vector<int32_t> prompt(n_prompt);
+    for (int i = 0; i < n_prompt; ++i) prompt[i] = (i * 7919 + 13) % V;
+    std::vector<int32_t> out(n_prompt);
 
     auto pp = [&]() -> double {
         model::BatchSeq q;
-        q.n_tokens = 512;
+        q.n_tokens = n_prompt;
         q.block_table = table;
         model::Batch b{prompt, std::span<const model::BatchSeq>(&q, 1)};
         const auto t0 = Clock::now();
@@ -178,7 +185,8 @@ int main(int argc, char** argv) {
     const double st_launch = launches / 128, st_host = host_us / 128;
     const std::string base = path.substr(path.find_last_of('/') + 1);
     const char* graph = std::getenv("ZINC_CUDA_GRAPH");
-    std::printf("zinc | %s | pp512 | %.1f tok/s | %.2f ms\n", base.c_str(), 512 / pp_s, pp_s * 1e3);
+    std::printf("zinc | %s | pp%d | %.1f tok/s | %.2f ms\n", base.c_str(), n_prompt, n_prompt / pp_s,
+                pp_s * 1e3);
     std::printf("zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us host/step "
                 "(enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
                 base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,

@@ -99,6 +99,25 @@ bool dmmv_exact_gemm_variant(int variant, int type, const MatJob* jobs, int n_jo
 /// ZINC_EXACT_GEMM (default on; "0" turns the tiled GEMM off), read once per process.
 bool exact_gemm_enabled();
 
+// ---- mmq.cu (fast path, many activation rows: docs/cuda.md "Quantized GEMM on tensor cores")
+/// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K in the
+/// GGUF layouts; not the float types, not the repacked layouts).
+bool mmq_supports(int type);
+/// dmmv's contract for quantized weights (bias and accumulate honoured; not bit-identical to the
+/// CPU tier: a relative-error bound, tests/cuda/test_mmq.cpp), computed by an int8 tensor-core
+/// GEMM (mma.sync s8 x s8 -> s32, scales applied in f32 per 32 or 16 elements) over the
+/// activations packed by pack.cu for `type`'s packing mode. Meant for n_act above dmmv's row
+/// limit. Returns false (nothing launched) for a type it does not cover, more than 3 jobs, k not a
+/// multiple of the type's block, aq not 16-byte aligned, or a weight pointer / row size not as
+/// aligned as the type's decoder needs (16 bytes for Q4_K, 4 for Q4_1/Q5_1/Q5_K/Q2_K, else 2).
+bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+         int n_act, bool accumulate, cudaStream_t s);
+/// The same with tile variant `variant` in [0, mmq_variants()) (0: mmq's choice by shape); for
+/// measuring them on the device.
+int mmq_variants();
+bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s);
+
 // ---- gemm.cu
 /// Dequantize a (n_out, k) weight of `type` to f16 (row-major) into dst.
 void dequant_f16(int type, const uint8_t* w, size_t row_bytes, int n_out, int k, uint16_t* dst,

@@ -9,7 +9,9 @@
 // launches). Projections, all through proj(): by default (ZINC_EXACT=1) the exact kernels of
 // dmmv_exact.cu for every row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the
 // int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 16) and
-// dequantize-to-f16 + cuBLAS above (prefill), not bit-identical to the CPU tier. Opt-outs of the
+// above them (prefill, large decode batches) the int8 tensor-core GEMM of mmq.cu for the types it
+// covers up to ZINC_MMQ_MAX_ROWS rows, dequantize-to-f16 + cuBLAS otherwise (ZINC_MMQ=0: cuBLAS
+// for all); not bit-identical to the CPU tier. Opt-outs of the
 // executor's fusions: ZINC_FUSED_PROJ=0 (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0
 // (norm, then a separate pack), ZINC_FUSED_ADD=0 (residual adds and post-norms as their own
 // launches); and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured
@@ -26,12 +28,18 @@ RowOut CudaRunner::row_out(int n_rows, int type) {
     RowOut o;
     o.f = xf_;
     if (type < 0) return o;  // no projection reads it: f32 only
-    if (n_rows > dmmv_max_rows_ && cublas_.ok()) {
-        o.h = xh_;
-    } else {
+    const bool big = n_rows > dmmv_max_rows_ && cublas_.ok();
+    const bool mmq_rows = mmq_ && n_rows <= mmq_max_rows_;
+    // Above the row limit: int8 codes for mmq where it covers the type, f16 for cuBLAS where a
+    // matrix of the model may need it (proj falls back per call).
+    if (big && (!mmq_all_ || !mmq_rows)) o.h = xh_;
+    if (!big || (mmq_rows && mmq_supports(type))) {
         o.q = aq_;
         o.d = ad_;
         o.mode = pack_mode_for(type);
+        packed_mode_ = o.mode;
+    } else {
+        packed_mode_ = -1;
     }
     return o;
 }
@@ -61,7 +69,15 @@ void CudaRunner::finish_rows(const float* x, const float* w, float eps, int n_ro
 // length k into ys (row stride ldys), n_rows rows.
 bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats,
                       int n_rows, int k, bool accumulate, const float* const* biases) {
-    if (n_rows > dmmv_max_rows_ && cublas_.ok()) {
+    const bool big = n_rows > dmmv_max_rows_;
+    bool use_blas = big && cublas_.ok();
+    if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
+        bool all = true;
+        for (int i = 0; i < n_mats; ++i)
+            all &= mmq_supports(mats[i]->type) && pack_mode_for(mats[i]->type) == packed_mode_;
+        use_blas = !all;
+    }
+    if (use_blas) {
         for (int i = 0; i < n_mats; ++i) {
             const DevMat& m = *mats[i];
             const void* w = m.d;
@@ -96,7 +112,10 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
             ++nj;
             ++i;
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
-        (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
+        // (no cuBLAS: mmq at any row count, far faster than dmmv there)
+        if (!(big && mmq_ && (n_rows <= mmq_max_rows_ || !cublas_.ok()) &&
+              mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_)))
+            (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
     }

@@ -210,6 +210,14 @@ class CudaRunner final : public model::Runner {
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true,
          repack_ = true;
     bool exact_ = true;  // ZINC_EXACT: every matrix product by dmmv_exact (docs/exactness.md)
+    // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:
+    // it covers every matrix of the model (and each fused group shares one packing), so the f16
+    // activations and the dequantized-weight scratch of the cuBLAS path are never needed.
+    // mmq_max_rows_ (ZINC_MMQ_MAX_ROWS, default 768): above it cuBLAS again, faster there on the
+    // H200 (docs/perf-notes.md "mmq": dequant + cuBLAS overtakes mmq between 560 and 870 rows).
+    bool mmq_ = true, mmq_all_ = false;
+    int mmq_max_rows_ = 768;
+    int packed_mode_ = -1;  // packing of aq_/ad_ by the last row_out (-1: none; proj checks it)
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
     std::shared_ptr<SampleState> sample_;  // created by the first forward_sample

@@ -239,6 +239,8 @@ Result<void> CudaRunner::init() {
     // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
     // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
     exact_ = env_on("ZINC_EXACT");
+    mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
+    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 768));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
@@ -249,6 +251,12 @@ Result<void> CudaRunner::init() {
     CU_TRY("set device " + std::to_string(device_), cudaSetDevice(device_));
     CU_TRY("create stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ZINC_TRY(plan());
+    // mmq_all_: every matrix of the model is covered by mmq with one activation packing, so the
+    // f16 activation copy for cuBLAS is never needed below mmq_max_rows_.
+    mmq_all_ = mmq_ && !mats_.empty();
+    for (const auto& [w, m] : mats_)
+        mmq_all_ = mmq_all_ && mmq_supports(m.type) &&
+                   pack_mode_for(m.type) == pack_mode_for(mats_.begin()->second.type);
 
     // KV cache
     cudaError_t e;
@@ -276,7 +284,7 @@ Result<void> CudaRunner::init() {
     CU_TRY("alloc", e);
     argmax_scratch_ = dalloc(argmax_scratch_bytes(R_, c.n_vocab), e);
     CU_TRY("alloc", e);
-    if (cublas_.ok() && R_ > dmmv_max_rows_) {
+    if (cublas_.ok() && R_ > dmmv_max_rows_ && (!mmq_all_ || R_ > mmq_max_rows_)) {
         wdq_ = static_cast<uint16_t*>(dalloc(wdq_elems_ * 2, e));
         if (e != cudaSuccess)
             return make_error("cuda: out of device memory for the prefill weight scratch (" +

@@ -52,10 +52,11 @@ inline thread_local dim3 threadIdx, blockIdx;
 
 namespace zinc_simt {
 
-constexpr int kMaxThreads = 1024;
+constexpr int kMaxThreads = 1024, kWide = 8;
 struct Block {
     std::barrier<>* bar = nullptr;
     uint32_t slot[2][kMaxThreads] = {};  // alternate exchanges use alternate slot arrays
+    uint32_t wide[2][kMaxThreads][kWide] = {};  // the same for gather()
 };
 inline thread_local Block* cur = nullptr;
 inline thread_local unsigned n_exchange = 0;
@@ -69,6 +70,61 @@ inline uint32_t exchange(uint32_t v, int src_lane) {
     slot[t] = v;
     b->bar->arrive_and_wait();
     return slot[(t & ~31) + (src_lane & 31)];
+}
+
+/// Every lane's N words v, for the warp of the calling thread, in one barrier (the same slot
+/// alternation as exchange(), so exchanges and gathers may interleave).
+template <int N>
+inline void gather(const uint32_t (&v)[N], uint32_t (&all)[32][N]) {
+    static_assert(N <= kWide);
+    Block* b = cur;
+    const int t = static_cast<int>(threadIdx.x);
+    uint32_t(*slot)[kWide] = b->wide[n_exchange++ & 1];
+    for (int i = 0; i < N; ++i) slot[t][i] = v[i];
+    b->bar->arrive_and_wait();
+    for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < N; ++i) all[l][i] = slot[(t & ~31) + l][i];
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l gives the row address of row l % 8 of
+/// matrix l / 8; register j of lane l receives bytes 4 (l % 4) .. + 3 of row l / 4 of matrix j.
+inline void ldmatrix_x4(int (&r)[4], const void* row_addr) {
+    const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(row_addr));
+    const uint32_t mine[2] = {static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32)};
+    uint32_t all[32][2];
+    gather(mine, all);
+    const int l = static_cast<int>(threadIdx.x) & 31;
+    for (int j = 0; j < 4; ++j) {
+        const int src = 8 * j + l / 4;
+        const uintptr_t row = static_cast<uintptr_t>((static_cast<uint64_t>(all[src][1]) << 32) | all[src][0]);
+        std::memcpy(&r[j], reinterpret_cast<const uint8_t*>(row) + 4 * (l % 4), 4);
+    }
+}
+
+/// mma.sync.aligned.m16n8k{K}.row.col.s32.s8.s8.s32 (K = 32 or 16; for 16 only a[0], a[1], b[0]
+/// are read), every accumulator input c: the PTX fragment layouts (g = lane / 4, t = lane % 4):
+/// A a0 = (row g, k 4t..), a1 = (g + 8, 4t..), a2 = (g, 16 + 4t..), a3 = (g + 8, 16 + 4t..);
+/// B b0 = (k 4t.., col g), b1 = (k 16 + 4t.., col g); D d0 = (g, 2t), d1 = (g, 2t + 1),
+/// d2 = (g + 8, 2t), d3 = (g + 8, 2t + 1). int32 sums wrap as the hardware's.
+template <int K>
+inline void mma_s8(int (&d)[4], const int (&a)[4], const int (&b)[2], int c) {
+    const uint32_t mine[6] = {static_cast<uint32_t>(a[0]), static_cast<uint32_t>(a[1]),
+                              static_cast<uint32_t>(a[2]), static_cast<uint32_t>(a[3]),
+                              static_cast<uint32_t>(b[0]), static_cast<uint32_t>(b[1])};
+    uint32_t all[32][6];
+    gather(mine, all);
+    auto byte = [](uint32_t w, int i) { return static_cast<int>(static_cast<int8_t>((w >> (8 * i)) & 0xffu)); };
+    auto a_at = [&](int row, int k) {
+        return byte(all[(row % 8) * 4 + (k % 16) / 4][(row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0)], k % 4);
+    };
+    auto b_at = [&](int k, int n) { return byte(all[n * 4 + (k % 16) / 4][4 + (k >= 16 ? 1 : 0)], k % 4); };
+    const int l = static_cast<int>(threadIdx.x) & 31, g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+        const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+        uint32_t s = static_cast<uint32_t>(c);
+        for (int k = 0; k < K; ++k) s += static_cast<uint32_t>(a_at(row, k) * b_at(k, col));
+        d[i] = static_cast<int>(s);
+    }
 }
 
 /// Runs kernel k over grid (x, y) with `threads` threads per block, blocks in order.
@@ -101,6 +157,11 @@ inline void __syncthreads() {
     zinc_simt::cur->bar->arrive_and_wait();
 }
 
+inline int __float_as_int(float f) {
+    int v;
+    std::memcpy(&v, &f, 4);
+    return v;
+}
 inline float __int_as_float(int v) {
     float f;
     std::memcpy(&f, &v, 4);

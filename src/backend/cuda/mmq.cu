@@ -1,0 +1,637 @@
+// zinc/backend/cuda/mmq.cu — the fast path's quantized matrix products for many activation rows
+// (prefill, and decode batches above dmmv's row limit): an int8 tensor-core GEMM in the manner of
+// llama.cpp's MMQ. docs/cuda.md ("Quantized GEMM on tensor cores (mmq)").
+//
+// y[j][r] (+)= sum_i W[r][i] * a_j[i], with W in its GGUF block layout and a_j packed by pack.cu
+// (kernels.h): int8 codes and per 32 elements a float4 (d, s_lo, s_hi, sums). A weight chunk of
+// 32 elements decodes (common.cuh decode_chunk) to 32 int8 codes q and per half of 16 a scale
+// d_w and an offset m_w (w = d_w q + m_w), so one output's chunk is
+//   d_a * (d_lo * sum_lo q.aq + d_hi * sum_hi q.aq) + m_lo * s_lo + m_hi * s_hi.
+// The integer sums are tensor-core products: mma.sync m16n8k32 (one scale per chunk: the
+// 32-element formats, Q4_K, Q5_K) or two m16n8k16 (a scale per 16: Q6_K, Q3_K, Q2_K), s8 x s8
+// -> s32. The products' accumulator input is the float 1.5 * 2^23 as int bits, so the int32 result
+// read as a float is 1.5 * 2^23 + sum exactly (|sum| < 2^22) and one FADD converts it (the
+// int -> float conversion unit runs at a quarter of the FMA rate). The scales are applied in f32
+// per chunk: acc += (d_w * d_a) * sum (+ m_w * s). Not bit-identical to the CPU tier (the exact
+// path is dmmv_exact / dmmv_exact_gemm); tests/cuda/test_mmq.cpp holds it to a relative-error
+// bound against a float64 reference.
+//
+// Tiles: a block of 256 threads (8 warps as WM x WN) computes BM weight rows x BN activation rows;
+// each warp a TM x TN = (BM / WM) x (BN / WN) tile of 16 x 8 mma tiles. K is walked in stages of
+// KC chunks: the block decodes its BM x KC weight chunks straight from global memory into shared
+// memory (int8 codes, row stride KC * 32 + 16 bytes so that ldmatrix's 8 rows hit distinct banks;
+// scales and offsets as one float4 per chunk and row), copies the BN x KC activation chunks and
+// their float4s, then every warp loads its A and B fragments with ldmatrix.x4 and runs the mmas.
+// Tile variants (mmq_variant): 1 = 128 x 64 (prefill), 2 = 32 x 64 (decode batches: more blocks
+// for few activation rows), 3 = 128 x 128, 4 = 64 x 64; 0 picks 1, 4 or 2 by the number of blocks
+// the shape gives (the GPU must get at least about two blocks per multiprocessor).
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/mmq_mma.cuh"
+
+namespace zinc::cuda {
+namespace {
+
+using namespace dev;
+
+constexpr int kThreads = 256;
+constexpr int kMagicBits = 0x4B400000;  // 1.5 * 2^23 as float bits
+constexpr float kMagic = 12582912.0f;   // 1.5 * 2^23
+
+struct Jobs {
+    MatJob m[3];
+    int n_jobs;
+    int row_end[3];  // cumulative row counts
+};
+
+__device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
+    int j = 0;
+    if (J.n_jobs > 1 && row >= J.row_end[0]) j = 1;
+    if (J.n_jobs > 2 && row >= J.row_end[1]) j = 2;
+    if (j > 0) row -= J.row_end[j - 1];
+    return j;
+}
+
+// How a type's chunk scales are applied: one scale per 32 (k32 mma) or one per 16 (two k16
+// mmas); no offset, one per chunk (m_lo == m_hi), or one per half (Q2_K).
+template <int T>
+struct MmqType {
+    static constexpr bool half = T == kQ6_K || T == kQ3_K || T == kQ2_K;
+    static constexpr int mins = (T == kQ4_1 || T == kQ5_1 || T == kQ4_K || T == kQ5_K) ? 1
+                                : T == kQ2_K                                           ? 2
+                                                                                       : 0;
+    static constexpr int qk = Traits<T>::qk;
+    // K-quants: the activations (Q8_K) have one scale per 256, so the per-chunk sums are
+    // accumulated without it and multiplied by it once per super-block.
+    static constexpr bool fold = qk == 256;
+};
+
+// An activation chunk's float4 as staged: (d, s_lo, s_hi, s_lo + s_hi); for the K-quants
+// (fold) the offsets' multipliers without d: (d, sum_lo, sum_hi, sum_lo + sum_hi) of the codes.
+template <int T>
+__device__ __forceinline__ float4 stage_act(const float4& v) {
+    if constexpr (MmqType<T>::fold) {
+        const uint32_t bits = __float_as_uint(v.w);
+        const float lo = static_cast<float>(static_cast<int16_t>(bits & 0xffffu));
+        const float hi = static_cast<float>(static_cast<int16_t>(bits >> 16));
+        return make_float4(v.x, lo, hi, lo + hi);
+    } else {
+        return make_float4(v.x, v.y, v.z, v.y + v.z);
+    }
+}
+
+template <int BM_, int BN_, int WM_, int WN_, int KC_>
+struct Tile {
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KC = KC_;
+    static constexpr int TM = BM / WM, TN = BN / WN, MT = TM / 16, NT = TN / 8;
+    static constexpr int SA = KC * 32 + 16;             // shared row stride of codes (bytes)
+    static constexpr int kOffB = BM * SA;               // activation codes
+    static constexpr int kOffS = kOffB + BN * SA;       // weight (d_lo, d_hi, m_lo, m_hi) [KC][BM]
+    static constexpr int kOffD = kOffS + KC * BM * 16;  // activation (d, s_lo, s_hi, s) [KC][BN]
+    static constexpr int kOffR = kOffD + KC * BN * 16;  // weight row pointers [BM]
+    static constexpr int kSmem = kOffR + BM * 8;
+    static_assert(WM * WN == kThreads / 32 && TM % 16 == 0 && TN % 16 == 0);
+    static_assert((BM * KC) % kThreads == 0 && (BN * KC) % kThreads == 0);
+};
+
+__device__ __forceinline__ float magic_to_float(int biased) {
+    return __int_as_float(biased) - kMagic;
+}
+
+// One staged chunk cc of a warp's tile: A and B fragments by ldmatrix, the scales, the mmas and
+// the per-chunk scale application into acc.
+template <int T, class G>
+__device__ __forceinline__ void compute_chunk(const uint8_t* sA, const uint8_t* sB,
+                                              const float4* sS, const float4* sD, int cc, int wm0,
+                                              int wn0, int lane, float (&acc)[G::MT][G::NT][4],
+                                              float (&part)[G::MT][G::NT][4], bool fold) {
+    using Y = MmqType<T>;
+    constexpr int BM = G::BM, BN = G::BN, SA = G::SA, MT = G::MT, NT = G::NT;
+    const int g = lane >> 2, t = lane & 3;
+    // ldmatrix row addresses: A (matrix j = lane / 8: rows +8 for j odd, bytes +16 for j >= 2);
+    // B (two n8 tiles: bytes +16 for j odd, rows +8 for j >= 2).
+    const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 16;
+    const int b_row = (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 16;
+    int a[MT][4], b[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+        ldmatrix_x4(a[mt], sA + (wm0 + 16 * mt + a_row) * SA + cc * 32 + a_col);
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+        int r[4];
+        ldmatrix_x4(r, sB + (wn0 + 16 * np + b_row) * SA + cc * 32 + b_col);
+        b[2 * np][0] = r[0];
+        b[2 * np][1] = r[1];
+        b[2 * np + 1][0] = r[2];
+        b[2 * np + 1][1] = r[3];
+    }
+    float4 ws[MT][2], as[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) ws[mt][h] = sS[cc * BM + wm0 + 16 * mt + g + 8 * h];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) as[nt][j] = sD[cc * BN + wn0 + 8 * nt + 2 * t + j];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            if constexpr (!Y::half) {
+                int d[4];
+                mma_k32(d, a[mt], b[nt], kMagicBits);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float4& w = ws[mt][e >> 1];
+                    const float4& x = as[nt][e & 1];
+                    if constexpr (Y::fold) {  // Q4_K, Q5_K: part += d_w S + m_w sum
+                        float v = fmaf(w.x, magic_to_float(d[e]), part[mt][nt][e]);
+                        if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
+                        part[mt][nt][e] = v;
+                    } else {
+                        float v = fmaf(w.x * x.x, magic_to_float(d[e]), acc[mt][nt][e]);
+                        if constexpr (Y::mins == 1) v = fmaf(w.z, x.w, v);
+                        acc[mt][nt][e] = v;
+                    }
+                }
+            } else {  // Q6_K, Q3_K, Q2_K (all fold)
+                int dl[4], dh[4];
+                mma_k16(dl, a[mt][0], a[mt][1], b[nt][0], kMagicBits);
+                mma_k16(dh, a[mt][2], a[mt][3], b[nt][1], kMagicBits);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float4& w = ws[mt][e >> 1];
+                    const float4& x = as[nt][e & 1];
+                    float v = fmaf(w.x, magic_to_float(dl[e]), part[mt][nt][e]);
+                    v = fmaf(w.y, magic_to_float(dh[e]), v);
+                    if constexpr (Y::mins == 2) {
+                        v = fmaf(w.z, x.y, v);
+                        v = fmaf(w.w, x.z, v);
+                    }
+                    part[mt][nt][e] = v;
+                }
+            }
+            if constexpr (Y::fold) {
+                if (fold) {  // the super-block's last chunk: acc += d_a * part
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        acc[mt][nt][e] = fmaf(as[nt][e & 1].x, part[mt][nt][e], acc[mt][nt][e]);
+                        part[mt][nt][e] = 0.0f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A decoded chunk into the shared tiles: codes at row r, chunk cc; scales at [cc][r].
+template <class G>
+__device__ __forceinline__ void put_chunk(uint8_t* sA, float4* sS, int r, int cc, const Chunk& ch) {
+    uint4 lo, hi;
+    lo.x = static_cast<unsigned>(ch.q[0]);
+    lo.y = static_cast<unsigned>(ch.q[1]);
+    lo.z = static_cast<unsigned>(ch.q[2]);
+    lo.w = static_cast<unsigned>(ch.q[3]);
+    hi.x = static_cast<unsigned>(ch.q[4]);
+    hi.y = static_cast<unsigned>(ch.q[5]);
+    hi.z = static_cast<unsigned>(ch.q[6]);
+    hi.w = static_cast<unsigned>(ch.q[7]);
+    uint4* dst = reinterpret_cast<uint4*>(sA + r * G::SA + cc * 32);
+    dst[0] = lo;
+    dst[1] = hi;
+    sS[cc * G::BM + r] = make_float4(ch.d_lo, ch.d_hi, ch.m_lo, ch.m_hi);
+}
+
+// The block's outputs: y = acc (+ bias), or y += that.
+template <class G>
+__device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::MT][G::NT][4],
+                                           int m0, int n0, int wm0, int wn0, int lane, int n_act,
+                                           bool accumulate) {
+    const int total = J.row_end[J.n_jobs - 1];
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < G::MT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < G::NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                int row = m0 + wm0 + 16 * mt + g + 8 * (e >> 1);
+                const int col = n0 + wn0 + 8 * nt + 2 * t + (e & 1);
+                if (row >= total || col >= n_act) continue;
+                const MatJob& m = J.m[pick_job(J, row)];
+                float v = acc[mt][nt][e];
+                if (m.bias) v += m.bias[row];
+                float* y = m.y + static_cast<size_t>(col) * m.ldy + row;
+                *y = accumulate ? *y + v : v;
+            }
+        }
+    }
+}
+
+#if defined(ZINC_SIMT_EMULATION)
+#define ZINC_MMQ_SMEM(bytes) alignas(16) static uint8_t smem[bytes]
+#else
+#define ZINC_MMQ_SMEM(bytes) extern __shared__ __align__(16) uint8_t smem[]
+#endif
+
+// Shared layout and the row pointers (rows past the end repeat the last row; never stored).
+template <class G>
+__device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, int m0) {
+    const int total = J.row_end[J.n_jobs - 1];
+    for (int i = threadIdx.x; i < G::BM; i += kThreads) {
+        int r = min(m0 + i, total - 1);
+        const int jj = pick_job(J, r);
+        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    }
+}
+
+// Variants 1-4: each stage's weight chunks decoded straight from global memory.
+// Blocks per SM the register allocation of mmq_kernel must allow (its stages are single-buffered:
+// a second block overlaps one's loads with the other's mmas); 128 x 128 cannot.
+template <class G>
+constexpr int min_blocks() {
+    return G::BM * G::BN > 128 * 64 ? 1 : 2;
+}
+
+template <int T, class G>
+__global__ void __launch_bounds__(kThreads, min_blocks<G>())
+    mmq_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+               int n_act, bool accumulate) {
+    using Y = MmqType<T>;
+    constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA;
+    ZINC_MMQ_SMEM(G::kSmem);
+    uint8_t* sA = smem;
+    uint8_t* sB = smem + G::kOffB;
+    float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
+    float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
+    const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nch = k / 32, nb = k / Y::qk;
+    set_rows<G>(J, sRow, m0);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
+    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
+#pragma unroll
+    for (int i = 0; i < G::MT; ++i)
+#pragma unroll
+        for (int j = 0; j < G::NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
+
+    for (int c0 = 0; c0 < nch; c0 += KC) {
+        const int kc = min(KC, nch - c0);
+        __syncthreads();  // sRow written; the previous stage consumed
+#pragma unroll
+        for (int i = 0; i < BM * KC / kThreads; ++i) {
+            const int u = threadIdx.x + kThreads * i, r = u / KC, cc = u % KC;
+            if (cc < kc) {
+                Chunk ch;
+                decode_chunk<T>(sRow[r], c0 + cc, ch, nb);
+                put_chunk<G>(sA, sS, r, cc, ch);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < BN * KC * 2 / kThreads; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+            if (p / 2 < kc) {
+                const int8_t* src = aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                                    static_cast<size_t>(c0) * 32 + 16 * p;
+                *reinterpret_cast<uint4*>(sB + n * SA + 16 * p) =
+                    *reinterpret_cast<const uint4*>(src);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < BN * KC / kThreads; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
+            if (cc < kc) {
+                const float4 v = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
+                sD[cc * BN + n] = stage_act<T>(v);
+            }
+        }
+        __syncthreads();
+        for (int cc = 0; cc < kc; ++cc)
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part,
+                                ((c0 + cc) & 7) == 7);
+    }
+    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+}
+
+// Variants 5-7 (stages of 8 chunks = 256 elements): the raw weight bytes of stage s + 1 and its
+// activations are loaded into registers (16-byte loads of each row's 16-byte-aligned window)
+// before stage s is decoded and multiplied, so the loads are in flight during that work; the
+// weights are then decoded from shared memory (decode_chunk on the staged window).
+template <int T, class G>
+struct Pipe {
+    static constexpr int SB = (256 / Traits<T>::qk) * Traits<T>::bytes;  // raw bytes per stage
+    static constexpr int U = (SB + 30) / 16;  // 16-byte units of a row's aligned window
+    static constexpr int kOffRaw = G::kSmem;
+    static constexpr int kSmem = kOffRaw + G::BM * U * 16;
+    static constexpr int NU = (G::BM * U + kThreads - 1) / kThreads;
+    static constexpr int NQ = G::BN * G::KC * 2 / kThreads, ND = G::BN * G::KC / kThreads;
+    static_assert(G::KC == 8 && G::kSmem % 16 == 0);
+};
+
+template <int T, class G>
+__global__ void __launch_bounds__(kThreads)
+    mmq_pipe_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
+                    int n_act, bool accumulate) {
+    using P = Pipe<T, G>;
+    constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA, U = P::U;
+    constexpr int bytes = Traits<T>::bytes, per_stage = 256 / Traits<T>::qk;  // blocks per stage
+    ZINC_MMQ_SMEM(P::kSmem);
+    uint8_t* sA = smem;
+    uint8_t* sB = smem + G::kOffB;
+    float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
+    float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
+    const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
+    uint8_t* sRaw = smem + P::kOffRaw;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nch = k / 32, nst = (nch + KC - 1) / KC;
+    set_rows<G>(J, sRow, m0);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
+    float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
+#pragma unroll
+    for (int i = 0; i < G::MT; ++i)
+#pragma unroll
+        for (int j = 0; j < G::NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
+    uint4 raw[P::NU], xq[P::NQ];
+    float4 xd[P::ND];
+    __syncthreads();  // sRow
+    // Loads of stage s into the registers (units past a row's window, or past k, are skipped).
+    auto fetch = [&](int s) {
+        const int c0 = s * KC, kc = min(KC, nch - c0);
+        const int sb = (kc * 32 / Traits<T>::qk) * bytes;  // this stage's bytes per row
+#pragma unroll
+        for (int i = 0; i < P::NU; ++i) {
+            const int u = threadIdx.x + kThreads * i, r = u / U, j = u - r * U;
+            if (u < BM * U) {
+                const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
+                                    static_cast<uintptr_t>(s) * per_stage * bytes;
+                const uintptr_t start = a & ~static_cast<uintptr_t>(15);
+                if (start + 16 * j < a + sb)
+                    raw[i] = *reinterpret_cast<const uint4*>(start + 16 * j);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < P::NQ; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+            if (p / 2 < kc)
+                xq[i] = *reinterpret_cast<const uint4*>(
+                    aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                    static_cast<size_t>(c0) * 32 + 16 * p);
+        }
+#pragma unroll
+        for (int i = 0; i < P::ND; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
+            if (cc < kc) xd[i] = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
+        }
+    };
+    fetch(0);
+    for (int s = 0; s < nst; ++s) {
+        const int kc = min(KC, nch - s * KC);
+        __syncthreads();  // the previous stage's decode and mmas are done with the shared tiles
+#pragma unroll
+        for (int i = 0; i < P::NU; ++i) {
+            const int u = threadIdx.x + kThreads * i;
+            if (u < BM * U) *reinterpret_cast<uint4*>(sRaw + 16 * u) = raw[i];
+        }
+#pragma unroll
+        for (int i = 0; i < P::NQ; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
+            if (p / 2 < kc) *reinterpret_cast<uint4*>(sB + n * SA + 16 * p) = xq[i];
+        }
+#pragma unroll
+        for (int i = 0; i < P::ND; ++i) {
+            const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
+            if (cc < kc) sD[cc * BN + n] = stage_act<T>(xd[i]);
+        }
+        __syncthreads();
+        if (s + 1 < nst) fetch(s + 1);
+#pragma unroll
+        for (int i = 0; i < BM * KC / kThreads; ++i) {
+            const int u = threadIdx.x + kThreads * i, r = u / KC, cc = u % KC;
+            if (cc < kc) {
+                const uintptr_t a = reinterpret_cast<uintptr_t>(sRow[r]) +
+                                    static_cast<uintptr_t>(s) * per_stage * bytes;
+                Chunk ch;
+                decode_chunk<T>(sRaw + r * U * 16 + (a & 15), cc, ch, 0);
+                put_chunk<G>(sA, sS, r, cc, ch);
+            }
+        }
+        __syncthreads();
+        for (int cc = 0; cc < kc; ++cc)
+            compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part, cc == KC - 1);
+    }
+    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+}
+
+// ---- launches ----------------------------------------------------------------------------------
+
+using TileP = Tile<128, 64, 4, 2, 4>;   // variant 1: prefill
+using TileD = Tile<32, 64, 2, 4, 8>;    // variant 2: decode batches (few activation rows)
+using TileW = Tile<128, 128, 4, 2, 4>;  // variant 3: wide
+using TileM = Tile<64, 64, 2, 4, 4>;    // variant 4: medium
+using TileP8 = Tile<128, 64, 4, 2, 8>;  // variant 5: as 1, pipelined stages of 8 chunks
+using TileM8 = Tile<64, 64, 2, 4, 8>;   // variant 6: as 4, pipelined
+// variant 7: TileD, pipelined
+constexpr int kVariants = 8;
+
+#if defined(ZINC_SIMT_EMULATION)
+int sm_count() {
+    return 132;
+}
+#define ZINC_MMQ_LAUNCH(kernel, grid, smem, stream, ...) \
+    ((void)(smem), (void)(stream), zinc_simt::launch(kernel, grid, kThreads, __VA_ARGS__))
+#else
+int sm_count() {
+    static const int n = [] {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            v <= 0)
+            return 132;
+        return v;
+    }();
+    return n;
+}
+#define ZINC_MMQ_LAUNCH(kernel, grid, smem, stream, ...) \
+    kernel<<<grid, kThreads, smem, stream>>>(__VA_ARGS__)
+#endif
+
+using KernelFn = void (*)(Jobs, int, const int8_t*, const float4*, int, bool);
+template <int T, class G, bool kPipe>
+constexpr KernelFn kernel_for() {
+    if constexpr (kPipe)
+        return mmq_pipe_kernel<T, G>;
+    else
+        return mmq_kernel<T, G>;
+}
+template <int T, class G, bool kPipe>
+constexpr int smem_bytes() {
+    if constexpr (kPipe)
+        return Pipe<T, G>::kSmem;
+    else
+        return G::kSmem;
+}
+
+// Launches one kernel; false (nothing launched) when its shared memory cannot be granted.
+template <int T, class G, bool kPipe>
+bool launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad, int n_act,
+            bool acc, cudaStream_t s) {
+    constexpr auto kernel = kernel_for<T, G, kPipe>();
+    constexpr int smem = smem_bytes<T, G, kPipe>();
+#if !defined(ZINC_SIMT_EMULATION)
+    static const bool attr_ok = [] {  // more than 48 KB of dynamic shared memory needs an opt-in
+        if (smem <= 48 * 1024) return true;
+        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) ==
+               cudaSuccess;
+    }();
+    if (!attr_ok) return false;
+#endif
+    const dim3 grid((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    ZINC_MMQ_LAUNCH(kernel, grid, smem, s, J, k, aq, ad, n_act, acc);
+    return true;
+}
+
+template <class G, bool kPipe>
+bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
+              int n_act, bool acc, cudaStream_t s) {
+    switch (type) {
+        case kQ4_0:
+            return launch<kQ4_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ4_1:
+            return launch<kQ4_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ5_0:
+            return launch<kQ5_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ5_1:
+            return launch<kQ5_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ8_0:
+            return launch<kQ8_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ2_K:
+            return launch<kQ2_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ3_K:
+            return launch<kQ3_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ4_K:
+            return launch<kQ4_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ5_K:
+            return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kQ6_K:
+            return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        default:
+            return false;
+    }
+}
+
+// Alignment decode_chunk needs of every weight row start: Q4_K reads 16-byte vectors, the
+// 4-byte-aligned formats 32-bit words, the rest 16-bit halves.
+int weight_align(int type) {
+    switch (type) {
+        case kQ4_K:
+            return 16;
+        case kQ4_1:
+        case kQ5_1:
+        case kQ5_K:
+        case kQ2_K:
+            return 4;
+        default:
+            return 2;
+    }
+}
+
+// Variant 0's choice by shape.
+int auto_variant(int total, int n_act) {
+    const long sms = sm_count(), target = 2 * sms;
+    auto blocks = [&](int bm, int bn) {
+        return static_cast<long>((total + bm - 1) / bm) * ((n_act + bn - 1) / bn);
+    };
+    if (n_act <= TileD::BN) {
+        // One column of tiles (decode batches): the tallest tile that still gives every SM about
+        // 1.5 blocks. H200 run 1 (docs/perf-notes.md "mmq"): 14336 rows x 32: 64-row tiles
+        // 0.093 ms, 32-row 0.142 ms (448 blocks: 1.13 waves at 3 per SM); 128256 rows: 128-row
+        // tiles best; 4096 rows: 32-row tiles.
+        if (2 * blocks(TileP::BM, TileP::BN) >= 3 * sms) return 1;
+        if (2 * blocks(TileM::BM, TileM::BN) >= 3 * sms) return 4;
+        return 2;
+    }
+    if (blocks(TileP::BM, TileP::BN) >= target) return 1;
+    if (blocks(TileM::BM, TileM::BN) >= target) return 4;
+    return 2;
+}
+
+}  // namespace
+
+bool mmq_supports(int type) {
+    switch (type) {
+        case kQ4_0:
+        case kQ4_1:
+        case kQ5_0:
+        case kQ5_1:
+        case kQ8_0:
+        case kQ2_K:
+        case kQ3_K:
+        case kQ4_K:
+        case kQ5_K:
+        case kQ6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+int mmq_variants() {
+    return kVariants;
+}
+
+bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s) {
+    if (variant < 0 || variant >= kVariants || !mmq_supports(type)) return false;
+    if (n_jobs < 1 || n_jobs > 3 || k <= 0 || k % 32 != 0) return false;
+    if (reinterpret_cast<uintptr_t>(aq) % 16 != 0) return false;  // 16-byte activation loads
+    const int qk = (type >= kQ2_K && type <= kQ6_K) ? 256 : 32;
+    if (k % qk != 0) return false;
+    Jobs J{};
+    J.n_jobs = n_jobs;
+    int total = 0;
+    const int al = weight_align(type);
+    for (int i = 0; i < n_jobs; ++i) {
+        if (jobs[i].n_out > 0 &&
+            (reinterpret_cast<uintptr_t>(jobs[i].w) % al != 0 || jobs[i].row_bytes % al != 0))
+            return false;
+        J.m[i] = jobs[i];
+        total += jobs[i].n_out;
+        J.row_end[i] = total;
+    }
+    if (total == 0 || n_act <= 0) return true;
+    if (variant == 0) variant = auto_variant(total, n_act);
+    switch (variant) {
+        case 1:
+            return run_type<TileP, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 2:
+            return run_type<TileD, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 3:
+            return run_type<TileW, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 4:
+            return run_type<TileM, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 5:
+            return run_type<TileP8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        case 6:
+            return run_type<TileM8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+        default:
+            return run_type<TileD, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+    }
+}
+
+bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+         int n_act, bool accumulate, cudaStream_t s) {
+    return mmq_variant(0, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s);
+}
+
+}  // namespace zinc::cuda
