@@ -1,4 +1,6 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
+// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call, else these (v2, also the
+// float types); ZINC_DMMV=v2 keeps every call on v2 (for comparison).
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
@@ -8,6 +10,9 @@
 // rows back to back.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+
+#include <cstdlib>
+#include <cstring>
 
 namespace zinc::cuda {
 namespace {
@@ -205,8 +210,8 @@ bool dmmv_supports(int type) {
     }
 }
 
-void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-          const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+             const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     Jobs J{};
     J.n_jobs = n_jobs;
     int total = 0;
@@ -234,6 +239,20 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;
         default: break;  // callers check dmmv_supports
     }
+}
+
+static bool dmmv_v2_forced() {
+    static const bool forced = [] {
+        const char* e = std::getenv("ZINC_DMMV");
+        return e && std::strcmp(e, "v2") == 0;
+    }();
+    return forced;
+}
+
+void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+          const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+    if (!dmmv_v2_forced() && dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s)) return;
+    dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }
 
 }  // namespace zinc::cuda

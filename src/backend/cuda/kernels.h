@@ -66,8 +66,26 @@ struct MatJob {
 bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
+/// Runs dmmv_fast where it covers the call (unless ZINC_DMMV=v2), else dmmv_v2.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
+/// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
+void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+             const float* xf, int n_act, bool accumulate, cudaStream_t s);
+
+// ---- dmmv_fast.cu (v3: bandwidth-oriented; docs/perf-notes.md "dmmv")
+/// Most activation rows dmmv_fast takes.
+constexpr int kDmmvFastMaxRows = 16;
+/// Whether dmmv_fast covers the call: a quantized type (GGUF layouts, or the repacked 102/108/
+/// 114), 1..kDmmvFastMaxRows activation rows, 1..3 jobs, aq 16-byte aligned; for the 16-byte-load
+/// kernels (Q4_K, Q5_K and the repacked types) 16-byte aligned weights and row sizes.
+bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                      int n_act);
+/// dmmv's contract for the covered calls (false: nothing launched). lanes_per_row 0 picks the
+/// thread mapping from the shape; 8 or 32 force it (for measuring).
+bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+               const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+               int lanes_per_row = 0);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).
