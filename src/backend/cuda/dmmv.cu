@@ -251,7 +251,12 @@ static bool dmmv_v2_forced() {
 
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s) {
-    if (!dmmv_v2_forced() && dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s)) return;
+    static const bool pdl = [] {
+        const char* e = std::getenv("ZINC_DMMV_PDL");
+        return e && std::strcmp(e, "1") == 0;
+    }();
+    if (!dmmv_v2_forced() && dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
+        return;
     dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }
 

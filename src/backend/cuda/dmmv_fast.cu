@@ -62,6 +62,14 @@ __device__ __forceinline__ uint32_t ldw16(const uint8_t* p) {  // 2-byte aligned
 #endif
 }
 
+// Programmatic dependent launch: wait until the previous kernel in the stream has finished and
+// its writes are visible (returns at once when this grid was launched without the attribute).
+__device__ __forceinline__ void grid_dependency_wait() {
+#if !defined(ZINC_SIMT_EMULATION)
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ uint32_t byte_at(uint32_t w, int i) {
     return (w >> (8 * i)) & 0xffu;
 }
@@ -335,6 +343,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int i = 0; i < U; ++i)
             if (u0 + LPR * i < nu) Fast<T>::load(w, nbk, u0 + LPR * i, raw[i]);
+        // The weights do not depend on the previous kernel; its outputs (the activations, y
+        // when accumulating) are read only after this (a no-op unless launched with PDL).
+        if (u0 == li) grid_dependency_wait();
 #pragma unroll
         for (int i = 0; i < U; ++i) {
             const int u = u0 + LPR * i;
@@ -359,6 +370,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int off = LPR / 2; off > 0; off >>= 1)
             acc[b] += __shfl_xor_sync(0xffffffffu, acc[b], off);
     }
+    grid_dependency_wait();
     if (valid && li == 0) {
         float* y = j == 0 ? J.m[0].y : (j == 1 ? J.m[1].y : J.m[2].y);
         const int ldy = j == 0 ? J.m[0].ldy : (j == 1 ? J.m[1].ldy : J.m[2].ldy);
@@ -375,23 +387,31 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-#if defined(ZINC_SIMT_EMULATION)
-#define ZINC_FAST_LAUNCH(kernel, grid, stream, ...) \
-    ((void)(stream), zinc_simt::launch(kernel, grid, kWarps * 32, __VA_ARGS__))
-#else
-#define ZINC_FAST_LAUNCH(kernel, grid, stream, ...) \
-    kernel<<<grid, kWarps * 32, 0, stream>>>(__VA_ARGS__)
-#endif
-
 template <int T, int NB, int LPR, int U>
-void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
+void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc, bool pdl,
             cudaStream_t s) {
     const int rows = J.row_end[J.n_jobs - 1];
     constexpr int rows_per_block = kWarps * (32 / LPR);
     const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>((n_act + NB - 1) / NB));
     constexpr auto kernel = dmmv_fast_kernel<T, NB, LPR, U>;
-    ZINC_FAST_LAUNCH(kernel, grid, s, J, k, aq, ad, n_act, acc);
+#if defined(ZINC_SIMT_EMULATION)
+    (void)pdl;
+    (void)s;
+    zinc_simt::launch(kernel, grid, kWarps * 32, J, k, aq, ad, n_act, acc);
+#else
+    // PDL (pdl): this grid may start while the previous kernel drains, and stream its weights then.
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kWarps * 32);
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, n_act, acc);
+#endif
 }
 
 // Lanes per row: one row per warp (32 lanes) for matrices of few rows, so that there are enough
@@ -404,26 +424,26 @@ int auto_lpr(int rows, int n_act) {
 
 template <int T, int LPR>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-              cudaStream_t s) {
+              bool pdl, cudaStream_t s) {
     if (n_act == 1)
-        launch<T, 1, LPR, 4>(J, k, aq, ad, n_act, acc, s);
+        launch<T, 1, LPR, 4>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act == 2)
-        launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, s);
+        launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act <= 4)
-        launch<T, 4, LPR, 2>(J, k, aq, ad, n_act, acc, s);
+        launch<T, 4, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act <= 8)
-        launch<T, 8, LPR, 1>(J, k, aq, ad, n_act, acc, s);
+        launch<T, 8, LPR, 1>(J, k, aq, ad, n_act, acc, pdl, s);
     else
-        launch<T, 16, LPR, 1>(J, k, aq, ad, n_act, acc, s);
+        launch<T, 16, LPR, 1>(J, k, aq, ad, n_act, acc, pdl, s);
 }
 
 template <int T>
 void by_lpr(int lpr, const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-            cudaStream_t s) {
+            bool pdl, cudaStream_t s) {
     if (lpr == 32)
-        by_batch<T, 32>(J, k, aq, ad, n_act, acc, s);
+        by_batch<T, 32>(J, k, aq, ad, n_act, acc, pdl, s);
     else
-        by_batch<T, 8>(J, k, aq, ad, n_act, acc, s);
+        by_batch<T, 8>(J, k, aq, ad, n_act, acc, pdl, s);
 }
 
 bool aligned16(const void* p) {
@@ -467,7 +487,7 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
 }
 
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row) {
+               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl) {
     if (!dmmv_fast_covers(type, jobs, n_jobs, k, aq, n_act)) return false;
     if (lanes_per_row != 0 && lanes_per_row != 8 && lanes_per_row != 32) return false;
     Jobs J{};
@@ -482,43 +502,43 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
     const int lpr = lanes_per_row ? lanes_per_row : auto_lpr(total, n_act);
     switch (type) {
         case kQ4_0:
-            by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_1:
-            by_lpr<kQ4_1>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ4_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_0:
-            by_lpr<kQ5_0>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ5_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_1:
-            by_lpr<kQ5_1>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ5_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0:
-            by_lpr<kQ8_0>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ8_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ2_K:
-            by_lpr<kQ2_K>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ2_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ3_K:
-            by_lpr<kQ3_K>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ3_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_K:
-            by_lpr<kQ4_K>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ4_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_K:
-            by_lpr<kQ5_K>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ5_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_K:
-            by_lpr<kQ6_K>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ6_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_0R:
-            by_lpr<kQ4_0R>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ4_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0R:
-            by_lpr<kQ8_0R>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ8_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_KR:
-            by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, s);
+            by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         default:
             return false;

@@ -66,7 +66,8 @@ struct MatJob {
 bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
-/// Runs dmmv_fast where it covers the call (unless ZINC_DMMV=v2), else dmmv_v2.
+/// Runs dmmv_fast where it covers the call (unless ZINC_DMMV=v2; ZINC_DMMV_PDL=1: with PDL),
+/// else dmmv_v2.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
 /// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
@@ -82,10 +83,12 @@ constexpr int kDmmvFastMaxRows = 16;
 bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                       int n_act);
 /// dmmv's contract for the covered calls (false: nothing launched). lanes_per_row 0 picks the
-/// thread mapping from the shape; 8 or 32 force it (for measuring).
+/// thread mapping from the shape; 8 or 32 force it (for measuring). pdl: launch with
+/// programmatic stream serialization, so that the grid starts while the previous kernel drains
+/// and streams its weights before waiting for that kernel's outputs (griddepcontrol.wait).
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                const float4* ad, int n_act, bool accumulate, cudaStream_t s,
-               int lanes_per_row = 0);
+               int lanes_per_row = 0, bool pdl = false);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).
