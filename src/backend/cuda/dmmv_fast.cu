@@ -9,10 +9,11 @@
 // butterfly over its LPR lanes: no shared memory, no block barrier. Each decoded unit is used for
 // all NB activation rows (the weights are read once for a batch).
 //
-// Layouts with 16-byte pieces: Q4_K and Q5_K in the GGUF layout (144- and 176-byte blocks are
-// 16-byte multiples), and the repacked layouts of repack.h for Q4_0 (102), Q8_0 (108), Q6_K
-// (114). Every other quantized type takes the same thread mapping over decode_chunk
-// (common.cuh), whose loads are those of the GGUF layout (narrower). Not bit-identical to the
+// 16-byte weight loads for Q4_K and Q5_K in the GGUF layout (144- and 176-byte blocks are 16-byte
+// multiples), for Q6_K, Q4_0 and Q8_0 in the GGUF layout (2-byte aligned blocks: two aligned
+// 16-byte loads per piece, shifted into place, ld_un16) and in the repacked layouts of repack.h
+// (102, 108, 114: one aligned load per piece). Q4_1, Q5_0, Q5_1, Q2_K and Q3_K take the same
+// thread mapping over decode_chunk (common.cuh), whose loads are narrower. Not bit-identical to the
 // CPU tier (float sums in another order); tests/cuda/bench_dmmv.cpp and test_parity check the
 // relative error against quant::vec_dot.
 #include "backend/cuda/common.cuh"
@@ -218,6 +219,131 @@ struct Fast<kQ6_KR> {
         }
         o.e0 = 256 * (u >> 3) + 128 * n + 32 * lq + 16 * hh;
         o.e1 = o.e0 + 64;
+    }
+};
+
+// 16 bytes at a 2-byte-aligned address of a GGUF layout (Q6_K's 210-byte, Q4_0's 18-byte and
+// Q8_0's 34-byte blocks): the two aligned 16-byte chunks covering them (the second is the first
+// again when the address is aligned), shifted into place at decode time. The second chunk may
+// extend up to 14 bytes past the last byte used; an aligned 16-byte chunk never crosses a page,
+// so this reads no unmapped memory (compute-sanitizer's memcheck would flag those bytes).
+struct Un16 {
+    uint4 lo, hi;
+    uint32_t o;  // address % 16
+};
+__device__ __forceinline__ void ld_un16(const uint8_t* p, Un16& r) {
+    r.o = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u);
+    const uint8_t* base = p - r.o;
+    r.lo = ldw128(base);
+    r.hi = ldw128(base + (r.o ? 16 : 0));
+}
+__device__ __forceinline__ uint32_t funnel(uint32_t a, uint32_t b, uint32_t sh) {  // sh < 32
+    return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh);
+}
+__device__ __forceinline__ void un16_words(const Un16& r, uint32_t (&v)[4]) {
+    uint32_t w[8] = {r.lo.x, r.lo.y, r.lo.z, r.lo.w, r.hi.x, r.hi.y, r.hi.z, r.hi.w};
+    const bool s2 = (r.o & 8u) != 0, s1 = (r.o & 4u) != 0;
+#pragma unroll
+    for (int j = 0; j < 6; ++j) w[j] = s2 ? w[j + 2] : w[j];
+#pragma unroll
+    for (int j = 0; j < 5; ++j) w[j] = s1 ? w[j + 1] : w[j];
+    const uint32_t sh = (r.o & 3u) * 8u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = funnel(w[i], w[i + 1], sh);
+}
+
+// Q6_K, GGUF layout (210-byte blocks: ql[128], qh[64], scales[16], d): as the repacked layout's
+// units, the 16-byte pieces loaded through ld_un16 and the two scale bytes directly.
+template <>
+struct Fast<kQ6_K> {
+    struct Raw {
+        Un16 ql, qh;
+        uint32_t s0, s1, d;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
+        const uint8_t* b = row + (u >> 3) * 210;
+        const int t = u & 7, n = t >> 2, lq = (t >> 1) & 1, hh = t & 1;
+        ld_un16(b + 16 * t, r.ql);
+        ld_un16(b + 128 + 32 * n + 16 * hh, r.qh);
+        r.s0 = b[192 + 8 * n + hh + 2 * lq];
+        r.s1 = b[192 + 8 * n + hh + 2 * lq + 4];
+        r.d = ldw16(b + 208);
+    }
+    static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
+        const int t = u & 7, n = t >> 2, lq = (t >> 1) & 1, hh = t & 1;
+        const float d = h2f(static_cast<uint16_t>(r.d));
+        o.d0 = d * static_cast<float>(static_cast<int8_t>(r.s0));
+        o.d1 = d * static_cast<float>(static_cast<int8_t>(r.s1));
+        o.m0 = -32.f * o.d0;
+        o.m1 = -32.f * o.d1;
+        uint32_t l[4], hb[4];
+        un16_words(r.ql, l);
+        un16_words(r.qh, hb);
+        const int sh = 2 * lq;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            o.q0[i] = static_cast<int>((l[i] & 0x0f0f0f0fu) | (((hb[i] >> sh) & 0x03030303u) << 4));
+            o.q1[i] = static_cast<int>(((l[i] >> 4) & 0x0f0f0f0fu) |
+                                       (((hb[i] >> (sh + 4)) & 0x03030303u) << 4));
+        }
+        o.e0 = 256 * (u >> 3) + 128 * n + 32 * lq + 16 * hh;
+        o.e1 = o.e0 + 64;
+    }
+};
+
+// Q4_0, GGUF layout (18-byte blocks: d, qs[16]): unit = block u.
+template <>
+struct Fast<kQ4_0> {
+    struct Raw {
+        Un16 qs;
+        uint32_t d;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
+        const uint8_t* b = row + 18 * u;
+        ld_un16(b + 2, r.qs);
+        r.d = ldw16(b);
+    }
+    static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
+        uint32_t v[4];
+        un16_words(r.qs, v);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            o.q0[i] = static_cast<int>(v[i] & 0x0f0f0f0fu);
+            o.q1[i] = static_cast<int>((v[i] >> 4) & 0x0f0f0f0fu);
+        }
+        o.d0 = o.d1 = h2f(static_cast<uint16_t>(r.d));
+        o.m0 = o.m1 = -8.f * o.d0;
+        o.e0 = 32 * u;
+        o.e1 = 32 * u + 16;
+    }
+};
+
+// Q8_0, GGUF layout (34-byte blocks: d, qs[32]): unit = block u.
+template <>
+struct Fast<kQ8_0> {
+    struct Raw {
+        Un16 a, b;
+        uint32_t d;
+    };
+    static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
+        const uint8_t* b = row + 34 * u;
+        ld_un16(b + 2, r.a);
+        ld_un16(b + 18, r.b);
+        r.d = ldw16(b);
+    }
+    static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
+        uint32_t v0[4], v1[4];
+        un16_words(r.a, v0);
+        un16_words(r.b, v1);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            o.q0[i] = static_cast<int>(v0[i]);
+            o.q1[i] = static_cast<int>(v1[i]);
+        }
+        o.d0 = o.d1 = h2f(static_cast<uint16_t>(r.d));
+        o.m0 = o.m1 = 0.f;
+        o.e0 = 32 * u;
+        o.e1 = 32 * u + 16;
     }
 };
 
@@ -458,14 +584,19 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
         !aligned16(aq) || k % 16 != 0)
         return false;
     switch (type) {
-        case kQ4_0:
         case kQ4_1:
         case kQ5_0:
         case kQ5_1:
-        case kQ8_0:
         case kQ2_K:
         case kQ3_K:
-        case kQ6_K:
+            break;
+        case kQ4_0:
+        case kQ8_0:
+        case kQ6_K:  // ld_un16: 2-byte aligned rows
+            for (int i = 0; i < n_jobs; ++i)
+                if ((reinterpret_cast<uintptr_t>(jobs[i].w) & 1u) != 0 ||
+                    jobs[i].row_bytes % 2 != 0)
+                    return false;
             break;
         case kQ4_K:
         case kQ5_K:
