@@ -1,6 +1,6 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
-// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call, else these (v2, also the
-// float types); ZINC_DMMV=v2 keeps every call on v2 (for comparison).
+// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call and measured faster
+// (dmmv_fast_preferred), else these (v2, also the float types); ZINC_DMMV=v2 / v3 force one.
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
@@ -241,12 +241,16 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
     }
 }
 
-static bool dmmv_v2_forced() {
-    static const bool forced = [] {
+// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call), unset: by
+// dmmv_fast_preferred. Read once.
+static int dmmv_choice() {
+    static const int choice = [] {
         const char* e = std::getenv("ZINC_DMMV");
-        return e && std::strcmp(e, "v2") == 0;
+        if (e && std::strcmp(e, "v2") == 0) return 2;
+        if (e && std::strcmp(e, "v3") == 0) return 3;
+        return 0;
     }();
-    return forced;
+    return choice;
 }
 
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
@@ -255,7 +259,11 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         const char* e = std::getenv("ZINC_DMMV_PDL");
         return e && std::strcmp(e, "1") == 0;
     }();
-    if (!dmmv_v2_forced() && dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
+    const int choice = dmmv_choice();
+    int rows = 0;
+    for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
+    if (choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
+        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
         return;
     dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }

@@ -542,17 +542,32 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
 
 // Lanes per row: one row per warp (32 lanes) for matrices of few rows, so that there are enough
 // warps to fill the GPU (132 SMs x ~24 warps); 8 lanes per row (4 rows per warp, which share
-// their activation loads) for tall matrices and for batches, where activation traffic dominates.
-int auto_lpr(int rows, int n_act) {
+// their activation loads) for tall matrices and for batches of 4+ rows. The decode_chunk types
+// always take 32 (H200 run 1: 8 lanes were 1.1-2x slower for them on every shape).
+bool narrow_loads(int type) {
+    return type == kQ4_1 || type == kQ5_0 || type == kQ5_1 || type == kQ2_K || type == kQ3_K;
+}
+int auto_lpr(int type, int rows, int n_act) {
     constexpr int kWarpsWanted = 132 * 24;
+    if (narrow_loads(type)) return 32;
     return n_act >= 4 || rows / 4 >= kWarpsWanted ? 8 : 32;
+}
+
+// Units per lane and step for one activation row: Q4_K's 18-byte units at 4 per step left too
+// few bytes in flight on tall matrices (H200 run 1: gate+up at 2.2 TB/s while repacked Q6_K,
+// 26-byte units, reached 3.7 TB/s at the same occupancy): 8 there (145 registers). Not at 32
+// lanes per row: a 4096-weight row is 128 units, 4 per lane (8 would leave half of them idle and
+// take 236 registers).
+template <int T, int LPR>
+constexpr int units_one_row() {
+    return T == kQ4_K && LPR == 8 ? 8 : 4;
 }
 
 template <int T, int LPR>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
               bool pdl, cudaStream_t s) {
     if (n_act == 1)
-        launch<T, 1, LPR, 4>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 1, LPR, units_one_row<T, LPR>()>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act == 2)
         launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act <= 4)
@@ -617,6 +632,21 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
     return k % qk == 0;
 }
 
+bool dmmv_fast_preferred(int type, int rows, int n_act) {
+    // From the H200 run of bench_dmmv (docs/perf-notes.md "dmmv", run 1): v3 ties or wins at one
+    // activation row except for Q8_0 (v2's 34-byte-block path was 10-20 % faster) and Q2_K/Q3_K
+    // (5 % slower); at two rows it wins for the 16-byte-load types; from 3 rows on v2's blocks
+    // (4 warps splitting a row's chunks, activation loads shared by 2-4 rows) win except on tall
+    // matrices (gate+up, lm_head) at 8-16 rows, where v3 is 1.3-1.7x faster for Q4_K, Q5_K and
+    // repacked Q4_0/Q6_K.
+    if (type == kQ8_0 || type == kQ8_0R || type == kQ2_K || type == kQ3_K) return false;
+    if (narrow_loads(type)) return n_act == 1;
+    if (n_act <= 2) return true;
+    const bool tall = rows >= 4 * 132 * 24;
+    return tall && n_act >= 8 &&
+           (type == kQ4_K || type == kQ5_K || type == kQ4_0R || type == kQ6_KR);
+}
+
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
                int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl) {
     if (!dmmv_fast_covers(type, jobs, n_jobs, k, aq, n_act)) return false;
@@ -630,7 +660,7 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
         J.row_end[i] = total;
     }
     if (total == 0) return true;
-    const int lpr = lanes_per_row ? lanes_per_row : auto_lpr(total, n_act);
+    const int lpr = lanes_per_row ? lanes_per_row : auto_lpr(type, total, n_act);
     switch (type) {
         case kQ4_0:
             by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
