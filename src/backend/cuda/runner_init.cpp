@@ -234,7 +234,7 @@ Result<void> CudaRunner::init() {
     fused_proj_ = env_on("ZINC_FUSED_PROJ");
     fused_norm_ = env_on("ZINC_FUSED_NORM");
     fused_add_ = env_on("ZINC_FUSED_ADD");
-    repack_ = env_on("ZINC_REPACK", false);  // opt-in: no measured gain yet (perf-notes)
+    repack_ = env_on("ZINC_REPACK");  // fast mode: the aligned layouts (perf-notes "dmmv")
     // ZINC_EXACT (default on): every matrix product, decode and prefill, by dmmv_exact, which
     // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
     // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
