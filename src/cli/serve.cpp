@@ -43,6 +43,8 @@ struct ServeOptions {
     double kv_memory_mib = 0;
     int block_size = 16;
     int max_batch_tokens = 512;
+    double tpot_target_ms = 0;
+    int min_prefill_chunk = 16;
     int n_threads = 0;
     int max_queue = 256;
     bool no_prefix_cache = false;
@@ -125,6 +127,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_kv_blocks = kv_blocks;
     eo.block_size = o.block_size;
     eo.max_batch_tokens = o.max_batch_tokens;
+    eo.tpot_target_ms = o.tpot_target_ms;
+    eo.min_prefill_chunk = o.min_prefill_chunk;
     eo.max_queue = o.max_queue;
     eo.prefix_cache = !o.no_prefix_cache;
     eo.batch_invariant = o.batch_invariant;
@@ -272,6 +276,17 @@ int serve_main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-batch-tokens", o.max_batch_tokens,
                    "token budget of one engine step (decodes + prefill chunks)")
+        ->check(int_in(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--tpot-target", o.tpot_target_ms,
+                   "target ms per engine step (= per output token of a running stream): each "
+                   "step's row budget comes from a cost model fitted to measured steps, decodes "
+                   "first, prefill chunks in the rest; 0: off (every step may take "
+                   "--max-batch-tokens)")
+        ->check(real_in(0, 60000))
+        ->capture_default_str();
+    app.add_option("--min-prefill-chunk", o.min_prefill_chunk,
+                   "prefill rows a step may always add to its decodes under --tpot-target")
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
