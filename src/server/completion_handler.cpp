@@ -10,6 +10,7 @@
 
 #include "runtime/evidence.h"
 #include "server/generation.h"
+#include "server/tenancy.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/peer_watch.h"
@@ -134,7 +135,20 @@ struct StreamState {
     bool started = false;
     bool ended = false;
     Clock::time_point last_write;
+    std::shared_ptr<TenantLease> lease;  // with a tenants config
+    Clock::time_point arrival;
 };
+
+// The request is over: its tenant is charged the prompt and the tokens generated (a request
+// that produced nothing, e.g. cancelled in the queue, is charged its prompt only if it ran).
+void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt, Clock::time_point arrival) {
+    const int32_t out = gen.completion_tokens();
+    const Clock::time_point first = gen.first_token_at();
+    const double queue_s = std::chrono::duration<double>(
+                               (first == Clock::time_point{} ? Clock::now() : first) - arrival)
+                               .count();
+    lease.settle(out > 0 || gen.done() ? n_prompt : 0, out, queue_s);
+}
 
 void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
                const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
@@ -282,6 +296,17 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     int32_t n_prompt_tokens = 0;
     for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());
 
+    // Tenants (server/tenancy.h): the key names the tenant; quotas decidable now are checked.
+    std::shared_ptr<TenantLease> lease;
+    if (ctx.opts.tenancy) {
+        auto t = ctx.opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                                req.get_header_value("X-Api-Key"));
+        if (!t) return send_error(res, unauthorized());
+        auto l = ctx.opts.tenancy->admit(std::move(t), specs.value());
+        if (!l.ok()) return send_error(res, l.error());
+        lease = std::move(l.value());
+    }
+
     std::vector<std::string> stops = cr.stop;
     if (kind == ApiKind::Chat)
         for (const auto& s : ctx.model.chat_stop_strings) stops.push_back(s);
@@ -296,7 +321,11 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.created = static_cast<int64_t>(std::time(nullptr));
     meta.model = ctx.opts.model_id;
 
-    if (!cr.stream) return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+    if (!cr.stream) {
+        run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+        if (lease) settle(*lease, *gen.value(), n_prompt_tokens, arrival);
+        return;
+    }
 
     auto st = std::make_shared<StreamState>();
     st->gen = std::move(gen.value());
@@ -306,6 +335,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
+    st->lease = std::move(lease);
+    st->arrival = arrival;
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -327,6 +358,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                 if (!st->ended) c->metrics.count_disconnect();
                 st->gen->cancel();
             }
+            if (st->lease) settle(*st->lease, *st->gen, st->prompt_tokens, st->arrival);
             --c->open_streams;
         });
 }
