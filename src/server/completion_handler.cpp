@@ -116,9 +116,13 @@ json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLo
 
 // The request's own evidence (runtime/request_evidence.h) as an extension object next to
 // `usage`: {"zinc": {"evidence": {...}}}. OpenAI clients keep unknown fields (model_extra).
-void add_evidence(json& body, const Generation& gen) {
+void add_evidence(json& body, const Generation& gen, const TenantLease* lease = nullptr) {
     if (auto ev = gen.evidence())
         body["zinc"] = {{"evidence", json::parse(runtime::request_evidence_json(*ev))}};
+    // With tenants, the evidence names the tenant and class the request ran as.
+    if (lease && body.contains("zinc"))
+        body["zinc"]["evidence"]["tenant"] = {{"id", lease->tenant().id},
+                                              {"class", engine::to_string(lease->tenant().qos)}};
 }
 
 // State of one streamed response, shared by httplib's content provider and releaser.
@@ -150,7 +154,8 @@ void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt, Clock::
     lease.settle(out > 0 || gen.done() ? n_prompt : 0, out, queue_s);
 }
 
-void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
+void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
+               const CompletionRequest& cr,
                const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
                httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
@@ -192,7 +197,7 @@ void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr
     }
     UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
     json body = whole_response(meta, results, u);
-    add_evidence(body, gen);
+    add_evidence(body, gen, lease);
     res.status = 200;
     res.set_content(dump(body), "application/json");
 }
@@ -234,7 +239,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         for (size_t i = 0; i < st.finish_chunk.size(); ++i) {
             std::optional<json>& f = st.finish_chunk[i];
             if (!f || !st.gen->settled(static_cast<int32_t>(i))) continue;
-            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen);
+            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen, st.lease.get());
             if (!write(sse_event(dump(*f)))) return false;
             f.reset();
         }
@@ -258,7 +263,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
             UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
                           st.gen->cached_prompt_tokens()};
             json chunk = usage_chunk(st.meta, u);
-            add_evidence(chunk, *st.gen);
+            add_evidence(chunk, *st.gen, st.lease.get());
             if (!write(sse_event(dump(chunk)))) return false;
         }
         if (!write(sse_done())) return false;
@@ -322,7 +327,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.model = ctx.opts.model_id;
 
     if (!cr.stream) {
-        run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+        run_whole(ctx, *gen.value(), lease.get(), cr, meta, n_prompt_tokens, req, res);
         if (lease) settle(*lease, *gen.value(), n_prompt_tokens, arrival);
         return;
     }

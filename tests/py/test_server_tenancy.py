@@ -84,8 +84,13 @@ def basic(tmp_path_factory):
 
 def test_key_names_the_tenant_not_the_user_field(basic):
     before = usage(basic, "key-bob").json()["requests"]
+    assert usage(basic, "key-alice").json()["requests"] == 0
     r = complete(basic, "key-bob", user="alice")
     assert r.usage.completion_tokens == 4
+    # The request's evidence names the tenant and class it ran as.
+    assert r.model_extra["zinc"]["evidence"]["tenant"] == {"id": "bob", "class": "standard"}
+    r = complete(basic, "key-alice")
+    assert r.model_extra["zinc"]["evidence"]["tenant"] == {"id": "alice", "class": "interactive"}
     assert usage(basic, "key-bob").json()["requests"] == before + 1
     u = usage(basic, "key-alice", "bob").json()  # admin reads another tenant
     assert u["tenant"] == "bob" and u["requests"] == before + 1
