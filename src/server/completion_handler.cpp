@@ -10,12 +10,12 @@
 
 #include "runtime/evidence.h"
 #include "server/generation.h"
-#include "server/tenancy.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/peer_watch.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
@@ -145,7 +145,8 @@ struct StreamState {
 
 // The request is over: its tenant is charged the prompt and the tokens generated (a request
 // that produced nothing, e.g. cancelled in the queue, is charged its prompt only if it ran).
-void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt, Clock::time_point arrival) {
+void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt,
+            Clock::time_point arrival) {
     const int32_t out = gen.completion_tokens();
     const Clock::time_point first = gen.first_token_at();
     const double queue_s = std::chrono::duration<double>(

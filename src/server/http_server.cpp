@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "server/auth.h"
-#include "server/tenancy.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/serving_context.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
