@@ -309,3 +309,24 @@ def test_interactive_preempts_batch_and_batch_output_is_unchanged(tmp_path):
     finally:
         assert s.stop() == 0, s.stderr()
         s.close()
+
+
+def test_another_tenants_bad_and_cancelled_requests_change_nothing(basic):
+    prompt = "List three colours."
+    before = complete(basic, "key-alice", prompt=prompt, max_tokens=12).choices[0].text
+    served_before = usage(basic, "key-alice").json()["requests"]
+    # bob: malformed JSON, a wrong type, and a stream abandoned mid-way.
+    r = basic.post("/v1/completions", data=b"{not json", headers={"Authorization": "Bearer key-bob"})
+    assert r.status == 400
+    r = basic.post("/v1/completions", {"model": MODEL_ID, "prompt": "x", "max_tokens": "many"},
+                   headers={"Authorization": "Bearer key-bob"})
+    assert r.status == 400
+    stream = basic.client(api_key="key-bob").completions.create(
+        model=MODEL_ID, prompt="Tell a long tale.", max_tokens=50, stream=True,
+        extra_body={"ignore_eos": True})
+    next(iter(stream))
+    stream.close()
+    after = complete(basic, "key-alice", prompt=prompt, max_tokens=12).choices[0].text
+    assert after == before
+    assert usage(basic, "key-alice").json()["requests"] == served_before + 1
+    assert usage(basic, "key-alice").json()["rejections"] == {}
