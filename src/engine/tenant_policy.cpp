@@ -186,7 +186,7 @@ std::optional<size_t> TenantPolicy::preempt_for(const Sequence& w,
 void TenantPolicy::on_enqueue(const Sequence& s) {
     std::lock_guard<std::mutex> lk(mu_);
     Tenant& t = of(s);
-    if (t.backlog == 0) {
+    if (t.backlog == 0 && clock_() - t.idle_since > kLiftGrace) {
         // VTC's lift: a tenant returning from idle starts at the smallest counter of the
         // backlogged ones, so idle time is not banked.
         double lo = std::numeric_limits<double>::infinity();
@@ -201,6 +201,7 @@ void TenantPolicy::on_finish(const Sequence& s) {
     std::lock_guard<std::mutex> lk(mu_);
     Tenant& t = of(s);
     t.backlog = std::max(0, t.backlog - 1);
+    if (t.backlog == 0) t.idle_since = clock_();
 }
 
 void TenantPolicy::on_admit(const Sequence& s) {

@@ -5,8 +5,10 @@
 // Order (before): class first (interactive, standard, batch), then, between tenants of one class,
 // the tenant's virtual token counter (VTC, Sheng et al., OSDI '24): every row a step serves adds
 // 1 / weight to its tenant's counter, and the backlogged tenant with the smallest counter goes
-// first. A tenant that becomes backlogged again has its counter lifted to the smallest counter
-// of the tenants already backlogged, so idle time banks no credit; an idle tenant's share goes to
+// first. A tenant that becomes backlogged again after being idle for more than kLiftGrace (a
+// closed-loop client's round trip between one request and the next is not idleness) has its
+// counter lifted to the smallest counter of the backlogged tenants, so idle time banks no
+// credit; an idle tenant's share goes to
 // the others (work-conserving: nothing is held back for it). Within a tenant: arrival order.
 // Between two continuously backlogged tenants of one class the service gap is bounded (VTC's
 // theorem; tests/unit/engine/tenant_policy_test.cpp measures it).
@@ -46,6 +48,9 @@
 namespace zinc::engine {
 
 enum class QosClass : int32_t { Interactive = 0, Standard = 1, Batch = 2 };
+
+/// Idle time (seconds) after which a returning tenant's counter is lifted.
+inline constexpr double kLiftGrace = 0.5;
 const char* to_string(QosClass c);
 std::optional<QosClass> parse_qos_class(std::string_view s);
 
@@ -108,6 +113,7 @@ class TenantPolicy : public SchedulingPolicy {
         double decode_reserved = 0;  // decode tokens promised this step (may_decode)
         uint64_t prefill_rows = 0, decode_rows = 0;
         int32_t running = 0, backlog = 0, blocks = 0;
+        double idle_since = -1e300;  // clock when the backlog last fell to 0
     };
     Tenant& of(const Sequence& s) const;                    // mu_ held
     TenantSchedSpec spec_for(const std::string& id) const;  // mu_ held

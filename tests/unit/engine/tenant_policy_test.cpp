@@ -355,3 +355,25 @@ TEST(TenantPolicy, QosClassNames) {
     EXPECT_FALSE(ze::parse_qos_class("Batch"));
     EXPECT_STREQ(ze::to_string(ze::QosClass::Interactive), "interactive");
 }
+
+// Closed loop, as a live server sees it: each tenant has 4 clients that send the next request
+// when one ends; 4 slots. Weight 2 must still get about twice the rows.
+TEST(TenantPolicy, WeightedFairShareClosedLoop) {
+    ze::TenantPolicy vtc({spec("a", 1), spec("b", 2)}, 16);
+    Sim sim(vtc, 4, 512);
+    for (int i = 0; i < 4; ++i) {
+        sim.add("a", 10, 32);
+        sim.add("b", 10, 32);
+    }
+    std::map<std::string, int64_t> fin;
+    for (int k = 0; k < 3000; ++k) {
+        sim.step();
+        for (const char* t : {"a", "b"})
+            while (fin[t] < sim.finished[t]) {
+                ++fin[t];
+                sim.add(t, 10, 32);
+            }
+    }
+    const double r = static_cast<double>(sim.served["b"]) / sim.served["a"];
+    EXPECT_NEAR(r, 2.0, 0.2) << "a " << sim.served["a"] << " b " << sim.served["b"];
+}
