@@ -28,6 +28,7 @@
 #include "engine/engine.h"
 #include "runtime/checked_runner.h"
 #include "server/http_server.h"
+#include "server/tenancy.h"
 
 namespace zinc::cli {
 
@@ -43,11 +44,14 @@ struct ServeOptions {
     double kv_memory_mib = 0;
     int block_size = 16;
     int max_batch_tokens = 512;
+    double tpot_target_ms = 0;
+    int min_prefill_chunk = 16;
     int n_threads = 0;
     int max_queue = 256;
     bool no_prefix_cache = false;
     bool batch_invariant = false;
     std::vector<std::string> api_keys;
+    std::string tenants_path;  // --tenants: the tenants config (docs/server.md, "Tenants")
     std::string alias;
     double max_body_mib = 8;
     int http_threads = 0;
@@ -125,12 +129,23 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_kv_blocks = kv_blocks;
     eo.block_size = o.block_size;
     eo.max_batch_tokens = o.max_batch_tokens;
+    eo.tpot_target_ms = o.tpot_target_ms;
+    eo.min_prefill_chunk = o.min_prefill_chunk;
     eo.max_queue = o.max_queue;
     eo.prefix_cache = !o.no_prefix_cache;
     eo.batch_invariant = o.batch_invariant;
     eo.n_threads = n_threads;
     for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
         if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+
+    // Tenants: the config is read before the engine starts (its policy is the engine's).
+    std::shared_ptr<server::Tenancy> tenancy;
+    if (!o.tenants_path.empty()) {
+        auto t = server::Tenancy::create(o.tenants_path, o.block_size);
+        if (!t) return report_error(t.error().message);
+        tenancy = std::move(t.value());
+        eo.policy = tenancy->policy();
+    }
 
     // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
     // thread they hit: every thread created below inherits the blocked mask. A write to a client
@@ -139,6 +154,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
@@ -185,6 +201,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     so.host = o.host;
     so.port = o.port;
     so.api_keys = o.api_keys;
+    so.tenancy = tenancy;
     if (const char* env = std::getenv("ZINC_API_KEY"); env && *env) so.api_keys.push_back(env);
     so.max_body_bytes = static_cast<size_t>(o.max_body_mib * 1024 * 1024);
     so.http_threads = o.http_threads;
@@ -206,12 +223,23 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
                  o.host.c_str(), http.port(), so.model_id.c_str(), eo.n_parallel, n_ctx,
                  st.kv_blocks_total, eo.block_size,
                  format_mib(static_cast<size_t>(st.kv_blocks_total) * block_bytes).c_str(),
-                 eo.prefix_cache ? "on" : "off", so.api_keys.empty() ? "" : ", API key required");
+                 eo.prefix_cache ? "on" : "off",
+                 so.api_keys.empty() && !tenancy ? "" : ", API key required");
     std::fflush(stderr);
 
     std::thread waiter([&] {
         int sig = 0;
-        sigwait(&sigs, &sig);
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+            if (!tenancy) {
+                std::fprintf(stderr, "zinc: SIGHUP: no --tenants file to reload\n");
+            } else if (auto r = tenancy->reload(); r) {
+                std::fprintf(stderr, "zinc: SIGHUP: reloaded %s\n", tenancy->path().c_str());
+            } else {
+                std::fprintf(stderr, "zinc: SIGHUP: %s (the previous tenants config stays)\n",
+                             r.error().message.c_str());
+            }
+            std::fflush(stderr);
+        }
         std::fprintf(stderr, "zinc: %s: shutting down (in-flight requests are cancelled)\n",
                      sig == SIGINT ? "SIGINT" : "SIGTERM");
         engine.shutdown();  // every pending request ends Cancelled; open streams end
@@ -277,6 +305,17 @@ int serve_main(int argc, char** argv) {
                    "token budget of one engine step (decodes + prefill chunks)")
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
+    app.add_option("--tpot-target", o.tpot_target_ms,
+                   "target ms per engine step (= per output token of a running stream): each "
+                   "step's row budget comes from a cost model fitted to measured steps, decodes "
+                   "first, prefill chunks in the rest; 0: off (every step may take "
+                   "--max-batch-tokens)")
+        ->check(real_in(0, 60000))
+        ->capture_default_str();
+    app.add_option("--min-prefill-chunk", o.min_prefill_chunk,
+                   "prefill rows a step may always add to its decodes under --tpot-target")
+        ->check(int_in(1, 1 << 20))
+        ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->check(int_in(0, 1024))
         ->capture_default_str();
@@ -298,6 +337,9 @@ int serve_main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--api-key", o.api_keys,
                    "require 'Authorization: Bearer KEY' (repeatable; also $ZINC_API_KEY)");
+    app.add_option("--tenants", o.tenants_path,
+                   "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
+                   "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))

@@ -16,6 +16,7 @@
 #include "server/peer_watch.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
@@ -119,9 +120,13 @@ json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLo
 
 // The request's own evidence (runtime/request_evidence.h) as an extension object next to
 // `usage`: {"zinc": {"evidence": {...}}}. OpenAI clients keep unknown fields (model_extra).
-void add_evidence(json& body, const Generation& gen) {
+void add_evidence(json& body, const Generation& gen, const TenantLease* lease = nullptr) {
     if (auto ev = gen.evidence())
         body["zinc"] = {{"evidence", json::parse(runtime::request_evidence_json(*ev))}};
+    // With tenants, the evidence names the tenant and class the request ran as.
+    if (lease && body.contains("zinc"))
+        body["zinc"]["evidence"]["tenant"] = {{"id", lease->tenant().id},
+                                              {"class", engine::to_string(lease->tenant().qos)}};
 }
 
 // State of one streamed response, shared by httplib's content provider and releaser.
@@ -138,9 +143,24 @@ struct StreamState {
     bool started = false;
     bool ended = false;
     Clock::time_point last_write;
+    std::shared_ptr<TenantLease> lease;  // with a tenants config
+    Clock::time_point arrival;
 };
 
-void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
+// The request is over: its tenant is charged the prompt and the tokens generated (a request
+// that produced nothing, e.g. cancelled in the queue, is charged its prompt only if it ran).
+void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt,
+            Clock::time_point arrival) {
+    const int32_t out = gen.completion_tokens();
+    const Clock::time_point first = gen.first_token_at();
+    const double queue_s = std::chrono::duration<double>(
+                               (first == Clock::time_point{} ? Clock::now() : first) - arrival)
+                               .count();
+    lease.settle(out > 0 || gen.done() ? n_prompt : 0, out, queue_s);
+}
+
+void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
+               const CompletionRequest& cr,
                const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
                httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
@@ -182,7 +202,7 @@ void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr
     }
     UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
     json body = whole_response(meta, results, u);
-    add_evidence(body, gen);
+    add_evidence(body, gen, lease);
     res.status = 200;
     res.set_content(dump(body), "application/json");
 }
@@ -224,7 +244,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         for (size_t i = 0; i < st.finish_chunk.size(); ++i) {
             std::optional<json>& f = st.finish_chunk[i];
             if (!f || !st.gen->settled(static_cast<int32_t>(i))) continue;
-            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen);
+            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen, st.lease.get());
             if (!write(sse_event(dump(*f)))) return false;
             f.reset();
         }
@@ -248,7 +268,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
             UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
                           st.gen->cached_prompt_tokens()};
             json chunk = usage_chunk(st.meta, u);
-            add_evidence(chunk, *st.gen);
+            add_evidence(chunk, *st.gen, st.lease.get());
             if (!write(sse_event(dump(chunk)))) return false;
         }
         if (!write(sse_done())) return false;
@@ -288,6 +308,17 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     int32_t n_prompt_tokens = 0;
     for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());
 
+    // Tenants (server/tenancy.h): the key names the tenant; quotas decidable now are checked.
+    std::shared_ptr<TenantLease> lease;
+    if (ctx.opts.tenancy) {
+        auto t = ctx.opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                                req.get_header_value("X-Api-Key"));
+        if (!t) return send_error(res, unauthorized());
+        auto l = ctx.opts.tenancy->admit(std::move(t), specs.value());
+        if (!l.ok()) return send_error(res, l.error());
+        lease = std::move(l.value());
+    }
+
     std::vector<std::string> stops = cr.stop;
     if (kind == ApiKind::Chat)
         for (const auto& s : ctx.model.chat_stop_strings) stops.push_back(s);
@@ -302,7 +333,11 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.created = static_cast<int64_t>(std::time(nullptr));
     meta.model = ctx.opts.model_id;
 
-    if (!cr.stream) return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+    if (!cr.stream) {
+        run_whole(ctx, *gen.value(), lease.get(), cr, meta, n_prompt_tokens, req, res);
+        if (lease) settle(*lease, *gen.value(), n_prompt_tokens, arrival);
+        return;
+    }
 
     auto st = std::make_shared<StreamState>();
     st->gen = std::move(gen.value());
@@ -312,6 +347,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
+    st->lease = std::move(lease);
+    st->arrival = arrival;
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -333,6 +370,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                 if (!st->ended) c->metrics.count_disconnect();
                 st->gen->cancel();
             }
+            if (st->lease) settle(*st->lease, *st->gen, st->prompt_tokens, st->arrival);
             --c->open_streams;
         });
 }

@@ -20,6 +20,7 @@
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/serving_context.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
@@ -65,6 +66,7 @@ std::string endpoint_label(const std::string& path) {
     for (const char* k : known)
         if (path == k) return k;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+    if (path == "/v1/usage" || path.rfind("/v1/usage/", 0) == 0) return "/v1/usage";
     return "other";
 }
 
@@ -83,6 +85,8 @@ constexpr Route kRoutes[] = {
     {"/v1/models/(.+)", "/v1/models/", "GET, HEAD, OPTIONS"},
     {"/health", "/health", "GET, HEAD, OPTIONS"},
     {"/metrics", "/metrics", "GET, HEAD, OPTIONS"},
+    {"/v1/usage", "/v1/usage", "GET, HEAD, OPTIONS"},
+    {"/v1/usage/(.+)", "/v1/usage/", "GET, HEAD, OPTIONS"},
 };
 
 // The route a path belongs to, or nullptr.
@@ -300,7 +304,14 @@ void HttpServer::Impl::setup_routes() {
         res.status = 200;
         std::string body = c->metrics.render(c->model.engine->stats());
         if (c->model.evidence) body += runtime::evidence_prometheus(c->model.evidence->snapshot());
+        if (c->opts.tenancy) body += c->opts.tenancy->metrics();
         res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Get("/v1/usage", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_usage(*c, req, res);
+    });
+    http.Get("/v1/usage/(.+)", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_usage(*c, req, res);
     });
     http.Post("/tokenize",
               [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
@@ -341,6 +352,14 @@ void HttpServer::Impl::setup_routes() {
             const Route* r = route_of(req.path);
             if (!r) return httplib::Server::HandlerResponse::Unhandled;  // 404
             answer_options(c->opts, *r, req, res);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (c->opts.tenancy && route_needs_key(req.path)) {
+            if (c->opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                              req.get_header_value("X-Api-Key")))
+                return httplib::Server::HandlerResponse::Unhandled;
+            send_error(res, unauthorized());
+            res.set_header("WWW-Authenticate", "Bearer");
             return httplib::Server::HandlerResponse::Handled;
         }
         if (c->opts.api_keys.empty() || !route_needs_key(req.path))

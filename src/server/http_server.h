@@ -25,6 +25,8 @@
 
 namespace zinc::server {
 
+class Tenancy;
+
 /// Renders a conversation into prompt token ids with the model's chat template (with the
 /// generation prompt). An Err is the template's own message (a 400 on "messages").
 using ChatRenderer =
@@ -34,6 +36,9 @@ struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (see HttpServer::port())
     std::vector<std::string> api_keys;  // empty: no auth
+    /// Tenants (server/tenancy.h): keys name the tenant, quotas, usage; null: one default
+    /// tenant and `api_keys` as above.
+    std::shared_ptr<Tenancy> tenancy;
     size_t max_body_bytes = 8u << 20;   // larger bodies get 413
     int http_threads = 0;               // connection threads; 0: 2 * max(parallel, 16) + 32
     std::string model_id;               // the name /v1/models lists and requests must use
