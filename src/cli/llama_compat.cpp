@@ -238,6 +238,15 @@ std::string unknown_flag_message(const CLI::App& app, const std::vector<std::str
                 const int d = edit_distance(bare, l);
                 if (d < best_d) best_d = d, best = "--" + l;
             }
+        // ... and llama.cpp's spellings that this subcommand accepts ("--ngl" -> -ngl).
+        for (const auto& f : llama_flags())
+            for (auto z : f.zinc)
+                if (known(app, std::string(z)))
+                    for (auto n : f.names) {
+                        const std::string nb(n.substr(n.find_first_not_of('-')));
+                        const int d = edit_distance(bare, nb);
+                        if (d < best_d) best_d = d, best = std::string(n);
+                    }
         const int limit = std::max<int>(2, static_cast<int>(bare.size()) / 3);
         std::string msg = name + ": unknown flag of " + app_label(app);
         if (!best.empty() && best_d <= limit) msg += "; did you mean " + best + "?";
