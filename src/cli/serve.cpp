@@ -164,8 +164,9 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
     engine::Engine& engine = *eng.value();
-    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
-                 tier_choice.reason.c_str());
+    if (log_info())
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
+                     tier_choice.reason.c_str());
 
     server::ServedModel sm;
     sm.engine = &engine;
@@ -308,6 +309,7 @@ int serve_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
     add_gpu_layers_flag(app, o.gpu_layers);
+    add_verbosity_flags(app);  // -q: no tier line (the listening line stays)
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
     return serve(o, seed_opt);
