@@ -29,6 +29,14 @@ void set_serving_by_default(bool on) {
     g_serving_by_default = on;
 }
 
+void note_serving_by_default() {
+    if (!g_serving_by_default || !log_info()) return;
+    g_serving_by_default = false;  // once
+    std::fprintf(stderr,
+                 "zinc: no --prompt: serving the model over HTTP, as `zinc serve` (give --prompt "
+                 "TEXT or -f FILE to generate, or use zinc chat)\n");
+}
+
 void warn_if_oversubscribed(int n_threads) {
     const int hw = probe_host().n_threads;
     if (n_threads > hw && log_warn())
@@ -66,10 +74,6 @@ int parse_args(CLI::App& app, int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return report_error(std::string(e.what()) + why, kExitBadInput);
     }
-    if (g_serving_by_default && log_info())
-        std::fprintf(stderr,
-                     "zinc: no --prompt: serving the model over HTTP, as `zinc serve` (give "
-                     "--prompt TEXT or -f FILE to generate, or use zinc chat)\n");
     return -1;
 }
 

@@ -83,6 +83,7 @@ struct LineEditor::Impl {
     const char* prompt = kPrompt;
     EditLine* el = nullptr;
     History* hist = nullptr;
+    bool save_warned = false;
 
     // libedit's read function: one wide character, 1; EOF, 0; Ctrl-C (or an error), -1.
     static int getc_fn(EditLine* el, wchar_t* wc) {
@@ -271,9 +272,19 @@ void LineEditor::remember(const std::string& turn) {
     if (impl_->history_path.empty()) return;
     std::error_code ec;
     const std::filesystem::path p(impl_->history_path);
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (history(impl_->hist, &ev, H_SAVE, impl_->history_path.c_str()) >= 0)
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    errno = 0;
+    if (!ec && history(impl_->hist, &ev, H_SAVE, impl_->history_path.c_str()) >= 0) {
         ::chmod(impl_->history_path.c_str(), 0600);  // what was typed is private
+        return;
+    }
+    if (impl_->save_warned) return;
+    impl_->save_warned = true;  // once a session; the chat goes on
+    const std::string why = ec ? ec.message() : errno ? std::strerror(errno) : "not writable";
+    std::fprintf(stderr,
+                 "zinc: warning: cannot save the input history to %s: %s (--history-file '' keeps "
+                 "none)\n",
+                 impl_->history_path.c_str(), why.c_str());
 }
 
 std::string default_history_path() {

@@ -164,6 +164,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
     engine::Engine& engine = *eng.value();
+    note_serving_by_default();  // `zinc -m FILE` without a prompt: say that it serves
     if (log_info())
         std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
                      tier_choice.reason.c_str());

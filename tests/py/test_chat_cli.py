@@ -333,3 +333,33 @@ def test_piped_chat_writes_no_history(tmp_path):
                        input=b"hi\n", capture_output=True, timeout=120, env=env)
     assert r.returncode == 0
     assert not (tmp_path / "zinc").exists()
+
+
+def test_history_file_flag_in_a_terminal(tmp_path):
+    # --history-file FILE is used; one that cannot be written is one warning, and the chat goes
+    # on; --history-file '' keeps none.
+    need_zinc_and_model()
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    for hist, expect_warning in ((tmp_path / "h" / "hist", False), (blocker / "hist", True),
+                                 ("", False)):
+        t = Tmux()
+        cmd = (f"XDG_STATE_HOME='{tmp_path}/xdg' '{ZINC}' chat -m '{SMOL}' --temp 0 -n 2 -c 512 "
+               f"--history-file '{hist}'; echo \"EXITED rc=$?\"; sleep 60")
+        try:
+            t.tmux("new-session", "-d", "-s", t.name, "-x", "160", "-y", "50", "bash", "-c", cmd)
+            t.wait(lambda s: "zinc chat:" in s and at_prompt(s), 30, "the first prompt")
+            t.keys("Hi", "Enter")
+            t.wait(lambda s: s.count("[prefilled") == 1 and at_prompt(s), 30, "reply 1")
+            t.keys("Hello", "Enter")
+            s = t.wait(lambda s: s.count("[prefilled") == 2 and at_prompt(s), 30, "reply 2")
+            assert s.count("cannot save the input history") == (1 if expect_warning else 0), s
+            t.keys("C-d")
+            t.wait(lambda s: "EXITED rc=0" in s, 10, "the exit")
+        finally:
+            t.kill()
+        if hist and not expect_warning:
+            assert "Hello" in Path(hist).read_text()
+    assert not (tmp_path / "xdg").exists()  # an explicit --history-file replaces the default

@@ -254,3 +254,10 @@ def test_model_without_prompt_says_it_serves():
     line = bad(zinc("-m", m, "--tmep", "1"), "did you mean --temp?", "serves the model")
     assert "--prompt" in line
     bad(zinc("-m", m, "--port", "99999"), "--port", "serves the model")
+    # errors after parsing stay one line (the note comes once the model is loaded)
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        bad(zinc("-m", m, "--port", busy.getsockname()[1]), "cannot listen")
+    bad(zinc("-m", "/nonexistent.gguf"), "/nonexistent.gguf")
