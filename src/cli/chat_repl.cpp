@@ -39,7 +39,8 @@ namespace {
 struct ChatOptions {
     std::string model_path;
     std::string system;
-    int n_predict = -1;  // per reply; -1: until end of turn or a full context
+    std::string first_turn;  // -p: sent before any input is read
+    int n_predict = -1;      // per reply; -1: until end of turn or a full context
     int n_ctx = 4096;
     int n_threads = 0;
     bool no_think = false;
@@ -231,6 +232,12 @@ int chat_loop(const ChatOptions& o) {
             std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
         return kExitOk;
     };
+    if (!o.first_turn.empty()) {
+        if (tty) write_out("> " + o.first_turn + "\n");
+        reader.remember(o.first_turn);
+        session.turn(o.first_turn, sigint);
+        sigint.clear();
+    }
     for (;;) {
         std::string line;
         const ReadStatus st = reader.read_turn(line, sigint);
@@ -279,6 +286,9 @@ int chat_main(int argc, char** argv) {
     CLI::App app{"zinc chat: interactive chat with a model's own chat template", "zinc chat"};
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("--system,--system-prompt", o.system, "system message");
+    app.add_option("-p,--prompt", o.first_turn,
+                   "first user turn, answered before input is read (llama-cli's -p in "
+                   "conversation mode)");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens per reply at most; -1: until end of turn or a full context")
         ->check(int_in(-1, 1000000000))

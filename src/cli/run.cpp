@@ -258,7 +258,9 @@ int run_main(int argc, char** argv) {
     app.footer(
         "Subcommands: zinc chat [-m FILE] | zinc serve [-m FILE] | zinc inspect FILE | zinc bench "
         "[-m FILE] | zinc synth --preset P -o FILE (each has --help).\n"
-        "zinc -m FILE without --prompt serves the model over HTTP, like zinc serve -m FILE.\n"
+        "zinc -m FILE without --prompt or -f serves the model over HTTP, like zinc serve -m "
+        "FILE (and says so); with -n, --chat etc. a piped stdin is the prompt.\n"
+        "llama.cpp spellings (-ngl, --ctx-size, -f, -sys, ...) work; docs/cli.md has the table.\n"
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");

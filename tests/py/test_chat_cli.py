@@ -363,3 +363,17 @@ def test_history_file_flag_in_a_terminal(tmp_path):
         if hist and not expect_warning:
             assert "Hello" in Path(hist).read_text()
     assert not (tmp_path / "xdg").exists()  # an explicit --history-file replaces the default
+
+
+def test_prompt_flag_is_the_first_turn():
+    # llama-cli's -p in conversation mode: the first user turn, answered before input is read;
+    # the conversation then goes on from stdin (turn 2 reuses turn 1's KV).
+    q1 = "What is 2+2?"
+    r = chat(["And 3+3?"], "-n", "8", "-p", q1)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    stats = [tuple(map(int, m.groups())) for m in STATS_RE.finditer(err)]
+    assert len(stats) == 2, err
+    o = Oracle()
+    assert stats[0][:2] == (len(o.tokens(o.render([{"role": "user", "content": q1}]))), 0)
+    assert stats[1][1] > 0
