@@ -25,6 +25,7 @@
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/validators.h"
 #include "gguf/gguf.h"
@@ -181,7 +182,11 @@ int bench_main(int argc, char** argv) {
     app.add_option("-d,--device", o.device,
                    "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
         ->check(int_in(0, 1023));
+    std::string gpu_layers;
+    add_gpu_layers_flag(app, gpu_layers);
+    add_verbosity_flags(app);
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    if (auto e = apply_gpu_layers(gpu_layers, o.tier); !e.empty()) return report_error(e);
 
     if (o.n_prompt == 0 && o.n_gen == 0)
         return report_error("-p 0 and -n 0 leave nothing to measure; set -p or -n above 0");
@@ -220,8 +225,9 @@ int bench_main(int argc, char** argv) {
         if (!ctx_r) return report_error(ctx_r.error().message);
         rc = std::move(ctx_r.value());
         ctx_owner = std::move(rc.ctx);
-        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
-                     rc.choice.reason.c_str());
+        if (log_info())
+            std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                         rc.choice.reason.c_str());
     } catch (const std::bad_alloc&) {
         return report_error("out of memory allocating a context of " + std::to_string(co.n_ctx) +
                             " positions (KV cache " +
@@ -326,7 +332,8 @@ int bench_main(int argc, char** argv) {
         }
     }
     std::fflush(stdout);
-    std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
+    if (log_info())
+        std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
     return kExitOk;
 }
 

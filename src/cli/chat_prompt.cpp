@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/llama_compat.h"
+
 namespace zinc::cli {
 
 Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m) {
     if (!m.chat_template_error.empty()) return make_error(m.chat_template_error);
-    if (m.chat_template.is_fallback)
+    if (m.chat_template.is_fallback && log_info())
         std::fprintf(stderr, "zinc: note: %s has no tokenizer.chat_template; using ChatML\n",
                      m.file->path().c_str());
     return chat::ChatTemplate::parse(m.chat_template.text, "tokenizer.chat_template");

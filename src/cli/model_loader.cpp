@@ -10,12 +10,13 @@
 #include <new>
 
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
 #include "util/utf8.h"
 
 namespace zinc::cli {
 
 void prefault_weights(const gguf::File& file, bool progress) {
-    progress = progress && ::isatty(2);
+    progress = progress && ::isatty(2) && log_info();
     uint64_t total = 0;
     for (const auto& t : file.tensors()) total += t.n_bytes;
     uint64_t done = 0;
@@ -118,9 +119,8 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
     return m;
 }
 
-Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
-                                             int n_threads, const std::string& tier_flag,
-                                             int device_flag) {
+Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
+                                             const std::string& tier_flag, int device_flag) {
     runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;

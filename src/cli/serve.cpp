@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
 #include "cli/validators.h"
@@ -59,6 +60,7 @@ struct ServeOptions {
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
     int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
+    std::string gpu_layers;          // -ngl N (llama_compat.h)
 };
 
 std::string format_mib(size_t bytes) {
@@ -180,8 +182,10 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
     engine::Engine& engine = *eng.value();
-    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
-                 tier_choice.reason.c_str());
+    note_serving_by_default();  // `zinc -m FILE` without a prompt: say that it serves
+    if (log_info())
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
+                     tier_choice.reason.c_str());
 
     server::ServedModel sm;
     sm.engine = &engine;
@@ -350,7 +354,10 @@ int serve_main(int argc, char** argv) {
         ->capture_default_str();
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
+    add_gpu_layers_flag(app, o.gpu_layers);
+    add_verbosity_flags(app);  // -q: no tier line (the listening line stays)
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
     return serve(o, seed_opt);
 }
 

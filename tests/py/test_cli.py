@@ -193,8 +193,11 @@ def test_bad_flags_subcommands(tmp_path):
 
 def test_no_prompt():
     # `zinc -m FILE` alone serves the model (tests/py/test_server_errors.py); without -m and
-    # without a prompt there is nothing to do.
-    assert_bad_input(zinc("-n", "4"), "prompt")
+    # without a prompt (and with no piped stdin) there is nothing to do: the line says what to type.
+    line = assert_bad_input(zinc("-n", "4", stdin=subprocess.DEVNULL), "prompt")
+    assert "-f FILE" in line and "zinc chat" in line and "serves" in line
+    # -m FILE with a flag only generation has (-n) is a generation, not a server
+    assert_bad_input(zinc("-m", need(SMOL), "-n", "4", stdin=subprocess.DEVNULL), "no prompt")
 
 
 def test_prompt_longer_than_context():
