@@ -45,8 +45,9 @@ struct BenchOptions {
     int n_threads = 0;
     int n_batch = 512;
     bool json = false;
-    std::string tier;  // --tier; empty: ZINC_TIER or auto
-    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;    // --tier; empty: ZINC_TIER or auto
+    bool exact = false;  // --exact
+    int device = -1;     // -d/--device; < 0: ZINC_DEVICE, else 0
 };
 
 struct TestResult {
@@ -177,6 +178,9 @@ int bench_main(int argc, char** argv) {
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
     app.add_flag("--json", o.json, "print JSON (an array, one object a test) instead of a table");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,
@@ -221,6 +225,7 @@ int bench_main(int argc, char** argv) {
         rco.n_batch = co.n_batch;
         rco.tier_flag = o.tier;
         rco.device_flag = o.device;
+        rco.exact_flag = o.exact;
         auto ctx_r = runtime::create_run_context(*m.model, rco);
         if (!ctx_r) return report_error(ctx_r.error().message);
         rc = std::move(ctx_r.value());

@@ -47,6 +47,7 @@ struct ChatOptions {
     std::vector<std::string> stops;
     engine::SamplerOptions sampling;
     std::string tier;        // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;      // --exact (docs/exactness.md)
     int device = -1;         // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string gpu_layers;  // -ngl N: llama_compat.h
     std::string history_file = default_history_path();  // "": none
@@ -209,7 +210,7 @@ int chat_loop(const ChatOptions& o) {
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     // The tier (--tier, ZINC_TIER, auto) and the session's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx = std::move(rc.ctx);
@@ -303,6 +304,9 @@ int chat_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_option("--stop", o.stops, "stop string (repeatable); not printed");
     app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,

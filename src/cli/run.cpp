@@ -56,6 +56,7 @@ struct RunOptions {
     bool check = false;
     bool version = false;
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;  // --exact (docs/exactness.md)
     int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
     engine::SamplerOptions sampling;
 };
@@ -131,7 +132,7 @@ int generate(const RunOptions& o) {
                      n_ctx, m.model->n_ctx_train());
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);
@@ -298,6 +299,7 @@ int run_main(int argc, char** argv) {
     app.add_flag(
         "--no-echo,--no-display-prompt", [&](int64_t) { o.echo = false; },
         "do not print the prompt");
+    app.add_flag("--exact", o.exact, "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,

@@ -2,11 +2,12 @@
 // model, start the engine (continuous batching over a paged KV cache) and the OpenAI-compatible
 // HTTP server (src/server), print one "listening on" line, and run until SIGINT/SIGTERM, which
 // stop accepting, cancel what is in flight and exit 0. Flags and endpoints: docs/server.md.
-#include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +15,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -57,10 +57,11 @@ struct ServeOptions {
     double max_body_mib = 8;
     int http_threads = 0;
     engine::SamplerOptions sampling;
-    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
-    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;               // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;             // --exact
+    int device = -1;                // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
-    std::string gpu_layers;          // -ngl N (llama_compat.h)
+    std::string gpu_layers;         // -ngl N (llama_compat.h)
 };
 
 std::string format_mib(size_t bytes) {
@@ -101,7 +102,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     const size_t block_bytes = m.model->kv_cache_bytes(o.block_size);
     int kv_blocks = o.kv_blocks;
     if (kv_blocks == 0 && o.kv_memory_mib > 0) {
-        kv_blocks = static_cast<int>(o.kv_memory_mib * 1024 * 1024 / static_cast<double>(block_bytes));
+        kv_blocks =
+            static_cast<int>(o.kv_memory_mib * 1024 * 1024 / static_cast<double>(block_bytes));
         if (kv_blocks < 1)
             return report_error("--kv-memory " + fmt_real(o.kv_memory_mib) +
                                 " MiB holds no KV block of " + format_mib(block_bytes));
@@ -116,8 +118,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     if (auto fit = check_memory_fit(*m.model, m.file->file_size(), planned_blocks * o.block_size,
                                     "--kv-blocks/--kv-memory, -c/--context or --parallel");
         !fit)
-        return report_error("KV pool of " + std::to_string(planned_blocks) + " blocks: " +
-                            fit.error().message);
+        return report_error("KV pool of " + std::to_string(planned_blocks) +
+                            " blocks: " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     if (n_ctx > m.model->n_ctx_train())
         std::fprintf(stderr,
@@ -161,9 +163,10 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     signal(SIGPIPE, SIG_IGN);
 
     // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
-    auto ropts = runtime::runtime_options(o.tier, o.device,
-                                          [](const char* k) { return std::getenv(k); });
+    auto ropts =
+        runtime::runtime_options(o.tier, o.device, [](const char* k) { return std::getenv(k); });
     if (!ropts) return report_error(ropts.error().message);
+    if (o.exact) ropts.value().exact = true;
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
     runtime::DeviceMemory device_memory;
@@ -200,7 +203,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.evidence = evidence;
     sm.device_memory_json = runtime::device_memory_json(device_memory);
     // /v1/models `created`: the model file's modification time (else the start time).
-    if (struct stat st{}; stat(path.c_str(), &st) == 0) sm.created = static_cast<int64_t>(st.st_mtime);
+    if (struct stat st{}; stat(path.c_str(), &st) == 0)
+        sm.created = static_cast<int64_t>(st.st_mtime);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
@@ -282,8 +286,9 @@ int serve_main(int argc, char** argv) {
     ServeOptions o;
     CLI::App app{"zinc serve: an OpenAI-compatible HTTP server (continuous batching, paged KV)",
                  "zinc serve"};
-    app.footer("Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
-               "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
+    app.footer(
+        "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+        "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "TCP port; 0: any free port")
@@ -299,7 +304,8 @@ int serve_main(int argc, char** argv) {
     auto* kvb = app.add_option("--kv-blocks", o.kv_blocks,
                                "KV cache blocks in the pool; default: --parallel full contexts")
                     ->check(int_in(1, 1 << 24));
-    app.add_option("--kv-memory", o.kv_memory_mib, "KV cache budget in MiB (instead of --kv-blocks)")
+    app.add_option("--kv-memory", o.kv_memory_mib,
+                   "KV cache budget in MiB (instead of --kv-blocks)")
         ->check(real_in(0.001, 1 << 24))
         ->excludes(kvb);
     app.add_option("--block-size", o.block_size, "positions per KV block")
@@ -327,9 +333,14 @@ int serve_main(int argc, char** argv) {
                    "requests waiting for a slot beyond which new ones get 429")
         ->check(int_in(0, 1 << 20))
         ->capture_default_str();
-    app.add_flag("--no-prefix-cache", o.no_prefix_cache, "do not reuse KV blocks of shared prefixes");
+    app.add_flag("--no-prefix-cache", o.no_prefix_cache,
+                 "do not reuse KV blocks of shared prefixes");
     app.add_flag("--batch-invariant", o.batch_invariant,
-                 "results at temperature 0 independent of batching (slower; docs/server.md)");
+                 "results at temperature 0 independent of batching (on the CUDA tier: the exact "
+                 "kernels, slower; docs/server.md)");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,

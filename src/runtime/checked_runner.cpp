@@ -193,6 +193,7 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     if (choice.tier == Tier::Cuda) {
         cuda::CudaOptions co;
         co.device = choice.device;
+        co.exact = ropts.exact || ro.batch_invariant ? 1 : 0;
         auto r = cuda::create_runner(model, pro, co);
         if (r) {
             primary = std::move(r.value());

@@ -19,9 +19,10 @@ namespace zinc::runtime {
 struct RunContextOptions {
     int n_ctx = 4096;
     int n_threads = 0;
-    int n_batch = 512;      // most rows in one forward
-    std::string tier_flag;  // --tier value; empty: not given
-    int device_flag = -1;   // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
+    int n_batch = 512;        // most rows in one forward
+    std::string tier_flag;    // --tier value; empty: not given
+    int device_flag = -1;     // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
+    bool exact_flag = false;  // --exact (else ZINC_EXACT): the CUDA tier computes the CPU's bits
 };
 
 struct RunContext {

@@ -44,6 +44,11 @@ std::string version_string(int v);
 
 struct CudaOptions {
     int device = 0;  // -d N
+    /// The kernels: 1 exact (every matrix product by the dmmv_exact kernels, the CPU tier's bits,
+    /// docs/exactness.md; also what RunnerOptions::batch_invariant selects), 0 fast (the default:
+    /// dmmv / mmq / cuBLAS, held to agreement with the CPU tier, docs/cuda.md), -1: ZINC_EXACT
+    /// (1 or 0; unset: fast), for programs that build a runner without the CLI's --exact.
+    int exact = -1;
 };
 
 /// The CUDA Runner for `model` (any architecture of src/models: it executes the model's op list,

@@ -77,8 +77,13 @@ struct SampleState;  // runner_sample.cpp: device buffers of forward_sample
 
 class CudaRunner final : public model::Runner {
   public:
-    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device)
-        : model_(m), cfg_(m.config()), opts_(o), device_(device), prog_(m.program()) {}
+    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact)
+        : model_(m),
+          cfg_(m.config()),
+          opts_(o),
+          device_(device),
+          exact_opt_(exact),
+          prog_(m.program()) {}
     ~CudaRunner() override;
 
     Result<void> init();
@@ -90,7 +95,7 @@ class CudaRunner final : public model::Runner {
     const model::RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
-    bool exact() const override { return exact_; }  // ZINC_EXACT (default on)
+    bool exact() const override { return exact_; }  // --exact / ZINC_EXACT=1 / batch_invariant
     RunnerStats stats() const {
         RunnerStats s = stats_;
         s.weight_bytes = weight_bytes_;
@@ -149,6 +154,7 @@ class CudaRunner final : public model::Runner {
     const ModelConfig& cfg_;
     model::RunnerOptions opts_;
     int device_;
+    int exact_opt_;  // CudaOptions::exact
     const model::Program& prog_;
     std::vector<model::Step> steps_;  // the op list with this tier's fusions (model::schedule)
     // Per plain op (index into prog_.ops): the weight of the projection that consumes a
@@ -209,7 +215,7 @@ class CudaRunner final : public model::Runner {
     int dmmv_max_rows_ = 16;
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true,
          repack_ = true;
-    bool exact_ = true;  // ZINC_EXACT: every matrix product by dmmv_exact (docs/exactness.md)
+    bool exact_ = false;  // every matrix product by dmmv_exact (docs/exactness.md); init() sets it
     // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:
     // it covers every matrix of the model (and each fused group shares one packing), so the f16
     // activations and the dequantized-weight scratch of the cuBLAS path are never needed.

@@ -235,10 +235,13 @@ Result<void> CudaRunner::init() {
     fused_norm_ = env_on("ZINC_FUSED_NORM");
     fused_add_ = env_on("ZINC_FUSED_ADD");
     repack_ = env_on("ZINC_REPACK");  // fast mode: the aligned layouts (perf-notes "dmmv")
-    // ZINC_EXACT (default on): every matrix product, decode and prefill, by dmmv_exact, which
-    // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
-    // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
-    exact_ = env_on("ZINC_EXACT");
+    // Exact (--exact, ZINC_EXACT=1, or a batch-invariant runner): every matrix product, decode
+    // and prefill, by dmmv_exact, which computes the CPU tier's bits (so also the same bits
+    // whatever else is in the batch); no cuBLAS, mmq or repacked layouts. The default is fast:
+    // dmmv up to ZINC_DMMV_MAX_ROWS rows, mmq / cuBLAS above, held to agreement with the CPU
+    // tier (docs/cuda.md "Fast path agreement"), not bit-identical to it.
+    exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
+    if (opts_.batch_invariant) exact_ = true;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 768));
     if (exact_) {
