@@ -85,8 +85,11 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
         const model::Op& first = prog_.ops[static_cast<size_t>(st.begin)];
         if (first.head && !gathered_) {
             if (n_out == 0) return;  // a prefill chunk whose logits nobody wants
-            ZINC_CHECK(first.kind() == OpKind::RmsNorm);
-            gather_head(first.as<model::RmsNormP>().in);
+            // The head starts from one tensor (the final residual stream): its output norm, or
+            // the LM head itself.
+            ZINC_CHECK(first.kind() == OpKind::RmsNorm || first.kind() == OpKind::Matmul);
+            gather_head(first.kind() == OpKind::RmsNorm ? first.as<model::RmsNormP>().in
+                                                        : first.as<model::MatmulP>().in);
         }
         bool fused = !st.fused.empty();
         for (const model::Output& o : st.hidden)

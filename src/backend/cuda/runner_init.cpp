@@ -191,8 +191,14 @@ Result<void> CudaRunner::plan() {
     }
     ZINC_TRY(fl(xf_, R * wide_));
     int64_t head_w = 0;  // the head's input: gathered to the output rows first
-    for (const ir::Op& op : P.ops)
-        if (op.head && op.kind() == ir::OpKind::RmsNorm) head_w = P.width(op.as<ir::RmsNormP>().in);
+    for (const ir::Op& op : P.ops) {
+        if (!op.head) continue;
+        if (op.kind() == ir::OpKind::RmsNorm)
+            head_w = P.width(op.as<ir::RmsNormP>().in);
+        else if (op.kind() == ir::OpKind::Matmul)
+            head_w = P.width(op.as<ir::MatmulP>().in);
+        break;  // the first head op's input is what gather_head moves
+    }
     ZINC_TRY(fl(xo_, R * std::max<int64_t>(head_w, 1)));
     pending_bias_.assign(P.tensors.size(), nullptr);
     last_name_.assign(P.tensors.size(), LastName{});
