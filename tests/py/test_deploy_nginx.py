@@ -55,13 +55,14 @@ class Replica:
         self.proc = None
         self.starts = 0
 
-    def start(self, timeout=60):
+    def start(self, shutdown_timeout=0, timeout=60):
         self.starts += 1
         self.log = self.workdir / f"replica-{self.port}-{self.starts}.log"
         with open(self.log, "wb") as err:
             self.proc = subprocess.Popen(
                 [str(ZINC), "serve", "-m", str(SMOL), "--port", str(self.port), "-t", "1",
-                 "--parallel", "2", "-c", "512", "--alias", "smol", "--shutdown-timeout", "0"],
+                 "--parallel", "2", "-c", "512", "--alias", "smol",
+                 "--shutdown-timeout", str(shutdown_timeout)],
                 stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not LISTEN_RE.search(self.stderr()):
@@ -214,6 +215,23 @@ def last_upstream(header):
     return header.split(",")[-1].strip()
 
 
+def rejoin(port, replica, its_keys, timeout=20):
+    """Wait until `replica`'s keys are answered by it again."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while True:
+        status, up, body = post(port, its_keys[0])
+        assert status == 200, body
+        if up == replica.addr:
+            break
+        assert time.monotonic() < deadline, f"{replica.addr} did not rejoin: answered by {up}"
+        time.sleep(0.5)
+    print(f"\n{replica.addr} answers its keys again {time.monotonic() - t0:.1f} s after it "
+          "listens")
+    for k in its_keys:
+        assert post(port, k)[1] == replica.addr
+
+
 def test_replica_stopped_mid_run_behind_nginx(cluster):
     port, replicas, work = cluster
     a, b, c = replicas
@@ -239,13 +257,17 @@ def test_replica_stopped_mid_run_behind_nginx(cluster):
         s.start()
     for s in streams[c.addr]:
         assert s.flowing.wait(60), "C's streams never started"
+    t_stop = time.monotonic()
     assert c.stop(signal.SIGTERM) == 0, c.stderr()
+    print(f"\nSIGTERM (--shutdown-timeout 0) to exit: {time.monotonic() - t_stop:.2f} s")
     assert "in-flight request(s) cancelled" in c.stderr(), c.stderr()
 
     # New requests with C's keys while C is gone: all answered, by A or B.
     answered_by = []
     for k in keys[c.addr]:
+        t_req = time.monotonic()
         status, up, body = post(port, k, max_tokens=4)
+        print(f"  {k}: answered by {up} in {time.monotonic() - t_req:.2f} s")
         assert status == 200, (up, body)
         assert last_upstream(up) in (a.addr, b.addr), up
         answered_by.append(up)
@@ -268,20 +290,35 @@ def test_replica_stopped_mid_run_behind_nginx(cluster):
             assert s.events[-1] == "[DONE]" and s.finish_reason() == "length", s.events[-3:]
             assert not any(isinstance(e, dict) and "error" in e for e in s.events)
 
-    # C comes back on its port and gets its keys back (after fail_timeout, one probe request).
-    c.start()
-    deadline = time.monotonic() + 20
-    while True:
-        status, up, body = post(port, keys[c.addr][0])
-        assert status == 200, body
-        if up == c.addr:
-            break
-        assert time.monotonic() < deadline, f"C did not rejoin: last answered by {up}"
-        time.sleep(0.5)
-    for k in keys[c.addr]:
-        assert post(port, k)[1] == c.addr
+    # C comes back on its port and gets its keys back (after fail_timeout, one probe request);
+    # this time it drains gracefully when stopped.
+    c.start(shutdown_timeout=30)
+    rejoin(port, c, keys[c.addr])
     for r in (a, b):  # the other keys never moved
         assert post(port, keys[r.addr][0])[1] == r.addr
+
+    # A graceful stop: C finishes its stream while it answers new requests 503, which nginx
+    # retries on another replica (the client never sees the 503).
+    s = Stream(port, keys[c.addr][0])
+    s.start()
+    assert s.flowing.wait(60)
+    c.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while "draining 1 request(s)" not in c.stderr():
+        assert time.monotonic() < deadline, c.stderr()
+        time.sleep(0.02)
+    status, up, body = post(port, keys[c.addr][1], max_tokens=4)
+    assert status == 200, body
+    assert up.split(", ")[0] == c.addr and last_upstream(up) in (a.addr, b.addr), up
+    s.join(120)
+    assert s.error is None and s.upstream == c.addr
+    assert s.events[-1] == "[DONE]" and s.finish_reason() == "length", s.events[-3:]
+    assert c.proc.wait(timeout=30) == 0
+    assert "(0 in-flight request(s) cancelled)" in c.stderr(), c.stderr()
+    assert f"{c.addr}, {last_upstream(up)} 503, 200" in (work / "access.log").read_text()
+
+    c.start()
+    rejoin(port, c, keys[c.addr])
 
     # A replica killed hard cannot say anything: nginx cuts the client's body without the
     # chunked terminator, which the openai client (httpx) reports as an error (docs/deploy.md).
