@@ -131,9 +131,9 @@ def post(port, key, max_tokens=1, stream=False, timeout=60):
 class Stream(threading.Thread):
     """One streamed request through nginx, read event by event on its own thread."""
 
-    def __init__(self, port, key):
+    def __init__(self, port, key, tokens=STREAM_TOKENS):
         super().__init__(daemon=True)
-        self.port, self.key = port, key
+        self.port, self.key, self.tokens = port, key, tokens
         self.events = []  # decoded JSON payloads, or "[DONE]"
         self.flowing = threading.Event()  # the first content delta arrived
         self.error = None  # an exception that ended the read (a cut connection)
@@ -144,7 +144,7 @@ class Stream(threading.Thread):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         try:
             conn.request("POST", "/v1/chat/completions",
-                         body=json.dumps(body_for(STREAM_TOKENS, True)),
+                         body=json.dumps(body_for(self.tokens, True)),
                          headers={"Content-Type": "application/json", "X-Session-Id": self.key})
             r = conn.getresponse()
             self.status, self.upstream = r.status, r.getheader("X-Zinc-Upstream", "")
@@ -298,8 +298,9 @@ def test_replica_stopped_mid_run_behind_nginx(cluster):
         assert post(port, keys[r.addr][0])[1] == r.addr
 
     # A graceful stop: C finishes its stream while it answers new requests 503, which nginx
-    # retries on another replica (the client never sees the 503).
-    s = Stream(port, keys[c.addr][0])
+    # retries on another replica (the client never sees the 503). The stream is long enough to
+    # still run when that request arrives.
+    s = Stream(port, keys[c.addr][0], tokens=160)
     s.start()
     assert s.flowing.wait(60)
     c.proc.send_signal(signal.SIGTERM)
