@@ -1,7 +1,8 @@
 // zinc/cli/serve.cpp — `zinc serve -m FILE` (and `zinc -m FILE` without a prompt): load the
 // model, start the engine (continuous batching over a paged KV cache) and the OpenAI-compatible
 // HTTP server (src/server), print one "listening on" line, and run until SIGINT/SIGTERM, which
-// stop accepting, cancel what is in flight and exit 0. Flags and endpoints: docs/server.md.
+// refuse new requests (503), let in-flight ones finish for --shutdown-timeout seconds, cancel the
+// rest and exit 0. Flags and endpoints: docs/server.md.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -62,6 +63,7 @@ struct ServeOptions {
     int device = -1;                // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
     std::string gpu_layers;         // -ngl N (llama_compat.h)
+    double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
 };
 
 std::string format_mib(size_t bytes) {
@@ -248,10 +250,30 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
             }
             std::fflush(stderr);
         }
-        std::fprintf(stderr, "zinc: %s: shutting down (in-flight requests are cancelled)\n",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        // Drain: new requests get 503 (a balancer moves on), what is in flight may finish for
+        // --shutdown-timeout seconds; a second signal or the timeout cancels the rest, whose
+        // streams end with an error event and [DONE] (docs/server.md, docs/deploy.md).
+        http.begin_drain();
+        const int at_signal = http.in_flight();
+        if (o.shutdown_timeout_s > 0 && at_signal > 0) {
+            std::fprintf(stderr,
+                         "zinc: %s: draining %d request(s) in flight for up to %g s (new requests "
+                         "get 503; a second signal cancels them)\n",
+                         name, at_signal, o.shutdown_timeout_s);
+            std::fflush(stderr);
+            const auto end = std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(o.shutdown_timeout_s));
+            const timespec poll{0, 20 * 1000 * 1000};
+            while (http.in_flight() > 0 && std::chrono::steady_clock::now() < end)
+                if (sigtimedwait(&sigs, nullptr, &poll) > 0) break;
+        }
+        const int left = http.in_flight();
+        std::fprintf(stderr, "zinc: %s: shutting down (%d in-flight request(s) cancelled)\n", name,
+                     left);
         engine.shutdown();  // every pending request ends Cancelled; open streams end
-        http.drain(std::chrono::seconds(3));  // ... with their final chunk and [DONE]
+        http.drain(std::chrono::seconds(3));  // ... with an error event and [DONE]
         http.stop();
     });
     const bool ok = http.run();
@@ -362,6 +384,11 @@ int serve_main(int argc, char** argv) {
     app.add_option("--http-threads", o.http_threads,
                    "connection threads (each open connection holds one); 0: automatic")
         ->check(int_in(0, 4096))
+        ->capture_default_str();
+    app.add_option("--shutdown-timeout", o.shutdown_timeout_s,
+                   "on SIGINT/SIGTERM, seconds in-flight requests may finish (new ones get 503) "
+                   "before the rest are cancelled; 0: cancel at once")
+        ->check(real_in(0, 86400))
         ->capture_default_str();
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");

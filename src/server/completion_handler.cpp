@@ -289,6 +289,21 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
 void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,
                         httplib::Response& res) {
     const Clock::time_point arrival = Clock::now();
+    // Whole requests are counted until answered (HttpServer::in_flight); streams until their
+    // body ends (open_streams, below). Counted before the draining check, so a request that
+    // passes it is seen by the drain (both atomics are sequentially consistent).
+    struct Count {
+        std::atomic<int>& n;
+        explicit Count(std::atomic<int>& c) : n(c) { ++n; }
+        ~Count() { --n; }
+    } counted(ctx.open_requests);
+    if (ctx.draining.load()) {
+        // Stopping (SIGINT/SIGTERM): nothing new starts here. The 503 tells a balancer to try
+        // another replica (nginx: proxy_next_upstream http_503, docs/deploy.md).
+        send_error(res, shutting_down());
+        res.set_header("Connection", "close");
+        return;
+    }
     auto body = parse_json_body(req.body);
     if (!body.ok()) return send_error(res, body.error());
     auto parsed = kind == ApiKind::Chat

@@ -182,8 +182,9 @@ json HttpServer::Impl::model_card() const {
 void HttpServer::Impl::health(httplib::Response& res) {
     const engine::EngineStats st = ctx.model.engine->stats();
     const engine::EngineOptions& eo = ctx.model.engine->options();
+    const bool draining = ctx.draining.load();
     json j = {
-        {"status", "ok"},
+        {"status", draining ? "draining" : "ok"},
         {"model", ctx.opts.model_id},
         {"slots", {{"total", eo.n_parallel}, {"busy", st.slots_busy}, {"idle", st.slots_idle}}},
         {"queue_depth", st.queue_depth},
@@ -202,7 +203,8 @@ void HttpServer::Impl::health(httplib::Response& res) {
         j["evidence"] = json::parse(runtime::evidence_json(ctx.model.evidence->snapshot()));
     if (!ctx.model.device_memory_json.empty())
         j["device_memory"] = json::parse(ctx.model.device_memory_json);
-    send_json(res, j);
+    // A draining server is not a place for new requests: a health checker takes it out.
+    send_json(res, j, draining ? 503 : 200);
 }
 
 void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
@@ -479,6 +481,14 @@ bool HttpServer::drain(std::chrono::milliseconds timeout) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+}
+
+void HttpServer::begin_drain() {
+    impl_->ctx.draining.store(true);
+}
+
+int HttpServer::in_flight() const {
+    return impl_->ctx.open_streams.load() + impl_->ctx.open_requests.load();
 }
 
 }  // namespace zinc::server

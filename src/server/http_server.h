@@ -101,6 +101,12 @@ class HttpServer {
     /// within a poll), or `timeout` passes. Returns whether all ended. Call before stop() so
     /// clients get a complete body ending in `data: [DONE]` rather than a cut connection.
     bool drain(std::chrono::milliseconds timeout);
+    /// Refuse new work while what is in flight finishes: completion requests get 503
+    /// `shutting_down` (with Retry-After and Connection: close), GET /health answers 503 with
+    /// status "draining". Thread-safe, idempotent; the listener stays open until stop().
+    void begin_drain();
+    /// Completion requests in flight: open streams plus whole requests not yet answered.
+    int in_flight() const;
 
   private:
     struct Impl;
