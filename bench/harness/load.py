@@ -22,6 +22,33 @@ HEADER = "Request {i:05d}. "
 PREFIX_Q = "\n\nQuestion {i:03d}: in one sentence, what does site {site} keep in its cold store?"
 
 
+def requests_for(c, quick=False):
+    """Requests of the level at concurrency c: two per client up to 8 clients (at least 4),
+    one per client above (every client still sends one: one wave at 16-64 clients), so that a
+    sweep to 64 fits a one-call budget on an 8B model."""
+    if quick:
+        return max(2 * c, 4)
+    return max(2 * c, 4) if c <= 8 else c
+
+
+def scaling(levels, engine, noise=0.03):
+    """Does `engine`'s output tok/s fall as clients grow? Over the levels it ran (in order of
+    concurrency, errors left out): every step down with its size, and ever_falls when one is
+    more than `noise` (3 %) of the level before."""
+    pts = []
+    for lv in sorted(levels, key=lambda x: x["concurrency"]):
+        r = lv["engines"].get(engine)
+        if not r or r.get("error") or not r["summary"]["n_ok"]:
+            continue
+        pts.append((lv["concurrency"], r["summary"]["output_tok_per_s"]))
+    falls = [{"from": c0, "to": c1, "from_tok_per_s": t0, "to_tok_per_s": t1,
+              "drop_pct": 100.0 * (t0 - t1) / t0}
+             for (c0, t0), (c1, t1) in zip(pts, pts[1:]) if t0 > 0 and t1 < t0]
+    return {"levels": [c for c, _ in pts], "falls": falls,
+            "ever_falls": any(f["drop_pct"] > 100.0 * noise for f in falls),
+            "peak": max(pts, key=lambda p: p[1]) if pts else None}
+
+
 def filler_text(handbook, n_chars):
     """The first n_chars characters of the handbook, cut at a word boundary."""
     t = handbook[:n_chars]

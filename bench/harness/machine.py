@@ -151,7 +151,25 @@ print(json.dumps({"bytes_per_s": 2 * n * reps / dt, "device": torch.cuda.get_dev
 """
 
 
-def measure_copy_bandwidth(target):
+def copy_bw_from_bin(bin_path):
+    """The copy rate tests/cuda/bench_runner prints with --copy-bw ("copy bandwidth (d2d,
+    read+write): N GB/s"), as measure_copy_bandwidth's dict; None when it says nothing usable."""
+    import re
+    try:
+        p = subprocess.run([str(bin_path), "--copy-bw"], capture_output=True, text=True,
+                           timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"bytes_per_s": None, "method": f"{bin_path} --copy-bw failed: {e}"}
+    m = re.search(r"copy bandwidth[^:]*:\s*([\d.]+)\s*GB/s", p.stdout)
+    if p.returncode != 0 or not m:
+        return {"bytes_per_s": None, "method": f"{bin_path} --copy-bw failed ({p.returncode}): "
+                f"{(p.stdout + p.stderr).strip()[-300:]}"}
+    return {"bytes_per_s": float(m.group(1)) * 1e9,
+            "method": f"{os.path.basename(str(bin_path))} --copy-bw (device-to-device copy, "
+            "read + write)"}
+
+
+def measure_copy_bandwidth(target, fallback_bin=None):
     """Bytes/s of a large memory copy, counting bytes read plus written: on 'cuda' a device-to-
     device copy through PyTorch, in a child process (so that no PyTorch context holds GPU memory
     while the engines run), on 'cpu' numpy's copy of a 256 MiB array.
@@ -164,12 +182,17 @@ def measure_copy_bandwidth(target):
             p = subprocess.run([sys.executable, "-c", TORCH_COPY], capture_output=True, text=True,
                                timeout=120)
             lines = p.stdout.strip().splitlines()
-            if p.returncode == 0 and lines:
-                return json.loads(lines[-1])
-            return {"bytes_per_s": None, "method": f"torch copy failed ({p.returncode}): "
-                    f"{p.stderr.strip()[-300:]}"}
+            got = json.loads(lines[-1]) if p.returncode == 0 and lines else \
+                {"bytes_per_s": None, "method": f"torch copy failed ({p.returncode}): "
+                 f"{p.stderr.strip()[-300:]}"}
         except (OSError, subprocess.TimeoutExpired, ValueError) as e:
-            return {"bytes_per_s": None, "method": f"torch copy failed: {e}"}
+            got = {"bytes_per_s": None, "method": f"torch copy failed: {e}"}
+        if got.get("bytes_per_s") is None and fallback_bin:
+            alt = copy_bw_from_bin(fallback_bin)
+            if alt.get("bytes_per_s"):
+                return alt
+            got["method"] += "; " + alt["method"]
+        return got
     import numpy as np
     n = 256 << 20
     a = np.ones(n, dtype=np.uint8)

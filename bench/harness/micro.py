@@ -55,8 +55,9 @@ def zinc_depth_flag(zinc):
     return None
 
 
-def zinc_cmd(zinc, model, p, n, threads, depth, depth_flag, extra):
-    cmd = [str(zinc), "bench", "-m", str(model), "-p", str(p), "-n", str(n), "-r", "1", "--json"]
+def zinc_cmd(zinc, model, p, n, threads, depth, depth_flag, extra, reps=1):
+    cmd = [str(zinc), "bench", "-m", str(model), "-p", str(p), "-n", str(n), "-r", str(reps),
+           "--json"]
     if threads:
         cmd += ["-t", str(threads)]
     if depth:
@@ -64,8 +65,9 @@ def zinc_cmd(zinc, model, p, n, threads, depth, depth_flag, extra):
     return cmd + list(extra)
 
 
-def llama_cmd(llama_bench, model, p, n, threads, depth, target, extra):
-    cmd = [str(llama_bench), "-m", str(model), "-p", str(p), "-n", str(n), "-r", "1", "-o", "json"]
+def llama_cmd(llama_bench, model, p, n, threads, depth, target, extra, reps=1):
+    cmd = [str(llama_bench), "-m", str(model), "-p", str(p), "-n", str(n), "-r", str(reps), "-o",
+           "json"]
     if threads:
         cmd += ["-t", str(threads)]
     if depth:
@@ -89,17 +91,19 @@ def job_key(job):
     return f"{job['model_key']} p{job['p']} n{job['n']} d{job['depth']}"
 
 
-def first_guess_s(job, target):
+def first_guess_s(job, target, reps=1):
     """Seconds one bench process of this job may take before any was measured: loading the file
-    plus the test (a deliberately high guess; later rounds use measured times)."""
+    plus the warm-up and `reps` timed runs, each refilling `depth` positions first (a
+    deliberately high guess; later rounds use measured times)."""
     gb = os.path.getsize(job["model"]) / 1e9
+    runs = reps + 1
     if target == "cuda":
-        return 5.0 + 2.0 * gb + (job["p"] + job["depth"]) / 2000.0
-    return 5.0 + 2.0 * gb + (job["p"] + job["depth"]) / 100.0 + job["n"] / 20.0
+        return 5.0 + 2.0 * gb + runs * ((job["p"] + job["depth"]) / 2000.0 + job["n"] / 150.0)
+    return 5.0 + 2.0 * gb + runs * ((job["p"] + job["depth"]) / 100.0 + job["n"] / 20.0)
 
 
 def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=None,
-               zinc_extra=(), llama_extra=(), zinc_env=None, first_round_global=False):
+               zinc_extra=(), llama_extra=(), zinc_env=None, first_round_global=False, reps=1):
     """Microbenchmarks over several jobs ({"model_key", "model", "p", "n", "depth"}): round by
     round over all jobs (so that when the budget runs short, every job has had its first
     rounds), the engines alternating which goes first. Returns {model_key: section}, one section
@@ -111,7 +115,7 @@ def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=No
     for job in jobs:
         sec = state.setdefault(job["model_key"], {
             "model_key": job["model_key"], "model": str(job["model"]), "threads": threads,
-            "rounds": rounds, "zinc_depth_flag": depth_flag, "jobs": [], "rows": [],
+            "rounds": rounds, "reps": reps, "zinc_depth_flag": depth_flag, "jobs": [], "rows": [],
             "samples": [], "skipped": [], "rounds_done": {}})
         sec["jobs"].append({k: job[k] for k in ("p", "n", "depth")})
     per = {job_key(j): {e: {"pp": [], "tg": []} for e in names} for j in jobs}
@@ -128,7 +132,8 @@ def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=No
                 if e not in runnable:
                     notes[key][e] = "zinc bench has no depth option"
             if budget is not None:
-                est = sum(budget.estimate(f"micro {key} {e}", first_guess_s(job, target))
+                est = sum(budget.estimate(f"micro {key} {e}",
+                                          first_guess_s(job, target, job.get("reps", reps)))
                           for e in runnable)
                 # The first round of the headline jobs may use the whole budget's time (what
                 # the later phases then lack, they skip); the rest keeps to the phase's share.
@@ -144,10 +149,11 @@ def run_matrix(engines, jobs, rounds, threads, target, nice, progress, budget=No
                     continue
             for e in runnable:
                 depth, p, n = job["depth"], job["p"], job["n"]
+                jr = job.get("reps", reps)
                 cmd = (zinc_cmd(engines[e], job["model"], p, n, threads, depth, depth_flag,
-                                zinc_extra) if e == "zinc" else
+                                zinc_extra, jr) if e == "zinc" else
                        llama_cmd(engines[e], job["model"], p, n, threads, depth, target,
-                                 llama_extra))
+                                 llama_extra, jr))
                 load = os.getloadavg()[0]
                 t0 = time.monotonic()
                 try:

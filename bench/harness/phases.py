@@ -10,6 +10,7 @@ results are kept; an engine whose server failed to start twice in a row is not s
 it measured.
 """
 import os
+import re
 import time
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class PhaseContext:
         self.run, self.prog, self.zextra, self.lextra = run, prog, zextra, lextra
         self.budget, self.env_of = budget, env_of
         self.model_name = Path(a.model).name
+        # `zinc synth` files have random weights: their text is garbage by construction, so the
+        # quality flags are recorded but do not exclude runs (equal work: ignore_eos)
+        self.synthetic = str(mi.get("name", "")).startswith("zinc synth")
         self.long_prompt = None
         self.n_starts = 0
         self.start_failures = {n: 0 for n in server_engines}
@@ -48,13 +52,14 @@ class PhaseContext:
         left = self.budget.remaining()
         return max(10.0, min(cap, left + 5.0))
 
-    def server(self, name, prefix_cache=True, tag=""):
+    def server(self, name, prefix_cache=True, tag="", slots=None, ctx=None):
         if self.start_failures.get(name, 0) >= MAX_START_FAILURES:
             raise RuntimeError(f"{name} not started: its server failed to start "
                                f"{self.start_failures[name]} times in a row")
         spec = self.specs[name]
         port = engines.free_port()
-        argv = spec.server_argv(self.a.model, port, self.a.ctx, self.a.slots, self.a.threads,
+        slots, ctx = slots or self.a.slots, ctx or self.a.ctx
+        argv = spec.server_argv(self.a.model, port, ctx, slots, self.a.threads,
                                 prefix_cache=prefix_cache)
         argv += self.zextra if name == "zinc" else self.lextra
         self.n_starts += 1
@@ -69,14 +74,21 @@ class PhaseContext:
             raise
         self.start_failures[name] = 0
         self.start_s[name] = time.monotonic() - t0
-        actual_ctx = spec.actual_ctx_per_seq(srv.log_text(), self.a.ctx)
+        actual_ctx = spec.actual_ctx_per_seq(srv.log_text(), ctx)
         info = self.run.res["engines"][name]
         info["server_argv" if prefix_cache else "server_argv_no_prefix_cache"] = argv
         info["ctx_per_seq"] = actual_ctx
-        info["slots"] = self.a.slots
+        info["slots"] = slots
+        info.setdefault("servers", {})[tag or "default"] = {
+            "slots": slots, "ctx_per_seq": actual_ctx, "prefix_cache": prefix_cache}
         info["model_sha256"] = machine.sha256_file(self.a.model)
         info["evidence"] = srv.evidence()
         info["health"] = srv.health
+        if name != "zinc":  # llama.cpp's flash attention: its default is auto (on for CUDA)
+            fa = re.search(r"Flash Attention was auto, set to (\w+)|flash_attn\s*=\s*(\S+)",
+                           srv.log_text())
+            if fa:
+                info["flash_attn"] = fa.group(1) or fa.group(2)
         self.check_shape()
         return srv
 
@@ -188,39 +200,44 @@ class PhaseContext:
         """One engine's warm-up + runs of one scenario. With a limited budget and n_runs None,
         the number of runs is what fits `allowance` seconds by the warm-up's duration (at most
         --runs); the block's result carries it as n_runs_planned for the other engine."""
+        with self.server(name, prefix_cache=False) as srv:
+            return self.scenario_on(srv, name, scen, out, request, seed_base, n_runs, allowance)
+
+    def scenario_on(self, srv, name, scen, out, request, seed_base, n_runs, allowance):
+        """scenario_block's work on a running server."""
         a = self.a
         t0 = time.monotonic()
-        with self.server(name, prefix_cache=False) as srv:
-            prompt = scen["text"]
-            if scen.get("long"):
-                if self.long_prompt is None:
-                    self.long_prompt = scenarios.fit_long_context(
-                        scen, a.ctx, srv.base_url, token_budget=1500 if a.quick else None)
-                    out["long_context"] = self.long_prompt[1]
-                prompt = self.long_prompt[0]
-            load_before = os.getloadavg()[0]
-            model = srv.model_id or self.model_name
-            extra = None if name == "zinc" else {"cache_prompt": False}
-            tmo = self.timeout_s(600.0)
-            warm = scenarios.run_scenario(srv.base_url, model, scen, prompt, a.warmup, 0,
-                                          extra_body=extra, request=request, seed_base=seed_base,
-                                          timeout_s=tmo)
-            runs = a.runs if n_runs is None else n_runs
-            per_req = max((m["e2e_s"] or 0.0) for m in warm["warmup"]) if warm["warmup"] \
-                else 1.0
-            self.budget.record("request", per_req)
-            if n_runs is None and self.budget.limited:
-                left = allowance - (time.monotonic() - t0)
-                runs = max(0, min(a.runs, int(left / max(per_req, 1e-3))))
-            res = scenarios.run_scenario(srv.base_url, model, scen, prompt, 0, runs,
-                                         extra_body=extra, request=request,
-                                         seed_base=seed_base + a.warmup,
-                                         timeout_s=self.timeout_s(600.0))
-            res["warmup"] = warm["warmup"]
-            res["seeds"] = warm["seeds"] + res["seeds"]
-            res["n_runs_planned"] = runs
-            res["load_avg_1m_before"] = load_before
-            res["evidence"] = srv.evidence()
+        prompt = scen["text"]
+        if scen.get("long"):
+            if self.long_prompt is None:
+                self.long_prompt = scenarios.fit_long_context(
+                    scen, a.ctx, srv.base_url, token_budget=1500 if a.quick else None)
+                out["long_context"] = self.long_prompt[1]
+            prompt = self.long_prompt[0]
+        load_before = os.getloadavg()[0]
+        model = srv.model_id or self.model_name
+        extra = None if name == "zinc" else {"cache_prompt": False}
+        tmo = self.timeout_s(600.0)
+        warm = scenarios.run_scenario(srv.base_url, model, scen, prompt, a.warmup, 0,
+                                      extra_body=extra, request=request, seed_base=seed_base,
+                                      timeout_s=tmo, keep_flagged=self.synthetic)
+        runs = a.runs if n_runs is None else n_runs
+        per_req = max((m["e2e_s"] or 0.0) for m in warm["warmup"]) if warm["warmup"] \
+            else 1.0
+        self.budget.record("request", per_req)
+        if n_runs is None and self.budget.limited:
+            left = allowance - (time.monotonic() - t0)
+            runs = max(0, min(a.runs, int(left / max(per_req, 1e-3))))
+        res = scenarios.run_scenario(srv.base_url, model, scen, prompt, 0, runs,
+                                     extra_body=extra, request=request,
+                                     seed_base=seed_base + a.warmup,
+                                     timeout_s=self.timeout_s(600.0),
+                                     keep_flagged=self.synthetic)
+        res["warmup"] = warm["warmup"]
+        res["seeds"] = warm["seeds"] + res["seeds"]
+        res["n_runs_planned"] = runs
+        res["load_avg_1m_before"] = load_before
+        res["evidence"] = srv.evidence()
         return res
 
     # ------------------------------------------------------------------ load sweep

@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import report
+from . import memory, report
 
 BEGIN = "<!-- bench:{t}:begin -->"
 END = "<!-- bench:{t}:end -->"
@@ -45,7 +45,8 @@ def run_facts(res):
     return [f"**Run {h['date']}** on {where}; "
             + "; ".join(eng) + f"; model `{Path(m.get('path', '?')).name}` sha256 "
             f"`{m.get('sha256', '?')}`; context {a.get('ctx')} per sequence, {a.get('slots')} "
-            f"slots" + (f"; budget {b['budget_s']:.0f} s, used {b['used_s']:.0f} s"
+            f"slots" + (f" (load sweep: {a['load_slots']} x {a.get('load_ctx')})"
+                        if a.get("load_slots") else "") + (f"; budget {b['budget_s']:.0f} s, used {b['used_s']:.0f} s"
                         if b.get("budget_s") else "") + ".",
             "", f"Command: `{res['command']}`"]
 
@@ -63,7 +64,8 @@ def section(res, results_dir, docs_file, name=None):
     lines += [f"Full tables and every request: [{rel}/results.md]({rel}/results.md), "
               f"`results.json` beside it."]
     body = report.budget_lines(res) + report.targets(res) + report.micro_table(res) + \
-        report.scenario_table(res) + report.load_table(res) + report.prefix_table(res)
+        memory.memory_table(res) + report.scenario_table(res) + report.load_table(res) + \
+        report.prefix_table(res)
     lines += demote(body)
     pngs = [p for p in ("scenarios.png", "load.png", "bandwidth.png")
             if (results_dir / p).exists()]

@@ -7,7 +7,7 @@ results.json:
 """
 from pathlib import Path
 
-from . import machine
+from . import machine, memory, report_gpu
 
 ENGINES = ("zinc", "llama.cpp")
 COLORS = {"zinc": "#3b7dd8", "llama.cpp": "#999999"}
@@ -37,13 +37,21 @@ def header(res):
              f"trained context {m.get('n_ctx_train', '?')})",
              f"- servers: context {a['ctx']} per sequence, {a['slots']} slots, threads "
              f"{a['threads'] or 'default'}, nice {a['nice']}; the scenario phase adds "
-             "each engine's prompt-cache-off flags (below)"]
+             "each engine's prompt-cache-off flags (below)"
+             + (f"; load sweep: {a.get('load_slots')} slots x {a.get('load_ctx')} positions"
+                if a.get("load_slots") else "")
+             + ("; one server per engine per phase, one engine at a time"
+                if a.get("reuse_servers") else "")]
+    if report_gpu.is_second_row(m) and a["target"] == "cuda":
+        lines.append("- NOTE: the server phases ran on a launch-bound second-row model: no "
+                     "conclusion about kernels or batching comes from them")
     for name, e in res["engines"].items():
         v = (e.get("version") or "").splitlines()
         argv = e.get("server_argv", [])
         argv = " ".join([Path(argv[0]).name] + argv[1:]) if argv else ""
         lines.append(f"- {name}: `{' / '.join(x.strip() for x in v[:2])}`; server: `{argv}`"
-                     f"; ctx/seq seen {e.get('ctx_per_seq', '-')}")
+                     f"; ctx/seq seen {e.get('ctx_per_seq', '-')}"
+                     + (f"; flash attention: {e['flash_attn']}" if e.get("flash_attn") else ""))
         if e.get("evidence"):
             lines.append(f"  - evidence ({name}): " + " | ".join(f"`{x[:150]}`"
                                                                for x in e["evidence"][:4]))
@@ -82,6 +90,8 @@ def micro_sections(res):
     mc = res["phases"].get("micro")
     if mc:
         out.append((Path(res["model"]["path"]).name, res["model"], mc))
+        for var, sec in (res["phases"].get("micro_variants") or {}).items():
+            out.append((f"{Path(res['model']['path']).name} [zinc {var}]", res["model"], sec))
     for key, sec in (res["phases"].get("micro_models") or {}).items():
         out.append((key, sec.get("model_info") or res.get("micro_models", {}).get(key, {}), sec))
     return out
@@ -126,7 +136,9 @@ def micro_table(res):
              "| model | depth | test | zinc t/s | llama.cpp t/s | zinc / llama.cpp (medians) "
              "| zinc % of bw bound | llama.cpp % of bw bound | rounds |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    gpu = res["args"]["target"] == "cuda"
     for label, mi, sec in secs:
+        label = report_gpu.row_label(label, mi) if gpu else label
         for r in sec["rows"]:
             lines.append(f"| {label} | {r['depth']} | {r['test']} | {micro_cell(r, 'zinc')} | "
                          f"{micro_cell(r, 'llama.cpp')} | {ratio(r.get('ratio_median'))} | "
@@ -135,6 +147,10 @@ def micro_table(res):
                          f"{r.get('rounds_done', sec['rounds'])} |")
         for sk in sec.get("skipped", []):
             lines.append(f"| {label} | | skipped: {sk} | | | | | | |")
+        deep = [r["depth"] for r in sec["rows"] if r["depth"] > (mi.get("n_ctx_train") or 1 << 30)]
+        if deep:
+            lines.append(f"| {label} | | depth {', '.join(map(str, sorted(set(deep))))} is beyond "
+                         f"the trained context {mi.get('n_ctx_train')}: speed only | | | | | | |")
     return lines
 
 
@@ -174,6 +190,11 @@ def scenario_table(res):
              f"Chat requests ({request_text(sc)}), each engine's own chat template; "
              f"{sc['warmup']} warm-up + {sc['runs']} runs (fewer where the budget cut them: "
              "see 'used'), medians over the runs that passed the quality checks.", ""]
+    if any(r["summary"].get("flags_kept") for e in sc["scenarios"] for r in e["engines"].values()):
+        lines += ["The model is a `zinc synth` file with random weights: its text is garbage by "
+                  "construction (flags below are expected and do not exclude runs); both "
+                  "engines do equal work (same prompt tokens, ignore_eos, same max_tokens), so "
+                  "the times compare speed only.", ""]
     if sc.get("long_context"):
         lc = sc["long_context"]
         lines += [f"Long Context used {lc['sections']} of {lc['of_sections']} handbook sections: "
@@ -216,11 +237,17 @@ def load_table(res):
     ld = res["phases"].get("load")
     if not ld:
         return []
+    shape = (f" Both servers: {ld['slots']} slots x {ld['ctx_per_seq']} positions, one server "
+             "per engine for the whole sweep." if ld.get("slots") else "")
+    reqs = (" Requests per level: " + ", ".join(f"{lv['concurrency']}: {lv['n_requests']}"
+                                                for lv in ld["levels"] if "n_requests" in lv)
+            + "." if any("n_requests" in lv for lv in ld["levels"]) else "")
     lines = ["", "## Load sweep", "",
              f"/v1/completions, ~{ld['prompt_tokens_target']}-token prompts (measured: "
              f"{prompt_counts(ld)} tokens; unique per request), "
              f"{ld['max_tokens']} output tokens with ignore_eos, temperature 0; closed loop. "
-             "Latencies in ms; goodput = requests meeting TTFT <= 500 ms and TPOT <= 50 ms.", "",
+             "Latencies in ms; goodput = requests meeting TTFT <= 500 ms and TPOT <= 50 ms."
+             + shape + reqs, "",
              "| conc. | engine | out tok/s | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p50 | "
              "ITL p99 | goodput req/s (share) | p99 SLOs met | gen tok | flagged "
              "| ratio out tok/s |",
@@ -242,6 +269,10 @@ def load_table(res):
                 f"{g['req_per_s']:.2f} ({100 * g['share']:.0f} %) | "
                 f"{'yes' if s['slo_p99_met'] else 'no'} | {s['completion_tokens_all']} | "
                 f"{s['n_flagged']}/{s['n_requests']} | {rt} |")
+    if ld.get("scaling"):
+        lines += ["", "Scaling (output tok/s as clients grow):"] + report_gpu.scaling_lines(ld)
+    if ld.get("skipped_levels"):
+        lines += ["", f"Levels not run (budget): {ld['skipped_levels']}"]
     return lines
 
 
@@ -274,39 +305,11 @@ def prefix_table(res):
     return lines
 
 
-def gpu_targets(res):
-    """Issue 5 item 8's targets, from the microbenchmark rows (GPU runs)."""
-    lines = ["", "## Targets (issue 5 item 8, H200)", ""]
-    found = False
-    for label, mi, sec in micro_sections(res):
-        name = label.lower()
-        for r in sec["rows"]:
-            if r["depth"] != 0 or r.get("ratio_median") is None:
-                continue
-            x = r["ratio_median"]
-            if "q4_k_m" in name and "8b" in name and r["test"] == "tg128":
-                zb = pct_bound(res, mi, r, "zinc")
-                met = x >= 1.5 and zb != "-" and float(zb[:-2]) >= 70
-                lines.append(f"- tg128 8B Q4_K_M >= 1.5x llama.cpp and >= 70 % of the bound: "
-                             f"{x:.2f}x, {zb}: {'met' if met else 'NOT met'}")
-                found = True
-            elif r["test"] == "pp512" and ("8b" in name or "smollm2" in name):
-                lines.append(f"- pp512 {short_label(label)} >= 1.0x: {x:.2f}x: "
-                             f"{'met' if x >= 1.0 else 'NOT met'}")
-                found = True
-            elif r["test"] == "tg128" and "smollm2" in name:
-                lines.append(f"- tg128 SmolLM2 >= 2x llama.cpp: {x:.2f}x: "
-                             f"{'met' if x >= 2.0 else 'NOT met'}")
-                found = True
-    if not found:
-        lines.append("- no microbenchmark pair measured in this run")
-    return lines
-
-
 def targets(res):
     """Issue 4 item 7's targets with the measured ratios (and issue 5's on the GPU)."""
     ph = res["phases"]
-    lines = gpu_targets(res) if res["args"]["target"] == "cuda" and micro_sections(res) else []
+    lines = report_gpu.targets(res, micro_sections(res), pct_bound) \
+        if res["args"]["target"] == "cuda" else []
     if not (ph.get("load") or ph.get("prefix")):
         return lines
     lines += ["", "## Targets (issue 4 item 7)", ""]
@@ -334,7 +337,7 @@ def targets(res):
 def write(res, out):
     out = Path(out)
     lines = header(res) + budget_lines(res) + targets(res) + micro_table(res) + \
-        scenario_table(res) + load_table(res) + prefix_table(res)
+        memory.memory_table(res) + scenario_table(res) + load_table(res) + prefix_table(res)
     plots = []
     for fn in (plot_scenarios, plot_load, plot_bandwidth):
         try:
@@ -473,16 +476,24 @@ def short_summary(res):
     """The few lines printed last (the GPU machine returns only the output's tail): micro ratios
     and % of bound per model, scenario scores, load ratios, what was skipped."""
     out = ["", "==== bench/run summary (" + res["args"]["target"] + ") ===="]
-    for label, mi, sec in micro_sections(res):
+    if res["args"]["target"] == "cuda":
+        out.append("headline: the rows of models >= 1 GB (the 8B shape); rows marked [2nd] "
+                   "are launch-bound second rows: no conclusion from them")
+    secs = sorted(micro_sections(res), key=lambda x: report_gpu.is_second_row(x[1]))
+    for label, mi, sec in secs:
+        mark = "[2nd] " if report_gpu.is_second_row(mi) and res["args"]["target"] == "cuda" \
+            else ""
         for r in sec["rows"]:
             z, l = r.get("zinc") or {}, r.get("llama.cpp") or {}
             zs = f(z.get("median")) if z.get("median") else r.get("zinc_note", "-")[:24]
             ls = f(l.get("median")) if l.get("median") else r.get("llama.cpp_note", "-")[:24]
-            out.append(f"micro {short_label(label):28s} d{r['depth']:<5} {r['test']:7s} zinc "
+            out.append(f"micro {mark}{short_label(label):28s} d{r['depth']:<5} {r['test']:7s} zinc "
                        f"{zs} llama.cpp {ls} t/s "
                        f"{ratio(r.get('ratio_median'))}  bound% z {pct_bound(res, mi, r, 'zinc')}"
                        f" l {pct_bound(res, mi, r, 'llama.cpp')}")
     sc = res["phases"].get("scenarios")
+    if (sc or res["phases"].get("load")) and res["args"]["target"] == "cuda":
+        out.append(f"server phases on {report_gpu.server_model_label(res)}")
     for e in (sc or {}).get("scenarios", []):
         if e.get("skipped") and not e.get("engines"):
             out.append(f"scenario {e['name']:18s} skipped ({e['skipped']})")
@@ -510,11 +521,20 @@ def short_summary(res):
                    f"{ms((l.get('ttft_s') or {}).get('p99'))} ms  goodput "
                    f"{f((z.get('goodput') or {}).get('req_per_s'), 2)}/"
                    f"{f((l.get('goodput') or {}).get('req_per_s'), 2)} req/s")
+    out += [ln.replace("- ", "load scaling ", 1)
+            for ln in report_gpu.scaling_lines(res["phases"].get("load") or {})]
+    for m in res.get("device_memory") or []:
+        rep_, drv = m.get("reported") or {}, m.get("driver") or {}
+        out.append(f"memory {m['phase'][:34]:34s} {m['engine']:9s} weights "
+                   f"{memory.gib(rep_.get('weight_bytes'))} KV {memory.gib(rep_.get('kv_bytes'))}"
+                   f" scratch {memory.gib(rep_.get('scratch_bytes'))} GiB, driver "
+                   f"{memory.gib(drv.get('bytes'))} GiB")
     px = res["phases"].get("prefix")
     for name, r in ((px or {}).get("engines") or {}).items():
         out.append(f"prefix {name}: cached/uncached TTFT "
                    f"{ratio(r.get('ttft_ratio_cached_over_uncached'))}")
     b = res.get("budget") or {}
+    out += [f"NOT RUN: {n}" for n in res.get("notes", []) if "not run" in n]
     for x in b.get("skipped", []):
         out.append(f"SKIPPED {x['what']}: {x['why']}")
     for x in b.get("cuts", []):

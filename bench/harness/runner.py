@@ -15,13 +15,16 @@ import sys
 from pathlib import Path
 
 from . import budget as budget_mod
-from . import engines, machine, micro, phases, progress, report
+from . import engines, machine, memory, micro, phases, progress, report, served, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 PHASES = ("micro", "scenarios", "load", "prefix")
 # Shares of the time budget (budget.py); "depths" is --full's deep-KV micro phase, run last.
 PHASE_WEIGHTS = {"micro": 3.0, "scenarios": 2.5, "load": 3.0, "prefix": 0.5, "depths": 1.0}
+# The GPU run on an 8B model (bench/device-run): pp512/tg128 of three files take ~60 s, the
+# load sweep to 64 clients the most; the depth rows (a 16k-token fill per process) last.
+GPU_PHASE_WEIGHTS = {"micro": 1.5, "scenarios": 2.5, "load": 3.5, "prefix": 0.5, "depths": 2.0}
 
 
 def parse_args(argv):
@@ -41,12 +44,29 @@ def parse_args(argv):
     ap.add_argument("--slots", type=int, help="parallel sequences (default 16 cpu, 64 cuda)")
     ap.add_argument("--ctx", type=int, help="context per sequence (default min(model, 8192))")
     ap.add_argument("--concurrency", type=int, nargs="+", help="load sweep levels")
+    ap.add_argument("--load-slots", type=int, help="slots of the load sweep's servers (default "
+                    "--slots)")
+    ap.add_argument("--load-ctx", type=int, help="context per sequence of the load sweep's "
+                    "servers (default --ctx)")
+    ap.add_argument("--reuse-servers", action="store_true", help="one server per engine per "
+                    "phase (one engine at a time, the first alternating by phase) instead of a "
+                    "fresh server per scenario / level: the GPU run on an 8B model")
     ap.add_argument("--load-prompt-tokens", type=int, help="load sweep prompt length (approx.)")
     ap.add_argument("--load-output-tokens", type=int, help="load sweep max_tokens (ignore_eos)")
     ap.add_argument("--prefix-tokens", type=int, help="shared prefix length (approx.)")
     ap.add_argument("--runs", type=int, help="measured runs per scenario (default 5)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--rounds", type=int, help="microbenchmark rounds (default 3)")
+    ap.add_argument("--micro-reps", type=int, default=1, help="timed repetitions inside each "
+                    "bench process (-r of both tools; default 1: one process a sample)")
+    ap.add_argument("--micro-depths", type=int, nargs="*", help="with --full: KV depths of the "
+                    "decode-at-depth rows of the main model (default 4096 16384 where its "
+                    "trained context allows; given: run even beyond it)")
+    ap.add_argument("--zinc-variant", nargs="*", default=[], metavar="ZINC_X=V",
+                    help="more zinc rows for the main model's pp/tg at depth 0, each with this "
+                    "environment (e.g. ZINC_EXACT=0 ZINC_EXACT=1: both modes beside the default)")
+    ap.add_argument("--copy-bw-bin", help="a program printing the device's copy bandwidth "
+                    "(tests/cuda/bench_runner: `--copy-bw`), used when PyTorch is missing")
     ap.add_argument("--nice", type=int, default=0, help="niceness of both engines (negative "
                     "needs root; shields both from other work on a shared machine)")
     ap.add_argument("--zinc", help="zinc binary (default: build it in build-bench/)")
@@ -68,6 +88,10 @@ def parse_args(argv):
                     "bench/scenarios/scenarios.json's; 0: greedy)")
     a = ap.parse_args(argv)
     a.missing = []
+    for v in a.zinc_variant:
+        k, eq, _ = v.partition("=")
+        if not (eq and k.startswith("ZINC_") and k[5:].replace("_", "").isalnum()):
+            ap.error(f"--zinc-variant {v!r}: expected ZINC_NAME=VALUE (e.g. ZINC_EXACT=0)")
     q, cuda = a.quick, a.target == "cuda"
     a.threads = a.threads if a.threads is not None else (0 if cuda else os.cpu_count())
     a.slots = a.slots or (4 if q else (64 if cuda else 16))
@@ -80,6 +104,8 @@ def parse_args(argv):
     a.prefix_tokens = a.prefix_tokens or (256 if q else 1024)
     a.runs = a.runs or (2 if q else 5)
     a.rounds = a.rounds or (1 if q else 3)
+    a.load_slots = a.load_slots or a.slots
+    a.load_ctx = a.load_ctx or None  # --ctx's value once the model is known
     a.out = Path(a.out or (ROOT / "bench" / "out" / f"quick-{a.target}" if q
                            else ROOT / "docs" / "bench" / a.target))
     return a
@@ -143,8 +169,9 @@ def count_steps(a, server_engines, micro_engines):
     n = 0
     depths = depths_for(a, None)
     if "micro" in a.phases:
-        n += (len(depths) + (1 if a.full else 0)) * a.rounds * len(micro_engines) \
-            * (1 + len(a.micro_models))
+        n += (1 + len(a.micro_models) + (len(depths) if a.full else 0)) * a.rounds \
+            * len(micro_engines)
+        n += len(a.zinc_variant) * a.rounds if "zinc" in micro_engines else 0
     if "scenarios" in a.phases:
         n += 5 * len(server_engines)
     if "load" in a.phases:
@@ -155,10 +182,15 @@ def count_steps(a, server_engines, micro_engines):
 
 
 def depths_for(a, mi):
+    """Depth 0, and with --full the decode-at-depth rows' depths plus the long prefill (listed
+    as one more entry when counting): --micro-depths as given, else 4096 and 16384 where the
+    model's trained context allows."""
     if not a.full:
         return [0]
+    if a.micro_depths is not None:
+        return [0] + list(a.micro_depths)
     ctx = (mi or {}).get("n_ctx_train") or 0
-    return [0] + [d for d in (4096, 16384) if mi is None or d + 512 + 128 <= ctx]
+    return [0] + [d for d in (4096, 16384) if mi is None or d + 128 <= ctx]
 
 
 def renice_self(nice):
@@ -206,20 +238,26 @@ def describe_engines(run, specs, missing=()):
 
 def micro_jobs(a, mi, models, deep):
     """The microbenchmark jobs: pp512/tg128 at depth 0 on every model (deep=False), or (deep)
-    the --full extras: depths 4096/16384 where the context allows, and a long prefill from an
-    empty cache (pp4096 or half the context) since `zinc bench` has no depth option."""
+    the --full extras on the main model (the headline): a long prefill from an empty cache
+    (pp4096, or half the trained context when shorter), then decode (tg128) at each depth of
+    depths_for (prefill at depth is not a row: the issue asks for decode there)."""
     p, n = (64, 16) if a.quick else (512, 128)
     jobs = []
     for key, path, info in models:
         if not deep:
             jobs.append({"model_key": key, "model": path, "p": p, "n": n, "depth": 0})
             continue
+        if key != "main":
+            continue
+        long_p = min(4096, (info.get("n_ctx_train") or 8192) // 2)
+        if a.quick:
+            long_p = min(long_p, 256)
+        if long_p > p:
+            jobs.append({"model_key": key, "model": path, "p": long_p, "n": 0, "depth": 0})
         for d in depths_for(a, info)[1:]:
-            jobs.append({"model_key": key, "model": path, "p": p, "n": n, "depth": d})
-        ctx = min(info.get("n_ctx_train") or a.ctx, a.ctx if key == "main" else 8192)
-        if min(4096, ctx // 2) > p:
-            jobs.append({"model_key": key, "model": path, "p": min(4096, ctx // 2), "n": 0,
-                         "depth": 0})
+            # one timed run a process: each run refills the depth first (seconds at 16k)
+            jobs.append({"model_key": key, "model": path, "p": 0, "n": n, "depth": d,
+                         "reps": 1})
     return jobs
 
 
@@ -227,10 +265,11 @@ def micro_phase(a, run, bins, models, deep, prog, bud, zbench, lextra):
     jobs = micro_jobs(a, run.res["model"], models, deep)
     secs = micro.run_matrix(bins, jobs, a.rounds, a.threads, a.target, a.nice, prog, bud,
                             zbench, lextra, zinc_env=zinc_env(a.target),
-                            first_round_global=not deep)
+                            first_round_global=not deep, reps=a.micro_reps)
     infos = {key: info for key, _, info in models}
     for key, sec in secs.items():
         sec["model_info"] = infos[key]
+        record_micro_memory(run, key, infos[key], sec, deep)
         if key == "main":
             sec.update({"p": jobs[0]["p"], "n": jobs[0]["n"], "depths": depths_for(a, infos[key])})
             old = run.res["phases"].get("micro")
@@ -251,6 +290,49 @@ def micro_phase(a, run, bins, models, deep, prog, bud, zbench, lextra):
     run.save()
 
 
+def micro_variants(a, run, bins, models, prog, bud, zbench):
+    """The main model's depth-0 pp/tg for zinc under each --zinc-variant environment, with the
+    same run's llama.cpp numbers beside them (phases.micro_variants, one section each)."""
+    main = run.res["phases"].get("micro")
+    if not bins.get("zinc") or not main or not a.zinc_variant:
+        return
+    _, path, info = models[0]
+    p, n = (64, 16) if a.quick else (512, 128)
+    out = run.res["phases"].setdefault("micro_variants", {})
+    for var in a.zinc_variant:
+        k, _, v = var.partition("=")
+        jobs = [{"model_key": "main", "model": path, "p": p, "n": n, "depth": 0}]
+        sec = micro.run_matrix({"zinc": bins["zinc"]}, jobs, a.rounds, a.threads, a.target,
+                               a.nice, prog, bud, zbench, (), zinc_env=dict(zinc_env(a.target),
+                                                                             **{k: v}),
+                               reps=a.micro_reps)["main"]
+        for r in sec["rows"]:
+            peer = next((m for m in main["rows"] if (m["test"], m["depth"]) ==
+                         (r["test"], r["depth"])), None)
+            if peer and (peer.get("llama.cpp") or {}).get("n"):
+                r["llama.cpp"] = peer["llama.cpp"]
+                r["llama.cpp_note"] = "the same run's llama.cpp row"
+                r["ratio_median"] = stats.ratio(r["zinc"]["median"], peer["llama.cpp"]["median"])
+        sec.update({"model_info": info, "env": {k: v}})
+        out[var] = sec
+    run.save()
+
+
+def record_micro_memory(run, key, info, sec, deep):
+    """zinc bench's device memory (its first sample that reports one) as a memory-table row."""
+    for s in sec["samples"]:
+        if s.get("engine") != "zinc":
+            continue
+        rep = memory.zinc_memory(bench_results=s.get("results"))
+        if rep is None:
+            continue
+        n_ctx = next((r.get("n_ctx") for r in s.get("results") or [] if r.get("n_ctx")), None)
+        name = Path(info.get("path", key)).name
+        run.res.setdefault("device_memory", []).append(memory.entry(
+            "zinc", f"micro {name}{' (depth rows)' if deep else ''}", 1, n_ctx, rep, None))
+        return
+
+
 def main(argv=None):
     a = parse_args(argv if argv is not None else sys.argv[1:])
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -266,7 +348,9 @@ def main(argv=None):
     a.ctx = a.ctx or min(mi.get("n_ctx_train") or 8192, 8192)
     if a.quick:
         a.ctx = min(a.ctx, 2048)
+    a.load_ctx = a.load_ctx or a.ctx
     run.res["args"]["ctx"] = a.ctx
+    run.res["args"]["load_ctx"] = a.load_ctx
     run.res["model"] = mi
     models = [("main", a.model, mi)]
     for m in a.micro_models:
@@ -276,7 +360,9 @@ def main(argv=None):
             continue
         models.append((Path(m).name, m, machine.model_info(m)))
     run.res["micro_models"] = {key: info for key, _, info in models[1:]}
-    run.res["bandwidth"] = machine.measure_copy_bandwidth(a.target)
+    if a.target == "cuda":  # before any engine runs: the baseline of the driver's memory view
+        run.res["gpu_baseline_used_bytes"] = memory.gpu_used_bytes()
+    run.res["bandwidth"] = machine.measure_copy_bandwidth(a.target, a.copy_bw_bin)
     server_engines, notes = describe_engines(run, specs, a.missing)
     micro_bins = {"zinc": specs["zinc"].bench_bin if "zinc" in specs else None,
                   "llama.cpp": specs["llama.cpp"].bench_bin if "llama.cpp" in specs else None}
@@ -284,6 +370,7 @@ def main(argv=None):
     prog = progress.Progress(count_steps(a, server_engines, micro_engines))
     for ln in prog0.lines:
         prog.lines.append(ln)
+    notes += [f"phase {p} not run (not in --phases)" for p in PHASES if p not in a.phases]
     run.res["notes"] = notes
     for n in notes:
         prog.log(n)
@@ -300,7 +387,8 @@ def main(argv=None):
         todo = [p for p in todo if p not in ("micro", "depths")]
     if not server_engines:
         todo = [p for p in todo if p in ("micro", "depths")]
-    bud.plan({p: PHASE_WEIGHTS[p] for p in todo})
+    weights = GPU_PHASE_WEIGHTS if a.target == "cuda" else PHASE_WEIGHTS
+    bud.plan({p: weights[p] for p in todo})
     ctx = phases.PhaseContext(a, specs, server_engines, mi, run, prog, zserve, lextra, bud,
                               lambda name: zinc_env(a.target) if name == "zinc" else None)
     try:
@@ -312,6 +400,11 @@ def main(argv=None):
                 if ph in ("micro", "depths"):
                     micro_phase(a, run, micro_bins, models, ph == "depths", prog, bud, zbench,
                                 lextra)
+                    if ph == "micro":
+                        micro_variants(a, run, micro_bins, models, prog, bud, zbench)
+                elif a.reuse_servers and ph in ("scenarios", "load"):
+                    k = [p for p in todo if p in ("scenarios", "load")].index(ph)
+                    run.res["phases"][ph] = getattr(served, f"{ph}_phase")(ctx, k)
                 else:
                     result = getattr(ctx, f"{ph}_phase")()
                     run.res["phases"][ph] = result

@@ -144,7 +144,7 @@ async def _run_one(base_url, body, timeout_s=600.0):
 
 
 def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None, extra_body=None,
-                 request=None, seed_base=42, timeout_s=600.0):
+                 request=None, seed_base=42, timeout_s=600.0, keep_flagged=False):
     """warm-up + measured runs of one scenario against one server, sequentially; run i (the
     warm-up first) has seed seed_base + i; `request` holds the sampling settings; extra_body is
     merged into every request (e.g. llama-server's cache_prompt: false).
@@ -158,15 +158,16 @@ def run_scenario(base_url, model_name, scen, prompt, warmup, runs, on_run=None, 
         (out["warmup"] if i < warmup else out["runs"]).append(m)
         if on_run:
             on_run(i < warmup, m)
-    out["summary"] = summarize_runs(out["runs"], scen["max_tokens"])
+    out["summary"] = summarize_runs(out["runs"], scen["max_tokens"], keep_flagged)
     return out
 
 
-def summarize_runs(runs, max_tokens=None):
-    """Medians (and spread) over the runs that are ok and unflagged; full_length: every run
-    generated max_tokens tokens (what ignore_eos asks for)."""
-    good = [m for m in runs if m["ok"] and not m["flags"]]
-    s = {"n_runs": len(runs), "n_used": len(good),
+def summarize_runs(runs, max_tokens=None, keep_flagged=False):
+    """Medians (and spread) over the runs that are ok and unflagged (keep_flagged: every ok run,
+    for a random-weight model whose text is garbage by construction; the flags are still
+    recorded); full_length: every run generated max_tokens tokens (what ignore_eos asks for)."""
+    good = [m for m in runs if m["ok"] and (keep_flagged or not m["flags"])]
+    s = {"n_runs": len(runs), "n_used": len(good), "flags_kept": bool(keep_flagged),
          "flagged": [m["flags"] for m in runs if m["flags"]]}
     for k in ("ttft_s", "decode_s", "decode_tps", "e2e_s", "prefill_tps_client"):
         s[k] = stats.summarize([m[k] for m in good])

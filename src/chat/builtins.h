@@ -55,9 +55,11 @@ Value call_method(Interpreter& in, const Value& self, std::string_view name, con
 Value find_global_function(std::string_view name);
 
 /// Python `"fmt" % args` (printf-style formatting: %s %r %d %i %f %x %% with flags/width).
-std::string py_percent_format(Interpreter& in, const std::string& fmt, const Value& args);
-/// Python str.format(*args, **kwargs) as jinja2's sandbox allows it.
-std::string py_str_format(Interpreter& in, const std::string& fmt, const CallArgs& args);
+/// The format string's bytes keep their taint; a piece interpolated from an argument holding
+/// data is data.
+Value py_percent_format(Interpreter& in, const Value& fmt, const Value& args);
+/// Python str.format(*args, **kwargs) as jinja2's sandbox allows it (taint as above).
+Value py_str_format(Interpreter& in, const Value& fmt, const CallArgs& args);
 /// json.dumps(value, ensure_ascii, indent, separators, sort_keys), as HF's tojson filter.
 struct JsonOptions {
     bool ensure_ascii = false;

@@ -35,8 +35,8 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source, std::string na
     return t;
 }
 
-Result<std::string> ChatTemplate::render(const std::vector<std::pair<std::string, Value>>& vars,
-                                         const RenderOptions& opt) const {
+Result<RenderedPrompt> ChatTemplate::render_prompt(
+    const std::vector<std::pair<std::string, Value>>& vars, const RenderOptions& opt) const {
     if (!root_) return make_error(name_ + ": template was not parsed");
     DictData context;
     for (const auto& [k, v] : vars) context.set(Value::string(k), v);
@@ -45,7 +45,8 @@ Result<std::string> ChatTemplate::render(const std::vector<std::pair<std::string
     limits.max_output_bytes = opt.max_output_bytes;
     try {
         Interpreter in(context, opt.now_unix, limits);
-        return in.render(*root_);
+        TaintedText t = in.render(*root_);
+        return RenderedPrompt{std::move(t.text_mut()), std::move(t.spans_mut())};
     } catch (const TemplateError& e) {
         return to_error(name_, e);
     } catch (const std::bad_alloc&) {
@@ -53,18 +54,25 @@ Result<std::string> ChatTemplate::render(const std::vector<std::pair<std::string
     }
 }
 
+Result<std::string> ChatTemplate::render(const std::vector<std::pair<std::string, Value>>& vars,
+                                         const RenderOptions& opt) const {
+    auto r = render_prompt(vars, opt);
+    if (!r) return r.error();
+    return std::move(r.value().text);
+}
+
 Value messages_value(const std::vector<Message>& messages) {
     std::vector<Value> list;
     list.reserve(messages.size());
     for (const auto& m : messages) {
-        list.push_back(Value::dict({{Value::string("role"), Value::string(m.role)},
-                                    {Value::string("content"), Value::string(m.content)}}));
+        list.push_back(Value::dict({{Value::string("role"), Value::data_string(m.role)},
+                                    {Value::string("content"), Value::data_string(m.content)}}));
     }
     return Value::list(std::move(list));
 }
 
-Result<std::string> ChatTemplate::apply(const std::vector<Message>& messages,
-                                        const ApplyOptions& opt) const {
+Result<RenderedPrompt> ChatTemplate::apply_prompt(const std::vector<Message>& messages,
+                                                  const ApplyOptions& opt) const {
     std::vector<std::pair<std::string, Value>> vars;
     vars.emplace_back("messages", messages_value(messages));
     vars.emplace_back("tools", Value::none());
@@ -74,7 +82,14 @@ Result<std::string> ChatTemplate::apply(const std::vector<Message>& messages,
     vars.emplace_back("eos_token", Value::string(opt.eos_token));
     if (opt.enable_thinking) vars.emplace_back("enable_thinking", Value::boolean(*opt.enable_thinking));
     for (const auto& kv : opt.extra_vars) vars.push_back(kv);
-    return render(vars, opt.render);
+    return render_prompt(vars, opt.render);
+}
+
+Result<std::string> ChatTemplate::apply(const std::vector<Message>& messages,
+                                        const ApplyOptions& opt) const {
+    auto r = apply_prompt(messages, opt);
+    if (!r) return r.error();
+    return std::move(r.value().text);
 }
 
 Result<TemplateSource> template_from_gguf(const gguf::File& file) {

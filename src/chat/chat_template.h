@@ -9,6 +9,11 @@
 // add_generation_prompt, bos_token, eos_token, plus any extras (e.g. enable_thinking).
 // The supported subset and the known differences are listed in docs/chat-templates.md.
 //
+// Data and control (taint.h): every string of the messages (roles and content) is data; the
+// template's own text, bos_token and eos_token are control. apply_prompt()/render_prompt() say
+// which bytes of the rendered text are data, so that the tokenizer reads special tokens only in
+// control text (docs/chat-templates.md, "Data and control").
+//
 // Errors: parse errors, template runtime errors and raise_exception() all come back as
 // zinc::Error with "NAME:LINE:COLUMN: message" (1-based; column in characters). Nothing here
 // throws or aborts on any template or input.
@@ -58,17 +63,29 @@ struct ApplyOptions {
     RenderOptions render;
 };
 
+/// A rendered prompt: the text and the byte ranges of it that came from input values.
+struct RenderedPrompt {
+    std::string text;
+    DataSpans data;  // sorted, disjoint: tokenize as plain text (no special tokens)
+};
+
 /// A parsed template, cheap to copy (shared, immutable) and safe to render from several threads.
 class ChatTemplate {
 public:
     /// Parse `source`. `name` prefixes error messages (e.g. "tokenizer.chat_template").
     static Result<ChatTemplate> parse(std::string_view source, std::string name = "chat template");
 
-    /// Render with arbitrary variables (insertion-ordered name -> value).
+    /// Render with arbitrary variables (insertion-ordered name -> value). Strings in `vars` are
+    /// control unless made data (mark_data, Value::data_string).
+    Result<RenderedPrompt> render_prompt(const std::vector<std::pair<std::string, Value>>& vars,
+                                         const RenderOptions& opt = {}) const;
     Result<std::string> render(const std::vector<std::pair<std::string, Value>>& vars,
                                const RenderOptions& opt = {}) const;
 
-    /// Render a conversation the way transformers' apply_chat_template does.
+    /// Render a conversation the way transformers' apply_chat_template does; the messages are
+    /// data, extra_vars as given.
+    Result<RenderedPrompt> apply_prompt(const std::vector<Message>& messages,
+                                        const ApplyOptions& opt) const;
     Result<std::string> apply(const std::vector<Message>& messages, const ApplyOptions& opt) const;
 
     const std::string& name() const { return name_; }
@@ -78,7 +95,8 @@ private:
     std::string name_;
 };
 
-/// The messages as the `messages` variable: a list of {"role": ..., "content": ...} dicts.
+/// The messages as the `messages` variable: a list of {"role": ..., "content": ...} dicts whose
+/// role and content strings are data.
 Value messages_value(const std::vector<Message>& messages);
 
 /// The documented default used when a GGUF carries no `tokenizer.chat_template`: ChatML

@@ -317,7 +317,7 @@ Value f_format(Interpreter& in, const Value& v, const CallArgs& a) {
     } else {
         args = Value::list(a.pos, SeqKind::Tuple);
     }
-    return Value::string(py_percent_format(in, soft_str(v), args));
+    return py_percent_format(in, str_value(v), args);
 }
 
 Value f_indent(Interpreter&, const Value& v, const CallArgs& a) {
@@ -381,16 +381,16 @@ Value f_items(Interpreter&, const Value& v, const CallArgs& a) {
 
 Value f_join(Interpreter& in, const Value& v, const CallArgs& a) {
     ArgBinder b(a, "join", {"d", "attribute"});
-    const std::string sep = b.has(0) ? b.get(0)->to_str() : std::string();
-    std::string out;
+    const Value sep = b.has(0) ? str_value(*b.get(0)) : Value::string("");
+    TaintedText out;
     bool first = true;
     for (const Value& item : in.iterate(v)) {
-        if (!first) out += sep;
+        if (!first) append_value(out, sep);
         first = false;
-        out += (b.has(1) ? get_attribute_path(in, item, *b.get(1)) : item).to_str();
+        append_value(out, b.has(1) ? get_attribute_path(in, item, *b.get(1)) : item);
         in.check_size(out.size());
     }
-    return Value::string(std::move(out));
+    return text_value(std::move(out));
 }
 
 Value f_list(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -521,17 +521,20 @@ Value f_replace(Interpreter& in, const Value& v, const CallArgs& a) {
     ArgBinder b(a, "replace", {"old", "new", "count"});
     if (!b.has(0) || !b.has(1)) fail("replace() missing required arguments 'old' and 'new'");
     const int64_t count = want_int(b.get(2), -1, "count");
-    std::string r = text::replace(soft_str(v), b.get(0)->to_str(), b.get(1)->to_str(), static_cast<long>(count));
-    in.check_size(r.size());
-    return Value::string(std::move(r));
+    Value r = replace_value(str_value(v), b.get(0)->to_str(), str_value(*b.get(1)),
+                            static_cast<long>(count));
+    in.check_size(r.str().size());
+    return r;
 }
 
 Value f_reverse(Interpreter& in, const Value& v, const CallArgs& a) {
     ArgBinder b(a, "reverse", {});
     if (v.is_string()) {
-        std::u32string s = text::decode(v.str());
-        std::reverse(s.begin(), s.end());
-        return Value::string(text::encode(s));
+        std::vector<Value> chars = in.iterate(v);  // each keeps its taint
+        std::reverse(chars.begin(), chars.end());
+        TaintedText out;
+        for (const Value& c : chars) append_value(out, c);
+        return text_value(std::move(out));
     }
     const bool was_generator = v.is_list() && v.seq_kind() == SeqKind::Generator;
     std::vector<Value> items = in.iterate(v);
@@ -579,7 +582,7 @@ Value f_round(Interpreter&, const Value& v, const CallArgs& a) {
 
 Value f_safe(Interpreter&, const Value& v, const CallArgs& a) {
     ArgBinder b(a, "safe", {});
-    return Value::string(soft_str(v));
+    return str_value(v);
 }
 
 Value f_sort(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -622,7 +625,7 @@ Value f_sort(Interpreter& in, const Value& v, const CallArgs& a) {
 
 Value f_string(Interpreter&, const Value& v, const CallArgs& a) {
     ArgBinder b(a, "string", {});
-    return Value::string(soft_str(v));
+    return str_value(v);
 }
 
 Value f_sum(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -672,7 +675,9 @@ Value f_trim(Interpreter&, const Value& v, const CallArgs& a) {
     std::string chars;
     const bool has_chars = b.has(0) && !b.get(0)->is_none();
     if (has_chars) chars = b.get(0)->to_str();
-    return Value::string(text::strip(soft_str(v), has_chars ? &chars : nullptr, true, true));
+    const Value s = str_value(v);
+    const Span keep = text::strip_range(s.str(), has_chars ? &chars : nullptr, true, true);
+    return substr_value(s, keep.begin, keep.end);
 }
 
 Value f_unique(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -706,23 +711,67 @@ Value f_wordcount(Interpreter&, const Value& v, const CallArgs& a) {
     return Value::integer(n);
 }
 
+// Filters that compute new text from their input (case mapping, escaping, layout, JSON) are
+// not taint-aware: their result is made entirely data when the input or an argument holds data
+// (the wrapper below). Every other filter moves values or bytes and keeps their taint itself.
+template <FilterFn F>
+Value derived(Interpreter& in, const Value& v, const CallArgs& a) {
+    Value r = F(in, v, a);
+    if (!r.is_string() || r.has_data()) return r;
+    bool data = contains_data(v);
+    for (const Value& x : a.pos) data = data || contains_data(x);
+    for (const auto& kv : a.kw) data = data || contains_data(kv.second);
+    return data ? Value::data_string(r.str()) : r;
+}
+
 struct FilterEntry {
     const char* name;
     FilterFn fn;
 };
 
 constexpr FilterEntry kFilters[] = {
-    {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize},
-    {"center", f_center}, {"count", f_length}, {"d", f_default}, {"default", f_default},
-    {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape}, {"first", f_first},
-    {"float", f_float}, {"format", f_format}, {"indent", f_indent}, {"int", f_int},
-    {"items", f_items}, {"join", f_join}, {"last", f_last}, {"length", f_length},
-    {"list", f_list}, {"lower", f_lower}, {"map", f_map}, {"max", f_max}, {"min", f_min},
-    {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace},
-    {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"select", f_select},
-    {"selectattr", f_selectattr}, {"sort", f_sort}, {"string", f_string}, {"sum", f_sum},
-    {"title", f_title}, {"tojson", f_tojson}, {"trim", f_trim}, {"unique", f_unique},
-    {"upper", f_upper}, {"wordcount", f_wordcount},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", derived<f_capitalize>},
+    {"center", derived<f_center>},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", derived<f_escape>},
+    {"escape", derived<f_escape>},
+    {"first", f_first},
+    {"float", f_float},
+    {"format", f_format},
+    {"indent", derived<f_indent>},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", derived<f_lower>},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", derived<f_title>},
+    {"tojson", derived<f_tojson>},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", derived<f_upper>},
+    {"wordcount", f_wordcount},
 };
 
 }  // namespace

@@ -106,7 +106,7 @@ Value g_strftime_now(Interpreter& in, const CallArgs& a) {
         const size_t n = std::strftime(buf.data(), cap, fmt.c_str(), &tm);
         if (n > 0) {
             buf.resize(n);
-            return Value::string(std::move(buf));
+            return derived_string(std::move(buf), b.get(0)->has_data());  // data format: data
         }
     }
     return Value::string("");
@@ -136,19 +136,24 @@ std::string pad(const std::string& s, int64_t width, bool left_align, char fill 
 
 }  // namespace
 
-std::string py_percent_format(Interpreter& in, const std::string& fmt, const Value& args) {
+Value py_percent_format(Interpreter& in, const Value& fmt_value, const Value& args) {
+    const std::string& fmt = fmt_value.str();
+    const DataSpans* fmt_spans = fmt_value.data_spans();
+    // The format string's own bytes keep their taint; each interpolated piece is data when its
+    // argument holds data.
+    auto fmt_data = [&](size_t at) { return fmt_spans && spans_overlap(*fmt_spans, at, at + 1); };
     std::vector<Value> pos;
     const Value* mapping = nullptr;
     if (args.is_list() && args.seq_kind() == SeqKind::Tuple) pos = args.list_data().items;
     else if (args.is_dict()) mapping = &args;
     else pos.push_back(args);
     size_t next = 0;
-    std::string out;
+    TaintedText out;
     size_t i = 0;
     while (i < fmt.size()) {
         const char c = fmt[i];
         if (c != '%') {
-            out.push_back(c);
+            out.append_as(std::string_view(&fmt[i], 1), fmt_data(i));
             i++;
             continue;
         }
@@ -183,7 +188,7 @@ std::string py_percent_format(Interpreter& in, const std::string& fmt, const Val
         if (i >= fmt.size()) fail("incomplete format");
         const char conv = fmt[i++];
         if (conv == '%') {
-            out.push_back('%');
+            out.append_as("%", fmt_data(i - 1));
             continue;
         }
         if (!arg) {
@@ -202,7 +207,7 @@ std::string py_percent_format(Interpreter& in, const std::string& fmt, const Val
                     const std::u32string cps = text::decode(piece);
                     if (static_cast<int64_t>(cps.size()) > prec) piece = text::encode(std::u32string_view(cps).substr(0, static_cast<size_t>(prec)));
                 }
-                out += pad(piece, width, left);
+                out.append_as(pad(piece, width, left), contains_data(*arg));
                 break;
             }
             case 'd':
@@ -227,10 +232,13 @@ std::string py_percent_format(Interpreter& in, const std::string& fmt, const Val
                 if (prec >= 0) spec += "." + std::to_string(prec);
                 char buf[2048];
                 if (conv == 'c') {
-                    if (arg->is_string()) piece = arg->str();
-                    else if (arg->is_int()) text::append_utf8(piece, static_cast<char32_t>(arg->as_int()));
-                    else fail("%c requires int or char");
-                    out += pad(piece, width, left);
+                    if (arg->is_string())
+                        piece = arg->str();
+                    else if (arg->is_int())
+                        text::append_utf8(piece, static_cast<char32_t>(arg->as_int()));
+                    else
+                        fail("%c requires int or char");
+                    out.append_as(pad(piece, width, left), contains_data(*arg));
                     break;
                 }
                 if (conv == 'd' || conv == 'i' || conv == 'u' || conv == 'x' || conv == 'X' || conv == 'o') {
@@ -255,17 +263,18 @@ std::string py_percent_format(Interpreter& in, const std::string& fmt, const Val
                             std::string t(buf);
                             const size_t first = t.find_first_not_of(' ');
                             t.insert(first == std::string::npos ? 0 : first, "-");
-                            if (width >= 0 && static_cast<int64_t>(t.size()) > width && t[0] == ' ') t.erase(0, 1);
-                            out += t;
+                            if (width >= 0 && static_cast<int64_t>(t.size()) > width && t[0] == ' ')
+                                t.erase(0, 1);
+                            out.append_literal(t);
                             break;
                         }
                     }
-                    out += buf;
+                    out.append_literal(buf);
                     break;
                 }
                 spec += conv;
                 std::snprintf(buf, sizeof(buf), spec.c_str(), arg->to_double());
-                out += buf;
+                out.append_literal(buf);
                 break;
             }
             default: fail(std::string("unsupported format character '") + conv + "'");
@@ -273,7 +282,7 @@ std::string py_percent_format(Interpreter& in, const std::string& fmt, const Val
         in.check_size(out.size());
     }
     if (!mapping && next < pos.size()) fail("not all arguments converted during string formatting");
-    return out;
+    return text_value(std::move(out));
 }
 
 // ---- str.format -----------------------------------------------------------------------------
@@ -416,27 +425,30 @@ std::string apply_format_spec(const Value& v, const std::string& spec) {
 
 }  // namespace
 
-std::string py_str_format(Interpreter& in, const std::string& fmt, const CallArgs& args) {
-    std::string out;
+Value py_str_format(Interpreter& in, const Value& fmt_value, const CallArgs& args) {
+    const std::string& fmt = fmt_value.str();
+    const DataSpans* fmt_spans = fmt_value.data_spans();
+    auto fmt_data = [&](size_t at) { return fmt_spans && spans_overlap(*fmt_spans, at, at + 1); };
+    TaintedText out;
     size_t i = 0, auto_idx = 0;
     bool used_auto = false, used_manual = false;
     while (i < fmt.size()) {
         const char c = fmt[i];
         if (c == '}') {
             if (i + 1 < fmt.size() && fmt[i + 1] == '}') {
-                out += '}';
+                out.append_as("}", fmt_data(i));
                 i += 2;
                 continue;
             }
             fail("Single '}' encountered in format string");
         }
         if (c != '{') {
-            out += c;
+            out.append_as(std::string_view(&fmt[i], 1), fmt_data(i));
             i++;
             continue;
         }
         if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
-            out += '{';
+            out.append_as("{", fmt_data(i));
             i += 2;
             continue;
         }
@@ -495,12 +507,15 @@ std::string py_str_format(Interpreter& in, const std::string& fmt, const CallArg
             }
         }
         if (v.is_undefined()) fail_undefined(v);
-        if (conv == "r" || conv == "a") v = Value::string(v.repr());
-        else if (conv == "s") v = Value::string(v.to_str());
-        out += apply_format_spec(v, spec);
+        const bool data = contains_data(v);
+        if (conv == "r" || conv == "a")
+            v = Value::string(v.repr());
+        else if (conv == "s")
+            v = Value::string(v.to_str());
+        out.append_as(apply_format_spec(v, spec), data);
         in.check_size(out.size());
     }
-    return out;
+    return text_value(std::move(out));
 }
 
 }  // namespace zinc::chat

@@ -133,9 +133,9 @@ void Interpreter::check_size(size_t n) const {
     if (n > limits_.max_output_bytes) fail("template output too large");
 }
 
-std::string Interpreter::render(const Node& tmpl) {
+TaintedText Interpreter::render(const Node& tmpl) {
     root_ = std::make_shared<Scope>();
-    std::string out;
+    TaintedText out;
     exec_body(tmpl.body, root_, out);
     return out;
 }
@@ -143,7 +143,7 @@ std::string Interpreter::render(const Node& tmpl) {
 // ---- statements ---------------------------------------------------------------------------
 
 Interpreter::Flow Interpreter::exec_body(const std::vector<NodePtr>& body,
-                                         const std::shared_ptr<Scope>& sc, std::string& out) {
+                                         const std::shared_ptr<Scope>& sc, TaintedText& out) {
     for (const auto& n : body) {
         const Flow f = exec(*n, sc, out);
         if (f != Flow::Normal) return f;
@@ -151,25 +151,21 @@ Interpreter::Flow Interpreter::exec_body(const std::vector<NodePtr>& body,
     return Flow::Normal;
 }
 
-Interpreter::Flow Interpreter::exec(const Node& n, const std::shared_ptr<Scope>& sc, std::string& out) {
+Interpreter::Flow Interpreter::exec(const Node& n, const std::shared_ptr<Scope>& sc,
+                                    TaintedText& out) {
     DepthGuard guard(depth_, limits_.max_depth, n.pos);
     tick();
     try {
         switch (n.kind) {
             case NodeKind::Data:
                 check_size(out.size() + n.str.size());
-                out += n.str;
+                out.append_literal(n.str);  // the template's own text: control
                 return Flow::Normal;
             case NodeKind::Output: {
                 const Value v = eval(*n.a, sc);
-                if (v.is_string()) {
-                    check_size(out.size() + v.str().size());
-                    out += v.str();
-                } else {
-                    const std::string s = v.to_str();
-                    check_size(out.size() + s.size());
-                    out += s;
-                }
+                if (v.is_string()) check_size(out.size() + v.str().size());
+                append_value(out, v);
+                check_size(out.size());
                 return Flow::Normal;
             }
             case NodeKind::If:
@@ -186,9 +182,9 @@ Interpreter::Flow Interpreter::exec(const Node& n, const std::shared_ptr<Scope>&
             case NodeKind::SetBlock: {
                 auto inner = std::make_shared<Scope>();
                 inner->parent = sc;
-                std::string text;
+                TaintedText text;
                 exec_body(n.body, inner, text);
-                Value v = Value::string(std::move(text));
+                Value v = text_value(std::move(text));
                 if (n.b) v = eval_filter_chain(*n.b, sc, &v);
                 assign(*n.a, v, *sc, sc);
                 return Flow::Normal;
@@ -206,18 +202,17 @@ Interpreter::Flow Interpreter::exec(const Node& n, const std::shared_ptr<Scope>&
                     fail("{% call %} needs a macro to call", call.pos);
                 const Value v = call_macro(callee.callable_data(), args, &caller);
                 check_size(out.size() + v.str().size());
-                out += v.str();
+                append_value(out, v);
                 return Flow::Normal;
             }
             case NodeKind::FilterBlock: {
                 auto inner = std::make_shared<Scope>();
                 inner->parent = sc;
-                std::string text;
+                TaintedText text;
                 exec_body(n.body, inner, text);
-                const Value in = Value::string(std::move(text));
-                const std::string s = eval_filter_chain(*n.b, sc, &in).to_str();
-                check_size(out.size() + s.size());
-                out += s;
+                const Value in = text_value(std::move(text));
+                append_value(out, eval_filter_chain(*n.b, sc, &in));
+                check_size(out.size());
                 return Flow::Normal;
             }
             case NodeKind::With: {
@@ -239,7 +234,7 @@ Interpreter::Flow Interpreter::exec(const Node& n, const std::shared_ptr<Scope>&
     }
 }
 
-void Interpreter::exec_for(const Node& n, const std::shared_ptr<Scope>& sc, std::string& out) {
+void Interpreter::exec_for(const Node& n, const std::shared_ptr<Scope>& sc, TaintedText& out) {
     const Value iterable = eval(*n.b, sc);
     std::vector<Value> all = iterate(iterable);
     if (n.c) {
@@ -364,9 +359,9 @@ Value Interpreter::call_macro(const CallableData& fn, const CallArgs& args, cons
     }
     if (fn.catch_kwargs) sc->vars["kwargs"] = extra_kw;
     if (caller) sc->vars["caller"] = *caller;
-    std::string out;
+    TaintedText out;
     exec_body(m.body, sc, out);
-    return Value::string(std::move(out));
+    return text_value(std::move(out));
 }
 
 // ---- expressions --------------------------------------------------------------------------
@@ -478,12 +473,12 @@ Value Interpreter::eval_inner(const Node& n, const std::shared_ptr<Scope>& sc) {
             return Value::boolean(true);
         }
         case NodeKind::Concat: {
-            std::string s;
+            TaintedText s;
             for (const auto& x : n.items) {
-                s += eval(*x, sc).to_str();
+                append_value(s, eval(*x, sc));
                 check_size(s.size());
             }
-            return Value::string(std::move(s));
+            return text_value(std::move(s));
         }
         case NodeKind::CondExpr:
             if (eval(*n.a, sc).truthy()) return eval(*n.b, sc);
@@ -570,14 +565,13 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
     if (obj.is_undefined()) fail_undefined(obj);
     const bool int_key = key.is_int() || key.is_bool();
     if (obj.is_string() && int_key) {
-        const std::u32string cps = text::decode(obj.str());
+        const std::vector<size_t> off = text::cp_offsets(obj.str());
         int64_t i = key.as_int();
-        const auto n = static_cast<int64_t>(cps.size());
+        const auto n = static_cast<int64_t>(off.size() - 1);
         if (i < 0) i += n;
         if (i >= 0 && i < n) {
-            std::string s;
-            text::append_utf8(s, cps[static_cast<size_t>(i)]);
-            return Value::string(std::move(s));
+            const auto k = static_cast<size_t>(i);
+            return substr_value(obj, off[k], off[k + 1]);
         }
     } else if (obj.is_list() && int_key) {
         const SeqKind k = obj.seq_kind();
@@ -613,9 +607,9 @@ Value Interpreter::slice(const Value& obj, const Node& sl, const std::shared_ptr
     }
     const int64_t step = parts[2].is_none() ? 1 : parts[2].as_int();
     if (step == 0) fail("slice step cannot be zero");
-    std::u32string cps;
-    if (obj.is_string()) cps = text::decode(obj.str());
-    const int64_t len = obj.is_string() ? static_cast<int64_t>(cps.size())
+    std::vector<size_t> off;
+    if (obj.is_string()) off = text::cp_offsets(obj.str());
+    const int64_t len = obj.is_string() ? static_cast<int64_t>(off.size() - 1)
                                         : static_cast<int64_t>(obj.list_data().items.size());
     const int64_t lower = step < 0 ? -1 : 0;
     const int64_t upper = step < 0 ? len - 1 : len;
@@ -639,9 +633,16 @@ Value Interpreter::slice(const Value& obj, const Node& sl, const std::shared_ptr
         for (int64_t i = start; i > stop; i += step) idx.push_back(i);
     }
     if (obj.is_string()) {
-        std::u32string out;
-        for (int64_t i : idx) out.push_back(cps[static_cast<size_t>(i)]);
-        return Value::string(text::encode(out));
+        // Each code point keeps its bytes and their taint.
+        TaintedText out;
+        const DataSpans* spans = obj.data_spans();
+        for (int64_t i : idx) {
+            const auto k = static_cast<size_t>(i);
+            const size_t b = off[k], e = off[k + 1];
+            const std::string_view bytes = std::string_view(obj.str()).substr(b, e - b);
+            out.append_as(bytes, spans && spans_overlap(*spans, b, e));
+        }
+        return text_value(std::move(out));
     }
     std::vector<Value> out;
     const auto& items = obj.list_data().items;
@@ -667,11 +668,9 @@ std::vector<Value> Interpreter::iterate(const Value& v) {
         }
         case ValueKind::String: {
             std::vector<Value> out;
-            for (char32_t c : text::decode(v.str())) {
-                std::string s;
-                text::append_utf8(s, c);
-                out.push_back(Value::string(std::move(s)));
-            }
+            const std::vector<size_t> off = text::cp_offsets(v.str());
+            for (size_t k = 0; k + 1 < off.size(); ++k)
+                out.push_back(substr_value(v, off[k], off[k + 1]));
             return out;
         }
         default: fail("'" + std::string(v.type_name()) + "' object is not iterable");

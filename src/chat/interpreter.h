@@ -58,8 +58,8 @@ public:
     Interpreter(const Interpreter&) = delete;
     Interpreter& operator=(const Interpreter&) = delete;
 
-    /// Render the template. Throws TemplateError.
-    std::string render(const Node& tmpl);
+    /// Render the template: the text with its data ranges. Throws TemplateError.
+    TaintedText render(const Node& tmpl);
 
     // ---- services for the built-ins ----
     Value call(const Value& fn, const CallArgs& args);
@@ -84,10 +84,12 @@ public:
 private:
     enum class Flow : uint8_t { Normal, Break, Continue };
 
-    Flow exec_body(const std::vector<NodePtr>& body, const std::shared_ptr<Scope>& sc, std::string& out);
-    Flow exec(const Node& n, const std::shared_ptr<Scope>& sc, std::string& out);
-    void exec_for(const Node& n, const std::shared_ptr<Scope>& sc, std::string& out);
-    void assign(const Node& target, const Value& v, Scope& sc, const std::shared_ptr<Scope>& lookup);
+    Flow exec_body(const std::vector<NodePtr>& body, const std::shared_ptr<Scope>& sc,
+                   TaintedText& out);
+    Flow exec(const Node& n, const std::shared_ptr<Scope>& sc, TaintedText& out);
+    void exec_for(const Node& n, const std::shared_ptr<Scope>& sc, TaintedText& out);
+    void assign(const Node& target, const Value& v, Scope& sc,
+                const std::shared_ptr<Scope>& lookup);
     Value eval(const Node& n, const std::shared_ptr<Scope>& sc);
     Value eval_inner(const Node& n, const std::shared_ptr<Scope>& sc);
     Value eval_filter_chain(const Node& n, const std::shared_ptr<Scope>& sc, const Value* block_input);

@@ -23,10 +23,10 @@ Value repeat(Interpreter& in, const Value& seq, int64_t n) {
     if (n < 0) n = 0;
     if (seq.is_string()) {
         in.check_size(seq.str().size() * static_cast<size_t>(n));
-        std::string out;
-        out.reserve(seq.str().size() * static_cast<size_t>(n));
-        for (int64_t k = 0; k < n; k++) out += seq.str();
-        return Value::string(std::move(out));
+        TaintedText out;
+        out.text_mut().reserve(seq.str().size() * static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; k++) append_value(out, seq);
+        return text_value(std::move(out));
     }
     const auto& items = seq.list_data().items;
     in.check_size(items.size() * static_cast<size_t>(n) * sizeof(Value));
@@ -71,7 +71,10 @@ Value py_binop(Interpreter& in, std::string_view op, const Value& a, const Value
         if (nums) return Value::number(a.to_double() + b.to_double());
         if (a.is_string() && b.is_string()) {
             in.check_size(a.str().size() + b.str().size());
-            return Value::string(a.str() + b.str());
+            TaintedText out;
+            append_value(out, a);
+            append_value(out, b);
+            return text_value(std::move(out));
         }
         if (a.is_list() && b.is_list() && a.seq_kind() == b.seq_kind() &&
             (a.seq_kind() == SeqKind::List || a.seq_kind() == SeqKind::Tuple)) {
@@ -127,7 +130,7 @@ Value py_binop(Interpreter& in, std::string_view op, const Value& a, const Value
         return Value::number(fd);
     }
     if (op == "%") {
-        if (a.is_string()) return Value::string(py_percent_format(in, a.str(), b));
+        if (a.is_string()) return py_percent_format(in, a, b);
         if (ints) {
             const int64_t x = a.as_int(), y = b.as_int();
             if (y == 0) fail("integer division or modulo by zero");

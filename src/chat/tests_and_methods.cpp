@@ -164,14 +164,21 @@ int64_t cp_index(const std::string& s, size_t byte_off) {
     return static_cast<int64_t>(text::length(std::string_view(s).substr(0, byte_off)));
 }
 
-Value str_method(Interpreter& in, const std::string& s, std::string_view name, const CallArgs& a) {
+// String methods keep taint (taint.h): the parts strip/split/removeprefix return keep their
+// bytes' taint, replace/join/format combine the taint of their pieces, and case mapping makes the
+// whole result data when the string held any.
+Value str_method(Interpreter& in, const Value& self, std::string_view name, const CallArgs& a) {
+    const std::string& s = self.str();
     auto strip_chars = [&](const char* fname, bool l, bool r) {
         ArgBinder b(a, fname, {"chars"});
+        Span keep;
         if (b.has(0) && !b.get(0)->is_none()) {
             const std::string chars = want_str(*b.get(0), fname);
-            return Value::string(text::strip(s, &chars, l, r));
+            keep = text::strip_range(s, &chars, l, r);
+        } else {
+            keep = text::strip_range(s, nullptr, l, r);
         }
-        return Value::string(text::strip(s, nullptr, l, r));
+        return substr_value(self, keep.begin, keep.end);
     };
     if (name == "strip") return strip_chars("strip", true, true);
     if (name == "lstrip") return strip_chars("lstrip", true, false);
@@ -211,34 +218,38 @@ Value str_method(Interpreter& in, const std::string& s, std::string_view name, c
             if (!b.get(1)->is_int() && !b.get(1)->is_bool()) fail("maxsplit must be an integer");
             maxsplit = static_cast<long>(b.get(1)->as_int());
         }
-        auto parts = name == "split" ? text::split(s, has_sep ? &sep : nullptr, maxsplit)
-                                     : text::rsplit(s, has_sep ? &sep : nullptr, maxsplit);
+        auto parts = name == "split" ? text::split_ranges(s, has_sep ? &sep : nullptr, maxsplit)
+                                     : text::rsplit_ranges(s, has_sep ? &sep : nullptr, maxsplit);
         std::vector<Value> out;
-        for (auto& p : parts) out.push_back(Value::string(std::move(p)));
+        for (const Span& p : parts) out.push_back(substr_value(self, p.begin, p.end));
         return Value::list(std::move(out));
     }
     if (name == "splitlines") {
         ArgBinder b(a, "splitlines", {"keepends"});
         if (b.has(0) && b.get(0)->truthy()) fail("unsupported construct: splitlines(keepends=True)");
         std::vector<Value> out;
-        for (auto& p : text::splitlines(s)) out.push_back(Value::string(std::move(p)));
+        for (const Span& p : text::splitlines_ranges(s))
+            out.push_back(substr_value(self, p.begin, p.end));
         return Value::list(std::move(out));
     }
     if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
         ArgBinder b(a, name.data(), {});
-        if (name == "upper") return Value::string(text::upper(s));
-        if (name == "lower") return Value::string(text::lower(s));
-        if (name == "title") return Value::string(text::title(s));
-        return Value::string(text::capitalize(s));
+        const bool data = self.has_data();
+        if (name == "upper") return derived_string(text::upper(s), data);
+        if (name == "lower") return derived_string(text::lower(s), data);
+        if (name == "title") return derived_string(text::title(s), data);
+        return derived_string(text::capitalize(s), data);
     }
     if (name == "replace") {
         ArgBinder b(a, "replace", {"old", "new", "count"});
         if (!b.has(0) || !b.has(1)) fail("replace expected at least 2 arguments");
         long count = -1;
         if (b.has(2)) count = static_cast<long>(b.get(2)->as_int());
-        std::string r = text::replace(s, want_str(*b.get(0), "replace()"), want_str(*b.get(1), "replace()"), count);
-        in.check_size(r.size());
-        return Value::string(std::move(r));
+        const std::string old = want_str(*b.get(0), "replace()");
+        want_str(*b.get(1), "replace()");
+        Value r = replace_value(self, old, *b.get(1), count);
+        in.check_size(r.str().size());
+        return r;
     }
     if (name == "find" || name == "rfind" || name == "index" || name == "count") {
         ArgBinder b(a, name.data(), {"sub"});
@@ -260,31 +271,33 @@ Value str_method(Interpreter& in, const std::string& s, std::string_view name, c
     if (name == "join") {
         ArgBinder b(a, "join", {"iterable"});
         if (!b.has(0)) fail("join() takes exactly one argument (0 given)");
-        std::string out;
+        TaintedText out;
         size_t k = 0;
         for (const Value& item : in.iterate(*b.get(0))) {
             if (!item.is_string()) {
                 fail("sequence item " + std::to_string(k) + ": expected str instance, " +
                      std::string(item.type_name()) + " found");
             }
-            if (k++) out += s;
-            out += item.str();
+            if (k++) append_value(out, self);
+            append_value(out, item);
             in.check_size(out.size());
         }
-        return Value::string(std::move(out));
+        return text_value(std::move(out));
     }
     if (name == "removeprefix" || name == "removesuffix") {
         ArgBinder b(a, name.data(), {"affix"});
         if (!b.has(0)) fail(std::string(name) + "() takes exactly one argument (0 given)");
         const std::string x = want_str(*b.get(0), name.data());
         if (name == "removeprefix") {
-            return Value::string(s.compare(0, x.size(), x) == 0 && x.size() <= s.size() ? s.substr(x.size()) : s);
+            if (x.size() <= s.size() && s.compare(0, x.size(), x) == 0)
+                return substr_value(self, x.size(), s.size());
+            return self;
         }
         if (x.size() <= s.size() && s.compare(s.size() - x.size(), x.size(), x) == 0 && !x.empty())
-            return Value::string(s.substr(0, s.size() - x.size()));
-        return Value::string(s);
+            return substr_value(self, 0, s.size() - x.size());
+        return self;
     }
-    if (name == "format") return Value::string(py_str_format(in, s, a));
+    if (name == "format") return py_str_format(in, self, a);
     // is* predicates
     ArgBinder b(a, name.data(), {});
     const std::u32string cps = text::decode(s);
@@ -328,7 +341,7 @@ bool is_unsafe_method(const Value& self, std::string_view name) {
 }
 
 Value call_method(Interpreter& in, const Value& self, std::string_view name, const CallArgs& a) {
-    if (self.is_string()) return str_method(in, self.str(), name, a);
+    if (self.is_string()) return str_method(in, self, name, a);
     if (self.is_dict()) {
         const DictData& d = self.dict_data();
         if (name == "get") {

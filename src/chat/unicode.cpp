@@ -341,54 +341,82 @@ std::string capitalize(std::string_view s) {
     return encode(first) + lower(encode(std::u32string_view(in).substr(1)));
 }
 
-std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
+std::vector<size_t> cp_offsets(std::string_view s) {
+    std::vector<size_t> out;
+    out.reserve(s.size() + 1);
+    size_t at = 0;
+    for (char32_t c : decode(s)) {
+        out.push_back(at);
+        if (c < 0x80 || (c >= 0xDC80 && c <= 0xDCFF))
+            at += 1;
+        else if (c < 0x800)
+            at += 2;
+        else if (c < 0x10000)
+            at += 3;
+        else
+            at += 4;
+    }
+    out.push_back(at);
+    return out;
+}
+
+Span strip_range(std::string_view s, const std::string* chars, bool left, bool right) {
     std::u32string in = decode(s);
+    const std::vector<size_t> off = cp_offsets(s);
     std::u32string set;
     if (chars) set = decode(*chars);
     auto strippable = [&](char32_t c) {
         return chars ? set.find(c) != std::u32string::npos : is_space(c);
     };
     size_t b = 0, e = in.size();
-    if (left) while (b < e && strippable(in[b])) b++;
-    if (right) while (e > b && strippable(in[e - 1])) e--;
-    return encode(std::u32string_view(in).substr(b, e - b));
+    if (left)
+        while (b < e && strippable(in[b])) b++;
+    if (right)
+        while (e > b && strippable(in[e - 1])) e--;
+    return {off[b], off[e]};
 }
 
-std::vector<std::string> split(std::string_view s, const std::string* sep, long maxsplit) {
-    std::vector<std::string> out;
+std::string strip(std::string_view s, const std::string* chars, bool left, bool right) {
+    const Span r = strip_range(s, chars, left, right);
+    return std::string(s.substr(r.begin, r.end - r.begin));
+}
+
+std::vector<Span> split_ranges(std::string_view s, const std::string* sep, long maxsplit) {
+    std::vector<Span> out;
     if (sep) {
         if (sep->empty()) return out;  // caller reports "empty separator"
         size_t pos = 0;
         while (maxsplit < 0 || static_cast<long>(out.size()) < maxsplit) {
             const size_t hit = s.find(*sep, pos);
             if (hit == std::string_view::npos) break;
-            out.emplace_back(s.substr(pos, hit - pos));
+            out.push_back({pos, hit});
             pos = hit + sep->size();
         }
-        out.emplace_back(s.substr(pos));
+        out.push_back({pos, s.size()});
         return out;
     }
     std::u32string in = decode(s);
+    const std::vector<size_t> off = cp_offsets(s);
     size_t i = 0;
     const size_t n = in.size();
     while (true) {
         while (i < n && is_space(in[i])) i++;
         if (i >= n) break;
         if (maxsplit >= 0 && static_cast<long>(out.size()) >= maxsplit) {
-            out.push_back(encode(std::u32string_view(in).substr(i)));  // remainder kept as is
+            out.push_back({off[i], off[n]});  // remainder kept as is
             break;
         }
         size_t j = i;
         while (j < n && !is_space(in[j])) j++;
-        out.push_back(encode(std::u32string_view(in).substr(i, j - i)));
+        out.push_back({off[i], off[j]});
         i = j;
     }
     return out;
 }
 
-std::vector<std::string> rsplit(std::string_view s, const std::string* sep, long maxsplit) {
-    if (maxsplit < 0) return split(s, sep, maxsplit);
-    std::vector<std::string> out;
+std::vector<Span> rsplit_ranges(std::string_view s, const std::string* sep, long maxsplit) {
+    if (maxsplit < 0) return split_ranges(s, sep, maxsplit);
+    std::vector<Span> out;
     if (sep) {
         if (sep->empty()) return out;
         size_t end = s.size();
@@ -396,29 +424,47 @@ std::vector<std::string> rsplit(std::string_view s, const std::string* sep, long
             if (end < sep->size()) break;
             const size_t hit = s.rfind(*sep, end - sep->size());
             if (hit == std::string_view::npos) break;
-            out.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
+            out.push_back({hit + sep->size(), end});
             end = hit;
         }
-        out.emplace_back(s.substr(0, end));
+        out.push_back({0, end});
         std::reverse(out.begin(), out.end());
         return out;
     }
     std::u32string in = decode(s);
+    const std::vector<size_t> off = cp_offsets(s);
     size_t e = in.size();
     while (true) {
         while (e > 0 && is_space(in[e - 1])) e--;
         if (e == 0) break;
         if (static_cast<long>(out.size()) >= maxsplit) {
-            out.push_back(encode(std::u32string_view(in).substr(0, e)));  // remainder kept as is
+            out.push_back({0, off[e]});  // remainder kept as is
             break;
         }
         size_t b = e;
         while (b > 0 && !is_space(in[b - 1])) b--;
-        out.push_back(encode(std::u32string_view(in).substr(b, e - b)));
+        out.push_back({off[b], off[e]});
         e = b;
     }
     std::reverse(out.begin(), out.end());
     return out;
+}
+
+namespace {
+std::vector<std::string> parts_of(std::string_view s, const std::vector<Span>& ranges) {
+    std::vector<std::string> out;
+    out.reserve(ranges.size());
+    for (const Span& r : ranges) out.emplace_back(s.substr(r.begin, r.end - r.begin));
+    return out;
+}
+}  // namespace
+
+std::vector<std::string> split(std::string_view s, const std::string* sep, long maxsplit) {
+    return parts_of(s, split_ranges(s, sep, maxsplit));
+}
+
+std::vector<std::string> rsplit(std::string_view s, const std::string* sep, long maxsplit) {
+    return parts_of(s, rsplit_ranges(s, sep, maxsplit));
 }
 
 std::string replace(std::string_view s, std::string_view old, std::string_view repl, long count) {
@@ -447,22 +493,30 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     return out;
 }
 
-std::vector<std::string> splitlines(std::string_view s) {
+std::vector<Span> splitlines_ranges(std::string_view s) {
     std::u32string in = decode(s);
-    std::vector<std::string> out;
+    const std::vector<size_t> off = cp_offsets(s);
+    std::vector<Span> out;
     size_t start = 0, i = 0;
     while (i < in.size()) {
         const char32_t c = in[i];
         const bool brk = c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C ||
                          c == 0x1D || c == 0x1E || c == 0x85 || c == 0x2028 || c == 0x2029;
-        if (!brk) { i++; continue; }
-        out.push_back(encode(std::u32string_view(in).substr(start, i - start)));
+        if (!brk) {
+            i++;
+            continue;
+        }
+        out.push_back({off[start], off[i]});
         if (c == '\r' && i + 1 < in.size() && in[i + 1] == '\n') i++;
         i++;
         start = i;
     }
-    if (start < in.size()) out.push_back(encode(std::u32string_view(in).substr(start)));
+    if (start < in.size()) out.push_back({off[start], off[in.size()]});
     return out;
+}
+
+std::vector<std::string> splitlines(std::string_view s) {
+    return parts_of(s, splitlines_ranges(s));
 }
 
 }  // namespace zinc::chat::text

@@ -15,11 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/taint.h"
+
 namespace zinc::chat::text {
 
 std::u32string decode(std::string_view s);
 std::string encode(std::u32string_view cps);
 void append_utf8(std::string& out, char32_t cp);
+/// Byte offset of each code point of `s` as decode() splits it, plus s.size() at the end.
+std::vector<size_t> cp_offsets(std::string_view s);
 /// Number of code points (Python len()).
 size_t length(std::string_view s);
 
@@ -41,6 +45,12 @@ std::string capitalize(std::string_view s);  // str.capitalize()
 
 /// str.strip/lstrip/rstrip: `chars` empty-and-not-given means whitespace.
 std::string strip(std::string_view s, const std::string* chars, bool left, bool right);
+/// The byte range strip() keeps.
+Span strip_range(std::string_view s, const std::string* chars, bool left, bool right);
+/// Byte ranges of the parts split() / rsplit() / splitlines() return.
+std::vector<Span> split_ranges(std::string_view s, const std::string* sep, long maxsplit);
+std::vector<Span> rsplit_ranges(std::string_view s, const std::string* sep, long maxsplit);
+std::vector<Span> splitlines_ranges(std::string_view s);
 /// str.split(sep, maxsplit); sep == nullptr splits on whitespace runs.
 std::vector<std::string> split(std::string_view s, const std::string* sep, long maxsplit);
 /// str.rsplit(sep, maxsplit).

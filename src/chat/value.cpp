@@ -49,6 +49,16 @@ Value Value::string(std::string s) {
     v.s_ = std::move(s);
     return v;
 }
+Value Value::string(std::string s, DataSpans spans) {
+    Value v = string(std::move(s));
+    if (!spans.empty()) v.taint_ = std::make_shared<const DataSpans>(std::move(spans));
+    return v;
+}
+Value Value::data_string(std::string s) {
+    const size_t n = s.size();
+    if (n == 0) return string(std::move(s));
+    return string(std::move(s), DataSpans{{0, n}});
+}
 Value Value::list(std::vector<Value> items, SeqKind kind) {
     Value v;
     v.kind_ = ValueKind::List;

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "chat/taint.h"
+
 namespace zinc::chat {
 
 enum class ValueKind : uint8_t {
@@ -58,7 +60,11 @@ public:
     static Value boolean(bool b);
     static Value integer(int64_t i);
     static Value number(double f);
-    static Value string(std::string s);
+    static Value string(std::string s);  // template text (no data)
+    /// A string whose bytes in `spans` are data (taint.h); `spans` must be normalised.
+    static Value string(std::string s, DataSpans spans);
+    /// A string that is entirely data (an input value).
+    static Value data_string(std::string s);
     static Value list(std::vector<Value> items, SeqKind kind = SeqKind::List);
     static Value dict();
     static Value dict(std::vector<std::pair<Value, Value>> items);
@@ -84,6 +90,9 @@ public:
     double as_float() const { return f_; }
     double to_double() const;                   // Int, Bool or Float as double
     const std::string& str() const { return s_; }  // String text; Undefined reason
+    /// String: its data ranges, or nullptr when it holds no data (taint.h).
+    const DataSpans* data_spans() const { return taint_.get(); }
+    bool has_data() const { return taint_ != nullptr; }
     ListData& list_data() const { return *list_; }
     DictData& dict_data() const { return *dict_; }  // Dict and Namespace
     const std::shared_ptr<DictData>& dict_ptr() const { return dict_; }
@@ -111,6 +120,7 @@ private:
     std::shared_ptr<DictData> dict_;
     std::shared_ptr<ObjectData> obj_;
     std::shared_ptr<const CallableData> fn_;
+    std::shared_ptr<const DataSpans> taint_;  // String only; null: no data
 };
 
 struct ListData {
@@ -137,6 +147,27 @@ struct ObjectData {
     virtual Value get_attr(std::string_view name) = 0;
     virtual std::string repr() const = 0;
 };
+
+/// Whether any string in `v` (deep: list items, dict keys and values, namespace attributes)
+/// holds data.
+bool contains_data(const Value& v);
+/// `v` with every string in it (deep) made entirely data: how input values enter a render.
+Value mark_data(const Value& v);
+/// Bytes [b, e) of string `s`, keeping their taint.
+Value substr_value(const Value& s, size_t b, size_t e);
+/// A new string computed from inputs: entirely data when `data`, else template text.
+Value derived_string(std::string s, bool data);
+/// Append what `{{ v }}` prints: a string with its taint; any other value's str(), entirely
+/// data when it contains data.
+void append_value(TaintedText& out, const Value& v);
+/// The string value of a finished buffer.
+Value text_value(TaintedText&& t);
+/// Python str(v) keeping taint: a string as it is; any other value's text, entirely data when
+/// it contains data.
+Value str_value(const Value& v);
+/// str.replace(old, repl, count) on string `s` (count < 0: all): the kept bytes keep their
+/// taint, each inserted `repl` brings its own.
+Value replace_value(const Value& s, std::string_view old, const Value& repl, long count);
 
 /// Nesting depth of containers (0 for scalars).
 uint32_t value_depth(const Value& v);

@@ -19,7 +19,8 @@ namespace zinc::cli {
 Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m);
 
 /// Render `messages` with add_generation_prompt (bos/eos tokens from the tokenizer; enable_thinking
-/// passed only when set) and tokenize with special-token text parsed. The template writes BOS
+/// passed only when set) and tokenize: special-token text is parsed in the template's own text
+/// only, never in the messages' roles and content (they are data). The template writes BOS
 /// itself where the model wants it (e.g. Gemma's "{{ bos_token }}"), so BOS is only added when
 /// the model asks for it and the rendering did not start with it.
 Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,

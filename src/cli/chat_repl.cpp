@@ -2,11 +2,10 @@
 // renders the whole conversation with the model's chat template, keeps the KV cache of the
 // longest common token prefix with what the context already holds, prefills only the rest, and
 // streams the reply through TextStream. Ctrl-C stops a reply (the partial reply is kept);
-// Ctrl-D leaves.
-#include <CLI/CLI.hpp>
-#include <poll.h>
+// Ctrl-D leaves. Input: line_editor.h (libedit on a terminal: editing, history, multi-line).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -20,10 +19,12 @@
 #include "chat/chat_template.h"
 #include "cli/chat_prompt.h"
 #include "cli/cli.h"
-#include "cli/sampling_flags.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
+#include "cli/line_editor.h"
+#include "cli/llama_compat.h"
 #include "cli/model_loader.h"
+#include "cli/sampling_flags.h"
 #include "cli/sigint.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
@@ -38,14 +39,18 @@ namespace {
 struct ChatOptions {
     std::string model_path;
     std::string system;
-    int n_predict = -1;  // per reply; -1: until end of turn or a full context
+    std::string first_turn;  // -p: sent before any input is read
+    int n_predict = -1;      // per reply; -1: until end of turn or a full context
     int n_ctx = 4096;
     int n_threads = 0;
     bool no_think = false;
     std::vector<std::string> stops;
     engine::SamplerOptions sampling;
-    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
-    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;        // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;      // --exact (docs/exactness.md)
+    int device = -1;         // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string gpu_layers;  // -ngl N: llama_compat.h
+    std::string history_file = default_history_path();  // "": none
 };
 
 using Clock = std::chrono::steady_clock;
@@ -56,59 +61,6 @@ void write_out(const std::string& s) {
     std::fflush(stdout);
 }
 
-enum class ReadStatus { Line, Eof, Interrupted };
-
-// Reads stdin line by line with poll(2) + read(2), so that a Ctrl-C while waiting is seen at
-// once: poll is never restarted after a signal handler (EINTR even with SA_RESTART, which the
-// chat keeps on so that writes of streamed text are never cut by a Ctrl-C). Bytes after the newline are kept for the
-// next call (piped input arrives in blocks).
-class LineReader {
-  public:
-    ReadStatus next(std::string& line, const SigintGuard& sigint) {
-        for (;;) {
-            if (size_t nl = buf_.find('\n'); nl != std::string::npos) {
-                line = buf_.substr(0, nl);
-                buf_.erase(0, nl + 1);
-                return ReadStatus::Line;
-            }
-            if (eof_) {
-                if (buf_.empty()) return ReadStatus::Eof;
-                line = std::move(buf_);  // a last line without a newline
-                buf_.clear();
-                return ReadStatus::Line;
-            }
-            struct pollfd pfd{STDIN_FILENO, POLLIN, 0};
-            if (::poll(&pfd, 1, -1) < 0) {
-                if (errno == EINTR && sigint.fired()) {
-                    buf_.clear();  // the terminal dropped the typed line too
-                    return ReadStatus::Interrupted;
-                }
-                if (errno == EINTR) continue;
-                eof_ = true;
-                continue;
-            }
-            char chunk[4096];
-            const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
-            if (n > 0) {
-                buf_.append(chunk, static_cast<size_t>(n));
-            } else if (n == 0) {
-                eof_ = true;
-            } else if (errno == EINTR) {
-                if (sigint.fired()) {
-                    buf_.clear();  // the terminal dropped the typed line too
-                    return ReadStatus::Interrupted;
-                }
-            } else {
-                eof_ = true;  // an unreadable stdin ends the chat like EOF
-            }
-        }
-    }
-
-  private:
-    std::string buf_;
-    bool eof_ = false;
-};
-
 std::string trim(const std::string& s) {
     const size_t a = s.find_first_not_of(" \t\r");
     if (a == std::string::npos) return "";
@@ -118,12 +70,12 @@ std::string trim(const std::string& s) {
 
 constexpr const char* kHelp =
     "commands: /reset (clear the conversation and the KV cache), /system TEXT (set the system "
-    "message and reset), /help, /quit (or Ctrl-D). Ctrl-C stops a reply.\n";
+    "message and reset), /help, /quit (or Ctrl-D). Ctrl-C stops a reply. Several lines: end a "
+    "line with \\ to continue it, or open and close a block with \"\"\"; a paste is one turn.\n";
 
 class ChatSession {
   public:
-    ChatSession(const ChatOptions& o, LoadedModel& m, chat::ChatTemplate tmpl,
-                model::Context& ctx)
+    ChatSession(const ChatOptions& o, LoadedModel& m, chat::ChatTemplate tmpl, model::Context& ctx)
         : o_(o), m_(m), tmpl_(std::move(tmpl)), ctx_(ctx), sampler_(o.sampling) {
         system_ = o.system;
         stops_ = o.stops;
@@ -146,8 +98,8 @@ class ChatSession {
         if (!system_.empty()) msgs.push_back({"system", system_});
         msgs.insert(msgs.end(), messages_.begin(), messages_.end());
         msgs.push_back({"user", user});
-        auto t = chat_tokens(m_, tmpl_, msgs,
-                             o_.no_think ? std::optional<bool>(false) : std::nullopt);
+        auto t =
+            chat_tokens(m_, tmpl_, msgs, o_.no_think ? std::optional<bool>(false) : std::nullopt);
         if (!t) {
             std::fprintf(stderr, "zinc: error: %s\n", t.error().message.c_str());
             return;
@@ -219,6 +171,7 @@ class ChatSession {
             std::fprintf(stderr,
                          "zinc: context full (%d positions): /reset or start with a larger -c\n",
                          n_ctx);
+        if (!log_info()) return;
         std::fprintf(stderr,
                      "[prefilled %zu tok, reused %zu tok, %.2f s | generated %d tok, %.1f tok/s "
                      "| context %d/%d]\n",
@@ -257,7 +210,7 @@ int chat_loop(const ChatOptions& o) {
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     // The tier (--tier, ZINC_TIER, auto) and the session's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx = std::move(rc.ctx);
@@ -266,20 +219,29 @@ int chat_loop(const ChatOptions& o) {
     // Every Ctrl-C only raises the flag (no SA_RESETHAND); SA_RESTART keeps writes whole, and
     // the prompt's poll() still returns EINTR.
     SigintGuard sigint(/*once=*/false, /*restart=*/true);
-    LineReader reader;
-    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
-                 rc.choice.reason.c_str());
-    std::fprintf(stderr, "zinc chat: %s, context %d. /help for commands, Ctrl-D to leave.\n",
-                 path.c_str(), n_ctx);
+    const bool tty = ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+    LineEditor reader(tty, tty ? o.history_file : std::string());
+    if (log_info()) {
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                     rc.choice.reason.c_str());
+        std::fprintf(stderr, "zinc chat: %s, context %d. /help for commands, Ctrl-D to leave.\n",
+                     path.c_str(), n_ctx);
+    }
     // On leaving: what ran where over the whole session (docs/runtime.md).
     auto leave = [&rc]() {
-        std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
+        if (log_info())
+            std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
         return kExitOk;
     };
+    if (!o.first_turn.empty()) {
+        if (tty) write_out("> " + o.first_turn + "\n");
+        reader.remember(o.first_turn);
+        session.turn(o.first_turn, sigint);
+        sigint.clear();
+    }
     for (;;) {
-        write_out("> ");
         std::string line;
-        const ReadStatus st = reader.next(line, sigint);
+        const ReadStatus st = reader.read_turn(line, sigint);
         if (st == ReadStatus::Eof) {
             write_out("\n");
             return leave();
@@ -292,6 +254,7 @@ int chat_loop(const ChatOptions& o) {
         }
         const std::string text = trim(line);
         if (text.empty()) continue;
+        reader.remember(text);
         if (text == "/quit" || text == "/exit") return leave();
         if (text == "/help") {
             std::fputs(kHelp, stderr);
@@ -324,11 +287,15 @@ int chat_main(int argc, char** argv) {
     CLI::App app{"zinc chat: interactive chat with a model's own chat template", "zinc chat"};
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("--system,--system-prompt", o.system, "system message");
+    app.add_option("-p,--prompt", o.first_turn,
+                   "first user turn, answered before input is read (llama-cli's -p in "
+                   "conversation mode)");
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens per reply at most; -1: until end of turn or a full context")
         ->check(int_in(-1, 1000000000))
         ->capture_default_str();
-    app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
+    app.add_option("-c,--context,--ctx-size", o.n_ctx,
+                   "context size in positions; 0: the model's own")
         ->check(int_in(0, 1 << 24))
         ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
@@ -337,12 +304,21 @@ int chat_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_option("--stop", o.stops, "stop string (repeatable); not printed");
     app.add_flag("--no-think", o.no_think, "pass enable_thinking=false to the template");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,
                    "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
         ->check(int_in(0, 1023));
+    app.add_option("--history-file", o.history_file,
+                   "where a terminal session keeps its input history; '' keeps none (default: "
+                   "$XDG_STATE_HOME/zinc/history, else ~/.local/state/zinc/history)");
+    add_gpu_layers_flag(app, o.gpu_layers);
+    add_verbosity_flags(app);
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
     finish_sampling_flags(seed_opt, o.sampling);
     return chat_loop(o);
 }

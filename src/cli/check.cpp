@@ -126,6 +126,7 @@ int run_check(const CheckOptions& o) {
         std::string msg = std::to_string(t.n_vocab()) + " tokens, bos " + std::to_string(t.bos()) +
                           ", eos " + std::to_string(t.eos());
         const auto probe = t.encode("Hello, world!", false, false);
+        for (const std::string& w : t.warnings()) r.warn("tokenizer", w);
         if (probe.empty())
             r.fail("tokenizer", msg + "; encoding \"Hello, world!\" gave no tokens");
         else if (t.n_vocab() != model.n_vocab())

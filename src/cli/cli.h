@@ -35,6 +35,12 @@ int serve_main(int argc, char** argv);
 /// model with nothing to complete is served (serve_main takes the same argv).
 bool serves_by_default(int argc, char** argv);
 
+/// Set by main() before serve_main() runs for `zinc -m FILE` without a prompt: parse_args' errors
+/// then name that case, and note_serving_by_default() prints a one-line note (once the model is
+/// loaded, so that bad input stays one line).
+void set_serving_by_default(bool on);
+void note_serving_by_default();
+
 /// Print "zinc: error: <msg>" on one line to stderr and return `code`.
 int report_error(std::string_view msg, int code = kExitBadInput);
 

@@ -10,6 +10,7 @@
 #include "cli/host_info.h"
 #include "gguf/gguf.h"
 #include "quant/types.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -24,42 +25,13 @@ struct InspectOptions {
 constexpr size_t kMaxArrayItems = 8;
 constexpr size_t kMaxStringChars = 96;
 
-// Quoted, with control characters escaped; cut at kMaxStringChars unless full.
+// Quoted and terminal-safe (util/utf8.h: control characters and invalid UTF-8 bytes escaped,
+// never written raw); cut at kMaxStringChars characters unless full.
 std::string quote(std::string_view s, bool full) {
-    std::string out = "\"";
-    size_t n = 0;
-    for (unsigned char c : s) {
-        if (!full && n >= kMaxStringChars) {
-            out += "\"... (" + std::to_string(s.size()) + " bytes)";
-            return out;
-        }
-        switch (c) {
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            default:
-                if (c < 0x20 || c == 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\x%02x", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);
-                }
-        }
-        ++n;
-    }
+    bool cut = false;
+    std::string out =
+        "\"" + utf8::escape_for_terminal(s, full ? std::string::npos : kMaxStringChars, &cut);
+    if (cut) return out + "\"... (" + std::to_string(s.size()) + " bytes)";
     return out + "\"";
 }
 
@@ -124,29 +96,34 @@ int inspect_main(int argc, char** argv) {
     if (!opened) return report_error(opened.error().message);
     const gguf::File& f = *opened.value();
 
-    std::printf("file: %s\n", f.path().c_str());
+    std::printf("file: %s\n", utf8::escape_for_terminal(f.path()).c_str());
     std::printf("size: %zu bytes (%s), GGUF v%u, alignment %zu, tensor data at offset %zu\n",
                 f.file_size(), format_bytes(f.file_size()).c_str(), f.version(), f.alignment(),
                 f.data_offset());
     std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
+    // Keys and tensor names come from the file: printed escaped (the reader refuses invalid
+    // UTF-8 and control characters in them; the escaping keeps this true for any later reader).
     size_t key_w = 0;
-    for (const auto& [k, v] : f.metadata()) key_w = std::max(key_w, k.size());
+    for (const auto& [k, v] : f.metadata())
+        key_w = std::max(key_w, utf8::escape_for_terminal(k).size());
     for (const auto& [k, v] : f.metadata()) {
-        std::printf("  %-*.*s  %-12s  %s\n", static_cast<int>(key_w), static_cast<int>(k.size()),
-                    k.data(), type_label(v).c_str(), render(v, o.full).c_str());
+        std::printf("  %-*s  %-12s  %s\n", static_cast<int>(key_w),
+                    utf8::escape_for_terminal(k).c_str(), type_label(v).c_str(),
+                    render(v, o.full).c_str());
     }
     if (o.no_tensors) return kExitOk;
 
     std::printf("\ntensors (%zu):\n", f.tensors().size());
     size_t name_w = 4;
-    for (const auto& t : f.tensors()) name_w = std::max(name_w, t.name.size());
+    for (const auto& t : f.tensors())
+        name_w = std::max(name_w, utf8::escape_for_terminal(t.name).size());
     std::printf("  %-*s  %-6s  %-22s  %12s  %12s\n", static_cast<int>(name_w), "name", "type",
                 "shape", "bytes", "offset");
     uint64_t total_bytes = 0;
     uint64_t total_params = 0;
     for (const auto& t : f.tensors()) {
-        std::printf("  %-*.*s  %-6.*s  %-22s  %12zu  %12" PRIu64 "\n", static_cast<int>(name_w),
-                    static_cast<int>(t.name.size()), t.name.data(),
+        std::printf("  %-*s  %-6.*s  %-22s  %12zu  %12" PRIu64 "\n", static_cast<int>(name_w),
+                    utf8::escape_for_terminal(t.name).c_str(),
                     static_cast<int>(quant::type_name(t.type).size()),
                     quant::type_name(t.type).data(), shape(t).c_str(), t.n_bytes, t.offset);
         total_bytes += t.n_bytes;

@@ -1,13 +1,43 @@
 // zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat, synth, serve)
 // or to the default generation command (run.cpp); `zinc -m FILE` without a prompt serves the
-// model. Each subcommand owns its own flags.
+// model (and says so in one line) unless a flag only generation has (-f, -n, --chat, ...) is
+// there. Each subcommand owns its own flags.
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string_view>
 
 #include "cli/cli.h"
 
 namespace {
+
+// Flags only the generation command has: with one of them, `zinc -m FILE` generates (the prompt
+// from -f, or from a piped stdin) rather than serving.
+bool has_generation_flag(int argc, char** argv) {
+    static constexpr std::string_view kFlags[] = {"-f",
+                                                  "--file",
+                                                  "-n",
+                                                  "--n-predict",
+                                                  "--chat",
+                                                  "--raw",
+                                                  "--no-echo",
+                                                  "--stop",
+                                                  "--no-display-prompt",
+                                                  "--system",
+                                                  "-sys",
+                                                  "--no-think",
+                                                  "--system-prompt"};
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        a = a.substr(0, a.find('='));
+        for (auto f : kFlags)
+            if (a == f) return true;
+        if (a.size() > 2 && a[0] == '-' && a[1] != '-' && (a[1] == 'n' || a[1] == 'f') &&
+            a != "-ngl" && a != "-np" && a != "-no-cnv")
+            return true;  // -n5, -fprompt.txt
+    }
+    return false;
+}
 
 int dispatch(int argc, char** argv) {
     using namespace zinc::cli;
@@ -16,7 +46,10 @@ int dispatch(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "synth") == 0) return synth_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return serve_main(argc - 1, argv + 1);
-    if (serves_by_default(argc, argv)) return serve_main(argc, argv);
+    if (serves_by_default(argc, argv) && !has_generation_flag(argc, argv)) {
+        set_serving_by_default(true);
+        return serve_main(argc, argv);
+    }
     return run_main(argc, argv);
 }
 

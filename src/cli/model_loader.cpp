@@ -10,11 +10,13 @@
 #include <new>
 
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
 void prefault_weights(const gguf::File& file, bool progress) {
-    progress = progress && ::isatty(2);
+    progress = progress && ::isatty(2) && log_info();
     uint64_t total = 0;
     for (const auto& t : file.tensors()) total += t.n_bytes;
     uint64_t done = 0;
@@ -100,6 +102,9 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
         auto t = tokenizer::Tokenizer::from_gguf(*m.file);
         if (!t) return with_path(t.error(), path);
         m.tok = std::move(t.value());
+        for (const std::string& w : m.tok->warnings())
+            std::fprintf(stderr, "zinc: warning: %s: %s\n", utf8::escape_for_terminal(path).c_str(),
+                         w.c_str());
     }
     if (opts.chat_template) {
         if (auto src = chat::template_from_gguf(*m.file); src)
@@ -114,14 +119,15 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
     return m;
 }
 
-Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
-                                             int n_threads, const std::string& tier_flag,
-                                             int device_flag) {
+Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
+                                             const std::string& tier_flag, int device_flag,
+                                             bool exact) {
     runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;
     co.tier_flag = tier_flag;
     co.device_flag = device_flag;
+    co.exact_flag = exact;
     try {
         return runtime::create_run_context(model, co);
     } catch (const std::bad_alloc&) {

@@ -60,7 +60,7 @@ Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n
 /// `device_flag`: the -d/--device value, < 0 when not given (then ZINC_DEVICE, else 0).
 Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
                                              int n_threads, const std::string& tier_flag,
-                                             int device_flag = -1);
+                                             int device_flag = -1, bool exact = false);
 
 /// Touch every page of the tensor data (so the first forward pass does not pay for page
 /// faults), drawing a progress bar on stderr when it is a terminal.

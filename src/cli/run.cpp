@@ -1,12 +1,16 @@
 // zinc/cli/run.cpp — the default command: load a model, prefill the prompt, sample and stream
 // text to stdout until an end-of-generation token or -n tokens, then print one timing line to
 // stderr. Also routes --version and --check (check.cpp).
-#include <CLI/CLI.hpp>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <random>
@@ -20,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
 #include "cli/sigint.h"
@@ -37,18 +42,21 @@ namespace {
 struct RunOptions {
     std::string model_path;  // empty: the default model
     std::string prompt;
-    int n_predict = 128;  // -1: until an end-of-generation token or the context is full
-    int n_ctx = 4096;     // 0: the model's training context
-    int n_threads = 0;    // 0: all hardware threads
-    bool echo = true;     // print the prompt before the continuation (as llama.cpp does)
-    bool chat = false;    // wrap the prompt as one user turn with the model's chat template
-    std::string system;   // optional system turn (with --chat)
-    bool raw = false;     // prompt verbatim: special-token text is plain text
-    bool no_think = false;  // enable_thinking=false for the template (with --chat)
+    std::string prompt_file;  // -f FILE; "-": stdin
+    std::string gpu_layers;   // -ngl N: llama_compat.h
+    int n_predict = 128;      // -1: until an end-of-generation token or the context is full
+    int n_ctx = 4096;         // 0: the model's training context
+    int n_threads = 0;        // 0: all hardware threads
+    bool echo = true;         // print the prompt before the continuation (as llama.cpp does)
+    bool chat = false;        // wrap the prompt as one user turn with the model's chat template
+    std::string system;       // optional system turn (with --chat)
+    bool raw = false;         // prompt verbatim: special-token text is plain text
+    bool no_think = false;    // enable_thinking=false for the template (with --chat)
     std::vector<std::string> stops;  // stop strings (not printed)
     bool check = false;
     bool version = false;
     std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;  // --exact (docs/exactness.md)
     int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
     engine::SamplerOptions sampling;
 };
@@ -117,20 +125,21 @@ int generate(const RunOptions& o) {
         return report_error("-c " + std::to_string(n_ctx) + ": " + fit.error().message);
     // Warnings, printed only once the run is known to go ahead (bad input is one line).
     warn_if_oversubscribed(o.n_threads);
-    if (n_ctx > m.model->n_ctx_train())
+    if (n_ctx > m.model->n_ctx_train() && log_warn())
         std::fprintf(stderr,
                      "zinc: warning: -c %d exceeds the model's trained context of %d; quality "
                      "will degrade past it\n",
                      n_ctx, m.model->n_ctx_train());
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device);
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);
     model::Context& ctx = *ctx_owner;
-    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
-                 rc.choice.reason.c_str());
+    if (log_info())
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
+                     rc.choice.reason.c_str());
 
     if (o.echo && !o.chat) write_out(o.prompt);
 
@@ -185,6 +194,7 @@ int generate(const RunOptions& o) {
                      n_gen == 1 ? "" : "s");
     if (context_full)
         std::fprintf(stderr, "zinc: stopped: the context (%d positions) is full\n", ctx.n_ctx());
+    if (!log_info()) return interrupted ? kExitInterrupted : kExitOk;
     // What ran where (docs/runtime.md); the timing line stays the last line.
     std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
     // Decode counts forward passes (each generated token but the last is fed back once); its
@@ -196,6 +206,51 @@ int generate(const RunOptions& o) {
     return interrupted ? kExitInterrupted : kExitOk;
 }
 
+// A prompt file (or stdin) as llama.cpp's -f reads it: the bytes as they are, one trailing
+// newline dropped. Larger than this is refused before it is read (no context holds it).
+constexpr size_t kMaxPromptBytes = size_t{256} << 20;
+
+bool read_all(std::FILE* f, std::string& out) {
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+        out.append(buf, n);
+        if (out.size() > kMaxPromptBytes) return false;
+    }
+    return true;
+}
+
+// "" when read; else the error line.
+std::string read_prompt(const std::string& path, std::string& out) {
+    const bool from_stdin = path == "-";
+    const std::string what = from_stdin ? "-f - (stdin)" : "-f " + path;
+    std::FILE* f = stdin;
+    if (!from_stdin) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return what + ": cannot open: " + std::strerror(errno);
+        if (S_ISDIR(st.st_mode)) return what + ": is a directory, expected a text file";
+        if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > kMaxPromptBytes)
+            return what + ": " + std::to_string(st.st_size) +
+                   " bytes; prompts over 256 MiB are refused";
+        f = std::fopen(path.c_str(), "rb");
+        if (f == nullptr) return what + ": cannot open: " + std::strerror(errno);
+    }
+    const bool ok = read_all(f, out);
+    const bool err = std::ferror(f) != 0;
+    if (!from_stdin) std::fclose(f);
+    if (!ok) return what + ": over 256 MiB; prompts that large are refused";
+    if (err) return what + ": read error";
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return "";
+}
+
+// Piped or redirected stdin (a pipe or a regular file; not a terminal, not /dev/null) is the
+// prompt when none is given.
+bool stdin_has_data() {
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) != 0) return false;
+    return S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode);
+}
+
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -204,16 +259,25 @@ int run_main(int argc, char** argv) {
     app.footer(
         "Subcommands: zinc chat [-m FILE] | zinc serve [-m FILE] | zinc inspect FILE | zinc bench "
         "[-m FILE] | zinc synth --preset P -o FILE (each has --help).\n"
-        "zinc -m FILE without --prompt serves the model over HTTP, like zinc serve -m FILE.\n"
+        "zinc -m FILE without --prompt or -f serves the model over HTTP, like zinc serve -m "
+        "FILE (and says so); with -n, --chat etc. a piped stdin is the prompt.\n"
+        "llama.cpp spellings (-ngl, --ctx-size, -f, -sys, ...) work; docs/cli.md has the table.\n"
         "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
         "first use.");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
-    app.add_option("-p,--prompt", o.prompt, "prompt text (special-token text is recognised)");
+    auto* prompt_opt = app.add_option("-p,--prompt", o.prompt,
+                                      "prompt text (special-token text is recognised; with --chat "
+                                      "it is message text, never control tokens)");
+    app.add_option("-f,--file", o.prompt_file,
+                   "read the prompt from FILE ('-': stdin; one trailing newline is dropped). "
+                   "Without --prompt or -f, a piped stdin is the prompt")
+        ->excludes(prompt_opt);
     app.add_option("-n,--n-predict", o.n_predict,
                    "tokens to generate; -1: until end of generation or a full context")
         ->check(int_in(-1, 1000000000))
         ->capture_default_str();
-    app.add_option("-c,--context", o.n_ctx, "context size in positions; 0: the model's own")
+    app.add_option("-c,--context,--ctx-size", o.n_ctx,
+                   "context size in positions; 0: the model's own")
         ->check(int_in(0, 1 << 24))
         ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
@@ -222,7 +286,8 @@ int run_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     app.add_flag("--chat", o.chat,
                  "send the prompt as a user turn through the model's chat template (the "
-                 "reply alone is printed)");
+                 "reply alone is printed); the prompt and --system are data: special-token text "
+                 "in them stays text");
     app.add_option("--system,--system-prompt", o.system, "system message for --chat");
     app.add_option("--stop", o.stops,
                    "stop string (repeatable): generation stops when the text contains it; it is "
@@ -232,12 +297,16 @@ int run_main(int argc, char** argv) {
     app.add_flag("--no-think", o.no_think,
                  "with --chat: pass enable_thinking=false to the template (Qwen3-style)");
     app.add_flag(
-        "--no-echo", [&](int64_t) { o.echo = false; }, "do not print the prompt");
+        "--no-echo,--no-display-prompt", [&](int64_t) { o.echo = false; },
+        "do not print the prompt");
+    app.add_flag("--exact", o.exact, "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,
                    "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
         ->check(int_in(0, 1023));
+    add_gpu_layers_flag(app, o.gpu_layers);
+    add_verbosity_flags(app);
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
@@ -254,10 +323,11 @@ int run_main(int argc, char** argv) {
                     feats.c_str());
         return kExitOk;
     }
+    if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
     if (o.check) {
         // --check loads the model but never generates; a prompt or -n would be silently dropped.
-        if (app.count("--prompt") || app.count("--n-predict") || o.chat)
-            return report_error("--check does not generate; drop --prompt/-n/--chat");
+        if (app.count("--prompt") || app.count("--file") || app.count("--n-predict") || o.chat)
+            return report_error("--check does not generate; drop --prompt/-f/-n/--chat");
         CheckOptions c;
         c.model_path = o.model_path;
         c.n_ctx = o.n_ctx;
@@ -266,9 +336,15 @@ int run_main(int argc, char** argv) {
         c.device = o.device;
         return run_check(c);
     }
-    if (!app.count("--prompt"))
-        return report_error(
-            "no prompt: pass --prompt TEXT, or -m FILE alone to serve the model (see --help)");
+    if (app.count("--file")) {
+        if (auto e = read_prompt(o.prompt_file, o.prompt); !e.empty()) return report_error(e);
+    } else if (!app.count("--prompt")) {
+        if (!stdin_has_data())
+            return report_error(
+                "no prompt: give --prompt TEXT, -f FILE or a piped stdin (-f - reads stdin); "
+                "zinc chat for a conversation; zinc -m FILE alone serves the model over HTTP");
+        if (auto e = read_prompt("-", o.prompt); !e.empty()) return report_error(e);
+    }
     if (app.count("--system") && !o.chat)
         return report_error("--system is only used with --chat (the chat template's system turn)");
     if (o.raw && o.chat)

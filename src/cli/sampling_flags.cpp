@@ -15,7 +15,7 @@ CLI::Option* add_sampling_flags(CLI::App& app, engine::SamplerOptions& opts) {
     app.add_option("--top-k", opts.top_k, "top-k; 0: off")
         ->check(int_in(0, 1000000000))
         ->capture_default_str();
-    app.add_option("--top-p", opts.top_p, "top-p (nucleus); 1: off")
+    app.add_option("--top-p", opts.top_p, "top-p (nucleus); 1: off, 0: only the most likely token")
         ->check(real_in(0, 1))
         ->capture_default_str();
     app.add_option("--min-p", opts.min_p, "min-p; 0: off")

@@ -1,12 +1,14 @@
 // zinc/cli/serve.cpp — `zinc serve -m FILE` (and `zinc -m FILE` without a prompt): load the
 // model, start the engine (continuous batching over a paged KV cache) and the OpenAI-compatible
 // HTTP server (src/server), print one "listening on" line, and run until SIGINT/SIGTERM, which
-// stop accepting, cancel what is in flight and exit 0. Flags and endpoints: docs/server.md.
-#include <CLI/CLI.hpp>
+// refuse new requests (503), let in-flight ones finish for --shutdown-timeout seconds, cancel the
+// rest and exit 0. Flags and endpoints: docs/server.md.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -22,12 +23,14 @@
 #include "cli/cli.h"
 #include "cli/default_model.h"
 #include "cli/host_info.h"
+#include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
 #include "runtime/checked_runner.h"
 #include "server/http_server.h"
+#include "server/tenancy.h"
 
 namespace zinc::cli {
 
@@ -43,18 +46,24 @@ struct ServeOptions {
     double kv_memory_mib = 0;
     int block_size = 16;
     int max_batch_tokens = 512;
+    double tpot_target_ms = 0;
+    int min_prefill_chunk = 16;
     int n_threads = 0;
     int max_queue = 256;
     bool no_prefix_cache = false;
     bool batch_invariant = false;
     std::vector<std::string> api_keys;
+    std::string tenants_path;  // --tenants: the tenants config (docs/server.md, "Tenants")
     std::string alias;
     double max_body_mib = 8;
     int http_threads = 0;
     engine::SamplerOptions sampling;
-    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
-    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;               // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;             // --exact
+    int device = -1;                // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
+    std::string gpu_layers;         // -ngl N (llama_compat.h)
+    double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
 };
 
 std::string format_mib(size_t bytes) {
@@ -95,7 +104,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     const size_t block_bytes = m.model->kv_cache_bytes(o.block_size);
     int kv_blocks = o.kv_blocks;
     if (kv_blocks == 0 && o.kv_memory_mib > 0) {
-        kv_blocks = static_cast<int>(o.kv_memory_mib * 1024 * 1024 / static_cast<double>(block_bytes));
+        kv_blocks =
+            static_cast<int>(o.kv_memory_mib * 1024 * 1024 / static_cast<double>(block_bytes));
         if (kv_blocks < 1)
             return report_error("--kv-memory " + fmt_real(o.kv_memory_mib) +
                                 " MiB holds no KV block of " + format_mib(block_bytes));
@@ -110,8 +120,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     if (auto fit = check_memory_fit(*m.model, m.file->file_size(), planned_blocks * o.block_size,
                                     "--kv-blocks/--kv-memory, -c/--context or --parallel");
         !fit)
-        return report_error("KV pool of " + std::to_string(planned_blocks) + " blocks: " +
-                            fit.error().message);
+        return report_error("KV pool of " + std::to_string(planned_blocks) +
+                            " blocks: " + fit.error().message);
     warn_if_oversubscribed(o.n_threads);
     if (n_ctx > m.model->n_ctx_train())
         std::fprintf(stderr,
@@ -125,12 +135,23 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_kv_blocks = kv_blocks;
     eo.block_size = o.block_size;
     eo.max_batch_tokens = o.max_batch_tokens;
+    eo.tpot_target_ms = o.tpot_target_ms;
+    eo.min_prefill_chunk = o.min_prefill_chunk;
     eo.max_queue = o.max_queue;
     eo.prefix_cache = !o.no_prefix_cache;
     eo.batch_invariant = o.batch_invariant;
     eo.n_threads = n_threads;
     for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
         if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+
+    // Tenants: the config is read before the engine starts (its policy is the engine's).
+    std::shared_ptr<server::Tenancy> tenancy;
+    if (!o.tenants_path.empty()) {
+        auto t = server::Tenancy::create(o.tenants_path, o.block_size);
+        if (!t) return report_error(t.error().message);
+        tenancy = std::move(t.value());
+        eo.policy = tenancy->policy();
+    }
 
     // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
     // thread they hit: every thread created below inherits the blocked mask. A write to a client
@@ -139,20 +160,24 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
     // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
-    auto ropts = runtime::runtime_options(o.tier, o.device,
-                                          [](const char* k) { return std::getenv(k); });
+    auto ropts =
+        runtime::runtime_options(o.tier, o.device, [](const char* k) { return std::getenv(k); });
     if (!ropts) return report_error(ropts.error().message);
+    if (o.exact) ropts.value().exact = true;
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
+    runtime::DeviceMemory device_memory;
     eo.make_runner = [&](const model::RunnerOptions& ro) -> Result<std::unique_ptr<model::Runner>> {
         auto tr = runtime::create_tiered_runner(*m.model, ro, ropts.value());
         if (!tr) return tr.error();
         evidence = tr->evidence;
         tier_choice = tr->choice;
+        device_memory = tr->device_memory;
         return std::move(tr->runner);
     };
     // Per-request evidence: after each step the engine reads what that step did.
@@ -162,8 +187,10 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     auto eng = engine::Engine::create(*m.model, eo);
     if (!eng) return report_error(eng.error().message);
     engine::Engine& engine = *eng.value();
-    std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
-                 tier_choice.reason.c_str());
+    note_serving_by_default();  // `zinc -m FILE` without a prompt: say that it serves
+    if (log_info())
+        std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(tier_choice.tier),
+                     tier_choice.reason.c_str());
 
     server::ServedModel sm;
     sm.engine = &engine;
@@ -176,12 +203,15 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
     sm.evidence = evidence;
+    sm.device_memory_json = runtime::device_memory_json(device_memory);
     // /v1/models `created`: the model file's modification time (else the start time).
-    if (struct stat st{}; stat(path.c_str(), &st) == 0) sm.created = static_cast<int64_t>(st.st_mtime);
+    if (struct stat st{}; stat(path.c_str(), &st) == 0)
+        sm.created = static_cast<int64_t>(st.st_mtime);
     server::ServerOptions so;
     so.host = o.host;
     so.port = o.port;
     so.api_keys = o.api_keys;
+    so.tenancy = tenancy;
     if (const char* env = std::getenv("ZINC_API_KEY"); env && *env) so.api_keys.push_back(env);
     so.max_body_bytes = static_cast<size_t>(o.max_body_mib * 1024 * 1024);
     so.http_threads = o.http_threads;
@@ -203,16 +233,47 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
                  o.host.c_str(), http.port(), so.model_id.c_str(), eo.n_parallel, n_ctx,
                  st.kv_blocks_total, eo.block_size,
                  format_mib(static_cast<size_t>(st.kv_blocks_total) * block_bytes).c_str(),
-                 eo.prefix_cache ? "on" : "off", so.api_keys.empty() ? "" : ", API key required");
+                 eo.prefix_cache ? "on" : "off",
+                 so.api_keys.empty() && !tenancy ? "" : ", API key required");
     std::fflush(stderr);
 
     std::thread waiter([&] {
         int sig = 0;
-        sigwait(&sigs, &sig);
-        std::fprintf(stderr, "zinc: %s: shutting down (in-flight requests are cancelled)\n",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+            if (!tenancy) {
+                std::fprintf(stderr, "zinc: SIGHUP: no --tenants file to reload\n");
+            } else if (auto r = tenancy->reload(); r) {
+                std::fprintf(stderr, "zinc: SIGHUP: reloaded %s\n", tenancy->path().c_str());
+            } else {
+                std::fprintf(stderr, "zinc: SIGHUP: %s (the previous tenants config stays)\n",
+                             r.error().message.c_str());
+            }
+            std::fflush(stderr);
+        }
+        const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        // Drain: new requests get 503 (a balancer moves on), what is in flight may finish for
+        // --shutdown-timeout seconds; a second signal or the timeout cancels the rest, whose
+        // streams end with an error event and [DONE] (docs/server.md, docs/deploy.md).
+        http.begin_drain();
+        const int at_signal = http.in_flight();
+        if (o.shutdown_timeout_s > 0 && at_signal > 0) {
+            std::fprintf(stderr,
+                         "zinc: %s: draining %d request(s) in flight for up to %g s (new requests "
+                         "get 503; a second signal cancels them)\n",
+                         name, at_signal, o.shutdown_timeout_s);
+            std::fflush(stderr);
+            const auto end = std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(o.shutdown_timeout_s));
+            const timespec poll{0, 20 * 1000 * 1000};
+            while (http.in_flight() > 0 && std::chrono::steady_clock::now() < end)
+                if (sigtimedwait(&sigs, nullptr, &poll) > 0) break;
+        }
+        const int left = http.in_flight();
+        std::fprintf(stderr, "zinc: %s: shutting down (%d in-flight request(s) cancelled)\n", name,
+                     left);
         engine.shutdown();  // every pending request ends Cancelled; open streams end
-        http.drain(std::chrono::seconds(3));  // ... with their final chunk and [DONE]
+        http.drain(std::chrono::seconds(3));  // ... with an error event and [DONE]
         http.stop();
     });
     const bool ok = http.run();
@@ -247,8 +308,9 @@ int serve_main(int argc, char** argv) {
     ServeOptions o;
     CLI::App app{"zinc serve: an OpenAI-compatible HTTP server (continuous batching, paged KV)",
                  "zinc serve"};
-    app.footer("Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
-               "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
+    app.footer(
+        "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+        "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
     app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "TCP port; 0: any free port")
@@ -264,7 +326,8 @@ int serve_main(int argc, char** argv) {
     auto* kvb = app.add_option("--kv-blocks", o.kv_blocks,
                                "KV cache blocks in the pool; default: --parallel full contexts")
                     ->check(int_in(1, 1 << 24));
-    app.add_option("--kv-memory", o.kv_memory_mib, "KV cache budget in MiB (instead of --kv-blocks)")
+    app.add_option("--kv-memory", o.kv_memory_mib,
+                   "KV cache budget in MiB (instead of --kv-blocks)")
         ->check(real_in(0.001, 1 << 24))
         ->excludes(kvb);
     app.add_option("--block-size", o.block_size, "positions per KV block")
@@ -274,6 +337,17 @@ int serve_main(int argc, char** argv) {
                    "token budget of one engine step (decodes + prefill chunks)")
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
+    app.add_option("--tpot-target", o.tpot_target_ms,
+                   "target ms per engine step (= per output token of a running stream): each "
+                   "step's row budget comes from a cost model fitted to measured steps, decodes "
+                   "first, prefill chunks in the rest; 0: off (every step may take "
+                   "--max-batch-tokens)")
+        ->check(real_in(0, 60000))
+        ->capture_default_str();
+    app.add_option("--min-prefill-chunk", o.min_prefill_chunk,
+                   "prefill rows a step may always add to its decodes under --tpot-target")
+        ->check(int_in(1, 1 << 20))
+        ->capture_default_str();
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->check(int_in(0, 1024))
         ->capture_default_str();
@@ -281,9 +355,14 @@ int serve_main(int argc, char** argv) {
                    "requests waiting for a slot beyond which new ones get 429")
         ->check(int_in(0, 1 << 20))
         ->capture_default_str();
-    app.add_flag("--no-prefix-cache", o.no_prefix_cache, "do not reuse KV blocks of shared prefixes");
+    app.add_flag("--no-prefix-cache", o.no_prefix_cache,
+                 "do not reuse KV blocks of shared prefixes");
     app.add_flag("--batch-invariant", o.batch_invariant,
-                 "results at temperature 0 independent of batching (slower; docs/server.md)");
+                 "results at temperature 0 independent of batching (on the CUDA tier: the exact "
+                 "kernels, slower; docs/server.md)");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,
@@ -295,6 +374,9 @@ int serve_main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--api-key", o.api_keys,
                    "require 'Authorization: Bearer KEY' (repeatable; also $ZINC_API_KEY)");
+    app.add_option("--tenants", o.tenants_path,
+                   "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
+                   "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))
@@ -303,9 +385,17 @@ int serve_main(int argc, char** argv) {
                    "connection threads (each open connection holds one); 0: automatic")
         ->check(int_in(0, 4096))
         ->capture_default_str();
+    app.add_option("--shutdown-timeout", o.shutdown_timeout_s,
+                   "on SIGINT/SIGTERM, seconds in-flight requests may finish (new ones get 503) "
+                   "before the rest are cancelled; 0: cancel at once")
+        ->check(real_in(0, 86400))
+        ->capture_default_str();
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
+    add_gpu_layers_flag(app, o.gpu_layers);
+    add_verbosity_flags(app);  // -q: no tier line (the listening line stays)
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
+    if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
     return serve(o, seed_opt);
 }
 

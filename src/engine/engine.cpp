@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -49,8 +50,11 @@ class EngineImpl : public Engine {
           n_vocab_(model.n_vocab()),
           runner_(std::move(runner)),
           bm_(runner_->options().n_blocks, opts.block_size, opts.prefix_cache),
-          policy_(make_fcfs_policy()),
-          sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens}, bm_, *policy_,
+          policy_(opts.policy ? opts.policy
+                              : std::shared_ptr<SchedulingPolicy>(make_fcfs_policy())),
+          sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens, opts.tpot_target_ms,
+                                  opts.min_prefill_chunk},
+                 bm_, *policy_,
                  [this](int32_t src, int32_t dst) { runner_->copy_block(src, dst); }),
           eog_(opts.eog_tokens) {
         std::sort(eog_.begin(), eog_.end());
@@ -96,7 +100,8 @@ class EngineImpl : public Engine {
         if (in_flight >= static_cast<int64_t>(opts_.n_parallel) + opts_.max_queue) {
             const int64_t waiting = std::max<int64_t>(0, in_flight - opts_.n_parallel);
             return SubmitError{SubmitErrorKind::QueueFull,
-                               "queue full: " + std::to_string(waiting) + " requests waiting (--max-queue " +
+                               "queue full: " + std::to_string(waiting) +
+                                   " requests waiting (--max-queue " +
                                    std::to_string(opts_.max_queue) + ") and " +
                                    std::to_string(opts_.n_parallel) + " running"};
         }
@@ -164,20 +169,28 @@ class EngineImpl : public Engine {
                 publish();
                 return;
             }
-            if (!sched_.idle()) run_step();
+            if (!sched_.idle() && !run_step()) {
+                // The policy held every sequence back (rate limits): wait a little for tokens
+                // to refill, or for an arrival or a cancellation.
+                std::unique_lock<std::mutex> lk(mu_);
+                cv_.wait_for(lk, std::chrono::milliseconds(2),
+                             [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
+            }
             publish();
         }
     }
 
-    void run_step() {
+    // One step; false when the policy held everything back (nothing ran, nothing is wrong).
+    bool run_step() {
         StepPlan plan = sched_.schedule();
         if (plan.empty()) {
+            if (plan.held_back) return false;
             // Nothing fits although nothing runs: the first waiting sequence can never start.
             if (sched_.running().empty() && !sched_.waiting().empty()) {
                 finish(*sched_.waiting().front(), FinishReason::Error,
                        "KV cache too small for this request's first chunk");
             }
-            return;
+            return true;
         }
         batch_tokens_.clear();
         batch_seqs_.clear();
@@ -208,6 +221,7 @@ class EngineImpl : public Engine {
                     sample_rows_.push_back(ss.seq->sampler.device_row(ss.seq->tokens, n_vocab_));
             sampled_.assign(sample_rows_.size(), model::SampledToken{});
         }
+        const auto t0 = std::chrono::steady_clock::now();
         if (auto r = on_device
                          ? runner_->forward_sample(batch, sample_rows_, sampled_.data(), false)
                          : runner_->forward(batch, logits_.data());
@@ -215,8 +229,12 @@ class EngineImpl : public Engine {
             for (const ScheduledSeq& ss : plan.seqs) {
                 finish(*ss.seq, FinishReason::Error, r.error().message);
             }
-            return;
+            return true;
         }
+        const double step_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sched_.budgeter().observe(step_s * 1e3, plan.n_decode_rows, plan.n_prefill_rows);
+        count_step(plan, step_s);
         if (opts_.step_evidence) attribute_step(plan);  // before commit: n_computed is the start
         sched_.commit(plan);
         ++counters_.steps;
@@ -232,6 +250,25 @@ class EngineImpl : public Engine {
             ++row;
             on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
         }
+        return true;
+    }
+
+    void count_step(const StepPlan& plan, double step_s) {
+        counters_.step_decode_rows += static_cast<uint64_t>(plan.n_decode_rows);
+        counters_.step_prefill_rows += static_cast<uint64_t>(plan.n_prefill_rows);
+        counters_.step_budget_rows += static_cast<uint64_t>(plan.budget);
+        if (plan.n_prefill_rows == 0) {
+            ++counters_.steps_decode_only;
+        } else if (plan.n_decode_rows == 0) {
+            ++counters_.steps_prefill_only;
+        } else {
+            ++counters_.steps_mixed;
+        }
+        size_t b = 0;
+        while (b < kStepSecondsBounds.size() && step_s > kStepSecondsBounds[b]) ++b;
+        ++counters_.step_seconds_buckets[b];
+        counters_.step_seconds_sum += step_s;
+        counters_.step_budget_last = plan.budget;
     }
 
     // The step that just ran, attributed to its sequences (runtime/request_evidence.h): each
@@ -241,7 +278,8 @@ class EngineImpl : public Engine {
         if (rec.index == 0 || rec.index == last_step_index_) return;  // the Runner recorded none
         last_step_index_ = rec.index;
         step_rows_.clear();
-        for (const ScheduledSeq& ss : plan.seqs) step_rows_.push_back(static_cast<uint64_t>(ss.n_tokens));
+        for (const ScheduledSeq& ss : plan.seqs)
+            step_rows_.push_back(static_cast<uint64_t>(ss.n_tokens));
         const std::vector<runtime::OpTally> shares = runtime::split_by_rows(rec.ops, step_rows_);
         for (size_t i = 0; i < plan.seqs.size(); ++i) {
             Sequence& s = *plan.seqs[i].seq;
@@ -332,6 +370,9 @@ class EngineImpl : public Engine {
         s.prefix_miss_partial = pc.miss_partial;
         s.prefix_miss_disabled = pc.miss_disabled;
         s.preemptions = pc.preemptions;
+        s.preemptions_qos = pc.preemptions_qos;
+        s.step_model_a_ms = sched_.budgeter().intercept_ms();
+        s.step_model_b_ms = sched_.budgeter().ms_per_row();
         std::lock_guard<std::mutex> lk(mu_);
         snapshot_ = s;
         n_waiting_ = s.queue_depth;
@@ -344,19 +385,19 @@ class EngineImpl : public Engine {
 
     // Step thread only.
     BlockManager bm_;
-    std::unique_ptr<SchedulingPolicy> policy_;
+    std::shared_ptr<SchedulingPolicy> policy_;
     Scheduler sched_;
     std::vector<int32_t> eog_;  // sorted
     std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
     std::vector<int32_t> batch_tokens_;
     std::vector<model::BatchSeq> batch_seqs_;
-    std::vector<float> logits_;  // (max_seqs, n_vocab)
-    bool device_sampling_ = false;                   // runner_->samples_on_device()
-    std::vector<model::RowSampling> sample_rows_;    // the step's rows, forward_sample
-    std::vector<model::SampledToken> sampled_;       // its results
-    std::vector<uint64_t> step_rows_;  // rows per sequence of the step being attributed
-    uint64_t last_step_index_ = 0;     // StepRecord::index last attributed
-    EngineStats counters_;       // cumulative counters (the gauges are filled by publish)
+    std::vector<float> logits_;                    // (max_seqs, n_vocab)
+    bool device_sampling_ = false;                 // runner_->samples_on_device()
+    std::vector<model::RowSampling> sample_rows_;  // the step's rows, forward_sample
+    std::vector<model::SampledToken> sampled_;     // its results
+    std::vector<uint64_t> step_rows_;              // rows per sequence of the step being attributed
+    uint64_t last_step_index_ = 0;                 // StepRecord::index last attributed
+    EngineStats counters_;  // cumulative counters (the gauges are filled by publish)
 
     // Shared, under mu_.
     mutable std::mutex mu_;
@@ -390,6 +431,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     if (opts.max_batch_tokens < 1 || opts.max_batch_tokens > (1 << 20))
         return bad("max_batch_tokens", opts.max_batch_tokens, "[1, 1048576]");
     if (opts.max_queue < 0) return bad("max_queue", opts.max_queue, "[0, ...)");
+    if (!(opts.tpot_target_ms >= 0 && opts.tpot_target_ms <= 60000))
+        return bad("tpot_target_ms", static_cast<int64_t>(opts.tpot_target_ms), "[0, 60000]");
+    if (opts.min_prefill_chunk < 1 || opts.min_prefill_chunk > (1 << 20))
+        return bad("min_prefill_chunk", opts.min_prefill_chunk, "[1, 1048576]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
     if (opts.n_threads < 0 || opts.n_threads > 1024)
         return bad("n_threads", opts.n_threads, "[0, 1024]");

@@ -10,6 +10,7 @@
 // engine sees only token ids, and stops on end-of-generation ids it was given.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,22 +27,31 @@
 namespace zinc::engine {
 
 using RequestId = uint64_t;
+class SchedulingPolicy;
 
 struct EngineOptions {
     int32_t n_parallel = 4;          // most sequences running at once (slots)
     int32_t n_ctx = 4096;            // most positions per sequence (prompt + generated)
     int32_t n_kv_blocks = 0;         // 0: enough for n_parallel full contexts
     int32_t block_size = 16;         // positions per KV block
-    int32_t max_batch_tokens = 512;  // token budget of one step (decodes + prefill chunks)
+    int32_t max_batch_tokens = 512;  // hard cap on the rows of one step (decodes + prefill chunks)
+    /// Target step duration in ms (a running stream's time per output token): each step's row
+    /// budget comes from a cost model fitted to the steps that ran (engine/step_budget.h),
+    /// decodes first, prefill chunks in the rest. 0: off, every step may take max_batch_tokens.
+    double tpot_target_ms = 0;
+    int32_t min_prefill_chunk = 16;  // prefill rows a step may always add to its decodes
+    /// The scheduling policy (engine/policy.h); empty: first come, first served. Used on the
+    /// step thread only (a policy that is reconfigured from elsewhere locks inside).
+    std::shared_ptr<SchedulingPolicy> policy;
     /// Requests that may wait for a slot: submit() fails (QueueFull) once n_parallel + max_queue
     /// requests are running or waiting (so max_queue 0 admits only what can run at once).
     int32_t max_queue = 256;
-    bool prefix_cache = true;        // reuse cached full blocks of identical prefixes
+    bool prefix_cache = true;  // reuse cached full blocks of identical prefixes
     /// Batch-invariant mode: results at temperature 0 do not depend on what else is batched
     /// (see docs/engine.md: exact on the CPU tier; passed to the Runner for CUDA).
     bool batch_invariant = false;
-    int n_threads = 0;                     // CPU tier threads, 0 = all
-    std::vector<int32_t> eog_tokens;       // ids that end generation (Tokenizer EOG set)
+    int n_threads = 0;                // CPU tier threads, 0 = all
+    std::vector<int32_t> eog_tokens;  // ids that end generation (Tokenizer EOG set)
     /// Builds the Runner once the engine has sized the KV pool; empty: the CPU tier
     /// (model::Runner::create_cpu). The CUDA tier plugs in here.
     std::function<Result<std::unique_ptr<model::Runner>>(const model::RunnerOptions&)> make_runner;
@@ -57,10 +67,13 @@ struct RequestParams {
     std::vector<int32_t> prompt;  // non-empty
     int32_t max_tokens = 16;      // generated tokens at most (>= 1)
     SamplerOptions sampling;
-    bool ignore_eos = false;  // do not stop on eog_tokens
+    bool ignore_eos = false;    // do not stop on eog_tokens
     int32_t top_logprobs = -1;  // -1: no logprobs; 0..20: logprob of the chosen token + top N
-    std::string tenant;       // for policies (unused by the default FCFS policy)
-    int32_t priority = 0;     // higher runs first in policies that read it
+    std::string tenant;         // for policies (unused by the default FCFS policy)
+    int32_t priority = 0;       // higher runs first in policies that read it
+    /// Prefix-cache namespace: cached blocks are shared only between requests with the same
+    /// value ("" is the default namespace). Tenancy sets one per tenant or sharing group.
+    std::string cache_namespace;
 };
 
 enum class FinishReason {
@@ -79,8 +92,8 @@ struct TokenLogprob {
 
 struct GeneratedToken {
     int32_t id = 0;
-    float logprob = 0.0f;             // set when top_logprobs >= 0
-    std::vector<TokenLogprob> top;    // top_logprobs alternatives, most likely first
+    float logprob = 0.0f;           // set when top_logprobs >= 0
+    std::vector<TokenLogprob> top;  // top_logprobs alternatives, most likely first
 };
 
 struct Usage {
@@ -111,16 +124,30 @@ struct SubmitError {
     std::string message;  // one line
 };
 
+/// Upper bounds (seconds) of the step-duration histogram in EngineStats (+Inf implicit).
+inline constexpr std::array<double, 12> kStepSecondsBounds = {
+    0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0};
+
 /// A point-in-time view for /health and /metrics. Counters are cumulative since start.
 struct EngineStats {
     int32_t slots_busy = 0, slots_idle = 0, queue_depth = 0;
     int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_cached = 0;
-    uint64_t prefix_hits_blocks = 0;        // prompt blocks served from the cache
-    uint64_t prefix_miss_cold = 0;          // blocks never cached
-    uint64_t prefix_miss_evicted = 0;       // blocks cached once but evicted since
-    uint64_t prefix_miss_partial = 0;       // trailing partial blocks (never cacheable)
-    uint64_t prefix_miss_disabled = 0;      // prefix cache off
+    uint64_t prefix_hits_blocks = 0;    // prompt blocks served from the cache
+    uint64_t prefix_miss_cold = 0;      // blocks never cached
+    uint64_t prefix_miss_evicted = 0;   // blocks cached once but evicted since
+    uint64_t prefix_miss_partial = 0;   // trailing partial blocks (never cacheable)
+    uint64_t prefix_miss_disabled = 0;  // prefix cache off
     uint64_t steps = 0, preemptions = 0;
+    uint64_t preemptions_qos = 0;  // of which to admit a higher QoS class
+    // How the steps were split (engine/scheduler.h): rows, and steps by kind.
+    uint64_t step_decode_rows = 0, step_prefill_rows = 0, step_budget_rows = 0;
+    uint64_t steps_decode_only = 0, steps_prefill_only = 0, steps_mixed = 0;
+    // Step (forward) durations: per-bucket counts (kStepSecondsBounds, then +Inf), sum.
+    std::array<uint64_t, kStepSecondsBounds.size() + 1> step_seconds_buckets{};
+    double step_seconds_sum = 0;
+    // The step budget: last budget, and the fitted cost model step_ms = a + b * rows.
+    int32_t step_budget_last = 0;
+    double step_model_a_ms = 0, step_model_b_ms = 0;
     uint64_t prompt_tokens = 0, generated_tokens = 0;
     uint64_t requests_finished = 0, requests_cancelled = 0;
 };

@@ -1,21 +1,36 @@
-// zinc/engine/policy.h — the scheduling policy: admission, ordering and preemption in one small
-// interface, so the step loop (engine/scheduler.h) never hard-codes who goes first.
+// zinc/engine/policy.h — the scheduling policy: admission, ordering, rate limits and preemption
+// in one small interface, so the step loop (engine/scheduler.h) never hard-codes who goes first.
 //
-// The scheduler asks the policy three things each step:
-//   order      — before(a, b): a gets resources before b. Running sequences are scheduled (and
-//                waiting ones admitted) in this order; a sequence is only preempted for one
-//                that comes before it (or for itself).
+// The scheduler asks the policy, at each step boundary (schedule()):
+//   on_step_begin — first: refresh time-based state (token buckets) and re-rank; the running and
+//                waiting lists are then re-sorted with before(), so waiting order is re-evaluated
+//                every step, not only when a request arrives.
+//   order      — before(a, b): a gets resources before b. Decodes, then prefill chunks, are
+//                scheduled and waiting sequences admitted in this order; a sequence is only
+//                preempted for one that comes before it (or for itself).
 //   admission  — may_admit(s, load): may waiting sequence s start now? (slots and KV blocks are
-//                checked by the scheduler; a policy adds its own limits, e.g. per-tenant quotas)
+//                checked by the scheduler; a policy adds its own limits, e.g. per-tenant quotas).
+//                A refusal skips s only: the sequences behind it are still considered (no
+//                head-of-line blocking).
+//   rates      — may_decode(s): may running s take its decode token this step; and
+//                prefill_allowance(s): at most how many prompt rows s may run this step (token
+//                buckets). A sequence held back stays as it is (blocks kept) and is asked again
+//                next step.
 //   preemption — pick_victim(candidates): which running sequence gives its blocks back when
-//                blocks run out (it is recomputed later).
-// on_admit / on_release let a stateful policy keep per-tenant or per-class accounting.
-// FCFS is the default. Tenants, quotas and QoS classes are new implementations of this
-// interface (RequestParams carries tenant and priority for them); none exists yet.
+//                blocks run out (it is recomputed later); preempt_for(w, running): a running
+//                sequence to preempt so that waiting w can be admitted when no slot or too few
+//                blocks are left (QoS classes: batch for interactive), or none.
+// on_enqueue / on_finish / on_admit / on_release / on_served let a stateful policy keep per-tenant
+// accounting: on_served gets the rows of each sequence in each step that ran (prefill rows and
+// decode rows), the basis of VTC-style counters of tokens served. FCFS (make_fcfs_policy) is the
+// default; engine/tenant_policy.h is the multi-tenant one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 
 namespace zinc::engine {
@@ -29,20 +44,42 @@ struct SchedulerLoad {
     int32_t n_parallel = 0;        // slots
     int32_t blocks_available = 0;  // free + cached
     int32_t blocks_total = 0;
+    int32_t block_size = 16;
 };
 
 class SchedulingPolicy {
   public:
     virtual ~SchedulingPolicy() = default;
+    /// Called first in every schedule() (on the step thread).
+    virtual void on_step_begin() {}
     /// Strict weak order: true when a should be served before b.
     virtual bool before(const Sequence& a, const Sequence& b) const = 0;
     /// Whether waiting sequence s may be admitted now (beyond slots and blocks).
     virtual bool may_admit(const Sequence& s, const SchedulerLoad& load) const = 0;
+    /// Whether running sequence s (all of whose tokens but the last are computed) may run its
+    /// decode row this step.
+    virtual bool may_decode(const Sequence&) const { return true; }
+    /// Most prompt rows s (running or being admitted) may run this step; 0 holds it back.
+    virtual int32_t prefill_allowance(const Sequence&) const {
+        return std::numeric_limits<int32_t>::max();
+    }
     /// Index into candidates (running sequences sorted by before(), all of them eligible) of the
     /// one to preempt. candidates is never empty.
     virtual size_t pick_victim(std::span<const Sequence* const> candidates) const = 0;
+    /// Index into running (sorted by before()) of a sequence to preempt so that waiting w can be
+    /// admitted, or nullopt (the default: never preempt for admission).
+    virtual std::optional<size_t> preempt_for(const Sequence& /*w*/,
+                                              std::span<const Sequence* const> /*running*/) const {
+        return std::nullopt;
+    }
+    /// s was queued (Scheduler::add; not called again when a preempted sequence re-queues).
+    virtual void on_enqueue(const Sequence&) {}
+    /// s left the scheduler for good (finished or cancelled; Scheduler::remove), any state.
+    virtual void on_finish(const Sequence&) {}
     virtual void on_admit(const Sequence&) {}
     virtual void on_release(const Sequence&) {}
+    /// A committed step ran n_prefill prompt (or recomputed) rows and n_decode decode rows of s.
+    virtual void on_served(const Sequence&, int32_t /*n_prefill*/, int32_t /*n_decode*/) {}
     virtual const char* name() const = 0;
 };
 

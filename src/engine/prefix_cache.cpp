@@ -25,6 +25,12 @@ uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens) {
     return mix64(h ^ static_cast<uint64_t>(tokens.size()));
 }
 
+uint64_t namespace_root(std::string_view name) {
+    std::vector<int32_t> bytes(name.begin(), name.end());
+    uint64_t h = chain_hash(kRootHash ^ 0x6e616d6573706163ull, bytes);
+    return h == kRootHash ? h + 1 : h;
+}
+
 PrefixCache::PrefixCache(int32_t n_blocks, int32_t block_size)
     : block_size_(block_size),
       entry_of_(static_cast<size_t>(n_blocks), nullptr),

@@ -19,6 +19,7 @@
 #include <deque>
 #include <list>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -31,6 +32,10 @@ inline constexpr uint64_t kRootHash = 0x5a1c0de5eedf00d5ull;
 /// hash(parent, tokens): a 64-bit mix of the parent hash and every token id (splitmix64
 /// finaliser per token); deterministic across runs and machines.
 uint64_t chain_hash(uint64_t parent, std::span<const int32_t> tokens);
+
+/// Root (parent hash of block 0) of a named cache namespace: chain_hash of kRootHash and the
+/// name's bytes, never kRootHash itself for a non-empty name.
+uint64_t namespace_root(std::string_view name);
 
 /// Why a prompt block was not served from the cache (EngineStats counts each).
 enum class MissReason { Cold, Evicted, Partial, Disabled };

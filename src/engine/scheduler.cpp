@@ -8,10 +8,61 @@
 
 namespace zinc::engine {
 
+namespace {
+
+StepBudgetOptions budget_options(const SchedulerOptions& o) {
+    StepBudgetOptions b;
+    b.tpot_ms = o.tpot_target_ms;
+    b.max_batch_tokens = o.max_batch_tokens;
+    b.min_chunk = o.min_prefill_chunk;
+    return b;
+}
+
+// Max-min fair split of `total` rows among demands (water-filling): everyone gets
+// min(demand, level) for the largest level that fits; the rows left below the next level go one
+// each to the unsatisfied ones in list (policy) order.
+std::vector<int32_t> water_fill(const std::vector<int32_t>& demand, int32_t total) {
+    std::vector<int32_t> share(demand.size(), 0);
+    int64_t sum = 0;
+    for (int32_t d : demand) sum += d;
+    if (sum <= total) return demand;
+    std::vector<int32_t> sorted = demand;
+    std::sort(sorted.begin(), sorted.end());
+    int64_t left = total;
+    int64_t level = 0;
+    size_t n_above = sorted.size();
+    for (int32_t d : sorted) {
+        const int64_t cost = (static_cast<int64_t>(d) - level) * static_cast<int64_t>(n_above);
+        if (cost > left) break;
+        left -= cost;
+        level = d;
+        --n_above;
+    }
+    level += n_above > 0 ? left / static_cast<int64_t>(n_above) : 0;
+    int64_t used = 0;
+    for (size_t i = 0; i < demand.size(); ++i) {
+        share[i] = static_cast<int32_t>(std::min<int64_t>(demand[i], level));
+        used += share[i];
+    }
+    for (size_t i = 0; i < demand.size() && used < total; ++i) {
+        if (share[i] < demand[i]) {
+            ++share[i];
+            ++used;
+        }
+    }
+    return share;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(const SchedulerOptions& opts, BlockManager& blocks, SchedulingPolicy& policy,
                      std::function<void(int32_t, int32_t)> copy_block)
-    : opts_(opts), bm_(blocks), policy_(policy), copy_block_(std::move(copy_block)) {
-    ZINC_CHECK(opts.n_parallel > 0 && opts.max_batch_tokens > 0);
+    : opts_(opts),
+      bm_(blocks),
+      policy_(policy),
+      copy_block_(std::move(copy_block)),
+      budgeter_(budget_options(opts)) {
+    ZINC_CHECK(opts.n_parallel > 0 && opts.max_batch_tokens > 0 && opts.min_prefill_chunk > 0);
 }
 
 void Scheduler::insert_waiting(Sequence* s) {
@@ -21,6 +72,7 @@ void Scheduler::insert_waiting(Sequence* s) {
 
 void Scheduler::add(Sequence* s) {
     ZINC_CHECK(s->state == SeqState::Waiting && s->blocks.empty() && s->n_computed == 0);
+    policy_.on_enqueue(*s);
     insert_waiting(s);
 }
 
@@ -41,6 +93,7 @@ void Scheduler::remove(Sequence* s) {
         waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
     }
     release_blocks(*s);
+    if (s->state != SeqState::Finished) policy_.on_finish(*s);
     s->state = SeqState::Finished;
 }
 
@@ -48,7 +101,7 @@ void Scheduler::ensure_hashes(Sequence& s, int32_t n_full) {
     const int32_t bs = bm_.block_size();
     while (static_cast<int32_t>(s.block_hashes.size()) < n_full) {
         const size_t i = s.block_hashes.size();
-        const uint64_t parent = i == 0 ? kRootHash : s.block_hashes[i - 1];
+        const uint64_t parent = i == 0 ? s.hash_root : s.block_hashes[i - 1];
         s.block_hashes.push_back(chain_hash(
             parent, std::span<const int32_t>(s.tokens).subspan(i * bs, static_cast<size_t>(bs))));
     }
@@ -89,7 +142,7 @@ void Scheduler::preempt(Sequence& s, StepPlan& plan) {
     plan.preempted.push_back(&s);
 }
 
-bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
+bool Scheduler::try_admit(Sequence& s, int32_t max_n, StepPlan& plan) {
     ZINC_CHECK(s.blocks.empty() && s.n_computed == 0);
     const int32_t bs = bm_.block_size();
     const int32_t n_tok = static_cast<int32_t>(s.tokens.size());
@@ -98,7 +151,7 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
     if (bm_.prefix_cache_enabled()) {
         ensure_hashes(s, n_full);
         for (int32_t i = 0; i < n_full; ++i) {
-            const uint64_t parent = i == 0 ? kRootHash : s.block_hashes[i - 1];
+            const uint64_t parent = i == 0 ? s.hash_root : s.block_hashes[i - 1];
             const int32_t b =
                 bm_.cache().lookup(s.block_hashes[i], parent,
                                    std::span<const int32_t>(s.tokens).subspan(
@@ -112,7 +165,7 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
     // block to spare for the copy, the last block is not shared but recomputed whole.
     auto blocks_needed = [&](int32_t n_hit, int32_t& n_cached, int32_t& n) {
         n_cached = std::min(n_hit * bs, n_tok - 1);
-        n = std::min(n_tok - n_cached, budget);
+        n = std::min(n_tok - n_cached, max_n);
         const int32_t need = (n_cached + n + bs - 1) / bs;
         int32_t idle_hits = 0;
         for (int32_t i = 0; i < n_hit; ++i) idle_hits += bm_.ref_count(hits[i]) == 0 ? 1 : 0;
@@ -161,55 +214,203 @@ bool Scheduler::try_admit(Sequence& s, int32_t& budget, StepPlan& plan) {
     s.state = SeqState::Running;
     running_.push_back(&s);
     policy_.on_admit(s);
-    plan.seqs.push_back({&s, n, end == n_tok});
+    s.planned_step = step_;
+    plan.seqs.push_back({&s, n, end == n_tok, false});
     plan.n_tokens += n;
-    budget -= n;
+    plan.n_prefill_rows += n;
     return true;
+}
+
+SchedulerLoad Scheduler::load() const {
+    SchedulerLoad l;
+    l.n_running = static_cast<int32_t>(running_.size());
+    l.n_waiting = static_cast<int32_t>(waiting_.size());
+    l.n_parallel = opts_.n_parallel;
+    l.blocks_available = bm_.n_available();
+    l.blocks_total = bm_.n_blocks();
+    l.block_size = bm_.block_size();
+    return l;
+}
+
+void Scheduler::sort_queues() {
+    auto cmp = [this](const Sequence* a, const Sequence* b) { return policy_.before(*a, *b); };
+    std::stable_sort(running_.begin(), running_.end(), cmp);
+    std::stable_sort(waiting_.begin(), waiting_.end(), cmp);
+}
+
+bool Scheduler::reserve_or_preempt(size_t i, int32_t n, StepPlan& plan, bool& preempted_any) {
+    Sequence* s = running_[i];
+    while (!reserve(*s, n)) {
+        std::vector<const Sequence*> cand{s};
+        for (size_t j = i + 1; j < running_.size(); ++j)
+            if (running_[j]->planned_step != step_) cand.push_back(running_[j]);
+        const size_t v = policy_.pick_victim(cand);
+        ZINC_CHECK(v < cand.size());
+        Sequence* victim = const_cast<Sequence*>(cand[v]);
+        preempt(*victim, plan);
+        preempted_any = true;
+        if (victim == s) return false;
+    }
+    return true;
+}
+
+// QoS: a waiting sequence that finds no slot, or too few blocks for its prompt, may take them
+// from a running one the policy names (batch before standard, never interactive). At most one
+// victim per waiting sequence and step for a slot; blocks while the policy names victims.
+void Scheduler::preempt_for_admission(StepPlan& plan) {
+    const int32_t bs = bm_.block_size();
+    const std::vector<Sequence*> waiting = waiting_;
+    for (Sequence* w : waiting) {
+        if (w->state != SeqState::Waiting || !policy_.may_admit(*w, load())) continue;
+        const int32_t need = (static_cast<int32_t>(w->tokens.size()) + bs - 1) / bs;
+        for (size_t guard = running_.size(); guard > 0; --guard) {
+            const bool no_slot = static_cast<int32_t>(running_.size()) >= opts_.n_parallel;
+            if (!no_slot && bm_.n_available() >= need) break;
+            const std::optional<size_t> v = policy_.preempt_for(
+                *w, std::span<const Sequence* const>(
+                        const_cast<const Sequence* const*>(running_.data()), running_.size()));
+            if (!v) break;
+            ZINC_CHECK(*v < running_.size());
+            preempt(*running_[*v], plan);
+            ++counters_.preemptions_qos;
+        }
+        // Later waiting sequences only get slots this one leaves.
+        if (static_cast<int32_t>(running_.size()) >= opts_.n_parallel) break;
+    }
+}
+
+void Scheduler::plan_prefills(int32_t left, bool admit, StepPlan& plan) {
+    struct Cand {
+        Sequence* s;
+        int32_t demand;
+        bool running;
+    };
+    std::vector<const Sequence*> tried;  // waiting sequences considered this step
+    bool block_preempted = false;
+    // Rounds: the running prefills and as many admissible waiting sequences as there are free
+    // slots share the budget; when admissions fall through (the policy's limit was reached by
+    // an earlier one of the round, or blocks do not fit), the next round offers what is left to
+    // waiting sequences not tried yet.
+    for (bool first = true; left > 0; first = false) {
+        std::vector<Cand> cands;
+        if (first) {
+            for (Sequence* s : running_) {
+                // Decodes had their turn (a held-back one waits for the next step).
+                if (s->planned_step == step_ || s->is_decode()) continue;
+                const int32_t d = std::min(s->n_pending(), policy_.prefill_allowance(*s));
+                if (d <= 0) {
+                    plan.held_back = true;
+                    continue;
+                }
+                cands.push_back({s, d, true});
+            }
+        }
+        if (admit && !block_preempted) {
+            int32_t free_slots = opts_.n_parallel - static_cast<int32_t>(running_.size());
+            for (Sequence* w : waiting_) {
+                if (free_slots <= 0) break;
+                if (std::find(tried.begin(), tried.end(), w) != tried.end()) continue;
+                tried.push_back(w);
+                if (!policy_.may_admit(*w, load())) {
+                    plan.held_back = true;
+                    continue;
+                }
+                const int32_t d =
+                    std::min(static_cast<int32_t>(w->tokens.size()), policy_.prefill_allowance(*w));
+                if (d <= 0) {
+                    plan.held_back = true;
+                    continue;
+                }
+                cands.push_back({w, d, false});
+                --free_slots;
+            }
+        }
+        if (cands.empty()) break;
+        std::vector<int32_t> demand;
+        for (const Cand& c : cands) demand.push_back(c.demand);
+        const std::vector<int32_t> share = water_fill(demand, left);
+        for (size_t k = 0; k < cands.size(); ++k) {
+            Sequence* s = cands[k].s;
+            if (share[k] <= 0) continue;
+            if (cands[k].running) {
+                if (s->state != SeqState::Running) continue;  // preempted for an earlier one
+                const size_t i = static_cast<size_t>(
+                    std::find(running_.begin(), running_.end(), s) - running_.begin());
+                if (!reserve_or_preempt(i, share[k], plan, block_preempted)) continue;
+                s->planned_step = step_;
+                plan.seqs.push_back(
+                    {s, share[k],
+                     s->n_computed + share[k] == static_cast<int32_t>(s->tokens.size()), false});
+                plan.n_tokens += share[k];
+                plan.n_prefill_rows += share[k];
+            } else {
+                // No admission in a step that had to preempt for blocks (it would thrash); a
+                // sequence whose blocks do not fit is skipped, the ones behind it still tried.
+                if (block_preempted || s->state != SeqState::Waiting) continue;
+                if (static_cast<int32_t>(running_.size()) >= opts_.n_parallel) break;
+                // Asked again: an admission earlier in this round may have used a limit.
+                if (!policy_.may_admit(*s, load())) {
+                    plan.held_back = true;
+                    continue;
+                }
+                try_admit(*s, share[k], plan);
+            }
+        }
+        left = plan.budget - plan.n_tokens;
+        if (static_cast<int32_t>(running_.size()) >= opts_.n_parallel) break;
+    }
+    // What a candidate could not use (a prefix hit, a skipped admission) goes to the others, in
+    // policy order, without preempting.
+    int32_t rest = plan.budget - plan.n_tokens;
+    for (ScheduledSeq& ss : plan.seqs) {
+        if (rest <= 0) break;
+        if (ss.decode) continue;
+        Sequence& s = *ss.seq;
+        const int32_t allow = policy_.prefill_allowance(s);
+        const int32_t want = std::min(s.n_pending(), allow);
+        const int32_t extra = std::min(rest, want - ss.n_tokens);
+        if (extra <= 0 || !reserve(s, ss.n_tokens + extra)) continue;
+        ss.n_tokens += extra;
+        ss.want_logits = s.n_computed + ss.n_tokens == static_cast<int32_t>(s.tokens.size());
+        plan.n_tokens += extra;
+        plan.n_prefill_rows += extra;
+        rest -= extra;
+    }
 }
 
 StepPlan Scheduler::schedule() {
     StepPlan plan;
-    int32_t budget = opts_.max_batch_tokens;
-    std::stable_sort(
-        running_.begin(), running_.end(),
-        [this](const Sequence* a, const Sequence* b) { return policy_.before(*a, *b); });
-    for (size_t i = 0; i < running_.size() && budget > 0;) {
+    ++step_;
+    policy_.on_step_begin();
+    sort_queues();
+    preempt_for_admission(plan);
+
+    // Decodes first, in policy order.
+    int32_t n_dec = 0;
+    for (const Sequence* s : running_) n_dec += s->is_decode() ? 1 : 0;
+    plan.budget = budgeter_.budget(n_dec);
+    bool block_preempted = false;
+    for (size_t i = 0; i < running_.size() && plan.n_tokens < plan.budget;) {
         Sequence* s = running_[i];
-        const int32_t n = std::min(s->n_pending(), budget);
-        ZINC_CHECK(n > 0);
-        bool scheduled = false;
-        while (true) {
-            if (reserve(*s, n)) {
-                scheduled = true;
-                break;
-            }
-            const std::span<const Sequence* const> cand(running_.data() + i, running_.size() - i);
-            const size_t v = policy_.pick_victim(cand);
-            ZINC_CHECK(v < cand.size());
-            Sequence* victim = running_[i + v];
-            preempt(*victim, plan);
-            if (victim == s) break;
+        if (!s->is_decode()) {
+            ++i;
+            continue;
         }
-        if (!scheduled) continue;  // s went back to waiting; running_[i] is the next one
-        plan.seqs.push_back({s, n, s->n_computed + n == static_cast<int32_t>(s->tokens.size())});
-        plan.n_tokens += n;
-        budget -= n;
+        if (!policy_.may_decode(*s)) {
+            plan.held_back = true;
+            ++i;
+            continue;
+        }
+        if (!reserve_or_preempt(i, 1, plan, block_preempted)) continue;  // running_[i]: next
+        s->planned_step = step_;
+        plan.seqs.push_back({s, 1, true, true});
+        ++plan.n_tokens;
+        ++plan.n_decode_rows;
         ++i;
     }
-    if (plan.preempted.empty()) {
-        while (!waiting_.empty() && budget > 0 &&
-               static_cast<int32_t>(running_.size()) < opts_.n_parallel) {
-            Sequence* w = waiting_.front();
-            SchedulerLoad load;
-            load.n_running = static_cast<int32_t>(running_.size());
-            load.n_waiting = static_cast<int32_t>(waiting_.size());
-            load.n_parallel = opts_.n_parallel;
-            load.blocks_available = bm_.n_available();
-            load.blocks_total = bm_.n_blocks();
-            if (!policy_.may_admit(*w, load)) break;
-            if (!try_admit(*w, budget, plan)) break;
-        }
-    }
+    // Then prefill chunks fill the rest of the budget.
+    const int32_t left = plan.budget - plan.n_tokens;
+    if (left > 0) plan_prefills(left, !block_preempted, plan);
     return plan;
 }
 
@@ -217,6 +418,7 @@ void Scheduler::commit(const StepPlan& plan) {
     const int32_t bs = bm_.block_size();
     for (const ScheduledSeq& ss : plan.seqs) {
         Sequence& s = *ss.seq;
+        policy_.on_served(s, ss.decode ? 0 : ss.n_tokens, ss.decode ? ss.n_tokens : 0);
         s.n_computed += ss.n_tokens;
         ZINC_CHECK(s.n_computed <= static_cast<int32_t>(s.tokens.size()));
         const int32_t n_full = s.n_computed / bs;
@@ -226,7 +428,7 @@ void Scheduler::commit(const StepPlan& plan) {
         }
         ensure_hashes(s, n_full);
         for (int32_t i = s.n_blocks_registered; i < n_full; ++i) {
-            const uint64_t parent = i == 0 ? kRootHash : s.block_hashes[i - 1];
+            const uint64_t parent = i == 0 ? s.hash_root : s.block_hashes[i - 1];
             bm_.register_full(s.blocks[i], s.block_hashes[i], parent,
                               std::span<const int32_t>(s.tokens).subspan(
                                   static_cast<size_t>(i) * bs, static_cast<size_t>(bs)));

@@ -2,19 +2,30 @@
 // admission of waiting sequences (with prefix-cache lookup), KV block allocation, and
 // preemption by recompute when blocks run out.
 //
-// One step (schedule) under a token budget of max_batch_tokens:
-//   1. Running sequences, in policy order, each get their pending tokens (1 for a decode, the
-//      rest of the prompt, cut to the remaining budget, for a prefill in progress: chunked
-//      prefill). Blocks for the new positions are allocated; the block holding the first new
-//      position is made private first (copy-on-write). When blocks run out, the policy picks a
-//      victim among this sequence and the ones after it: the victim releases all its blocks and
-//      goes back to waiting with n_computed = 0 (recompute; its tokens so far are kept, its
-//      blocks often survive in the prefix cache). A preempted sequence never loses tokens.
-//   2. If nothing was preempted, waiting sequences are admitted in policy order while a slot, the
-//      budget and blocks for their first chunk remain. Admission first matches the longest chain
-//      of the sequence's full blocks in the prefix cache and shares those blocks; when every
-//      token is cached, the last one is recomputed (its logits are needed) in a private copy of
-//      the last block.
+// One step (schedule), at a step boundary:
+//   0. The policy refreshes its state (on_step_begin); running and waiting sequences are
+//      re-sorted in its order. For each waiting sequence that finds no slot or too few blocks,
+//      the policy may name a running one to preempt (preempt_for: QoS classes).
+//   1. The step's row budget comes from the StepBudgeter (engine/step_budget.h): max_batch_tokens,
+//      or, with a TPOT target, what the fitted cost model says fits in the target (never fewer
+//      than the decodes plus min_chunk).
+//   2. Decodes first: every running sequence with one pending token gets its row, in policy
+//      order (the policy may hold one back: may_decode, token buckets). Blocks for the new
+//      positions are allocated; the block holding the first new position is made private first
+//      (copy-on-write). When blocks run out, the policy picks a victim among this sequence and
+//      the unscheduled ones after it: the victim releases all its blocks and goes back to waiting
+//      with n_computed = 0 (recompute; its tokens so far are kept, its blocks often survive in
+//      the prefix cache). A preempted sequence never loses tokens.
+//   3. Prefill chunks fill the rest: running prefills, then (unless a block shortage preempted
+//      something this step) waiting sequences in policy order while slots remain; one that the
+//      policy refuses or whose blocks do not fit is skipped, not waited on (no head-of-line
+//      blocking). The remaining budget is split max-min fairly (water-filling) among them, each
+//      capped by the policy's prefill_allowance, so a long prompt in progress never holds a short
+//      new one back for more than its share: both run in the same step (chunked prefill). What a
+//      candidate cannot use goes to the others in policy order. Admission first matches the
+//      longest chain of the sequence's full blocks in the prefix cache (in the sequence's cache
+//      namespace) and shares those blocks; when every token is cached, the last one is
+//      recomputed (its logits are needed) in a private copy of the last block.
 // commit() then records the step's K/V as computed and offers newly full blocks to the cache.
 // The scheduler never runs the model and never samples: engine.cpp does.
 #pragma once
@@ -26,31 +37,43 @@
 #include "engine/block_manager.h"
 #include "engine/policy.h"
 #include "engine/sequence.h"
+#include "engine/step_budget.h"
 
 namespace zinc::engine {
 
 struct SchedulerOptions {
     int32_t n_parallel = 4;          // most running sequences
-    int32_t max_batch_tokens = 512;  // token budget of one step
+    int32_t max_batch_tokens = 512;  // hard cap: rows the Runner takes in one step
+    /// Target step duration (= time per output token of a running stream), ms; 0: off, the
+    /// budget is max_batch_tokens (see engine/step_budget.h).
+    double tpot_target_ms = 0;
+    int32_t min_prefill_chunk = 16;  // prefill rows a step may always add to its decodes
 };
 
 struct ScheduledSeq {
     Sequence* seq = nullptr;
     int32_t n_tokens = 0;      // tokens [n_computed, n_computed + n_tokens) run this step
     bool want_logits = false;  // the chunk reaches the end of the sequence's tokens
+    bool decode = false;       // a decode row (else prompt or recompute rows: prefill)
 };
 
 struct StepPlan {
-    std::vector<ScheduledSeq> seqs;    // in batch order
+    std::vector<ScheduledSeq> seqs;    // in batch order: decodes, then prefill chunks
     int32_t n_tokens = 0;              // rows of the batch
+    int32_t n_decode_rows = 0;         // of which decode rows
+    int32_t n_prefill_rows = 0;        // and prefill rows
+    int32_t budget = 0;                // the row budget this step was planned under
     std::vector<Sequence*> preempted;  // sent back to waiting this step
+    /// The policy held a sequence back (rate limit, quota): an empty plan is not a deadlock.
+    bool held_back = false;
     bool empty() const { return seqs.empty(); }
 };
 
-/// Prefix-cache counters, in blocks (EngineStats has the meaning of each).
+/// Prefix-cache counters, in blocks (EngineStats has the meaning of each), and preemptions.
 struct PrefixCounters {
     uint64_t hits = 0, miss_cold = 0, miss_evicted = 0, miss_partial = 0, miss_disabled = 0;
-    uint64_t preemptions = 0;
+    uint64_t preemptions = 0;      // all preemptions
+    uint64_t preemptions_qos = 0;  // of which for admission of a higher class (preempt_for)
 };
 
 class Scheduler {
@@ -73,6 +96,9 @@ class Scheduler {
     bool idle() const { return running_.empty() && waiting_.empty(); }
     const PrefixCounters& counters() const { return counters_; }
     const BlockManager& blocks() const { return bm_; }
+    /// The step budget's cost model: the engine reports each step's duration here.
+    StepBudgeter& budgeter() { return budgeter_; }
+    const StepBudgeter& budgeter() const { return budgeter_; }
 
     /// ZINC_CHECK the block manager's invariants with ref counts against the block tables of
     /// all sequences, and the scheduler's own (slots, waiting sequences own no blocks, block
@@ -81,7 +107,16 @@ class Scheduler {
 
   private:
     bool reserve(Sequence& s, int32_t n);  // blocks for positions up to n_computed + n
-    bool try_admit(Sequence& s, int32_t& budget, StepPlan& plan);
+    /// Admit waiting s with a first chunk of at most max_n rows; false (nothing changed) when
+    /// its blocks do not fit.
+    bool try_admit(Sequence& s, int32_t max_n, StepPlan& plan);
+    /// reserve(running_[i], n), preempting the policy's victims among running_[i] and the
+    /// unplanned ones after it while blocks are short; false when running_[i] itself went.
+    bool reserve_or_preempt(size_t i, int32_t n, StepPlan& plan, bool& preempted_any);
+    void preempt_for_admission(StepPlan& plan);
+    void plan_prefills(int32_t left, bool admit, StepPlan& plan);
+    void sort_queues();
+    SchedulerLoad load() const;
     void preempt(Sequence& s, StepPlan& plan);
     void ensure_hashes(Sequence& s, int32_t n_full);
     void insert_waiting(Sequence* s);
@@ -91,9 +126,11 @@ class Scheduler {
     BlockManager& bm_;
     SchedulingPolicy& policy_;
     std::function<void(int32_t, int32_t)> copy_block_;
+    StepBudgeter budgeter_;
     std::vector<Sequence*> running_;  // sorted by policy at each schedule()
     std::vector<Sequence*> waiting_;  // kept sorted by policy
     PrefixCounters counters_;
+    uint64_t step_ = 0;  // schedule() calls (Sequence::planned_step)
 };
 
 }  // namespace zinc::engine

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/prefix_cache.h"
 #include "engine/sampler.h"
 
 namespace zinc::engine {
@@ -20,6 +21,8 @@ struct Sequence {
           sink(std::move(sink_)),
           tokens(params.prompt),
           n_prompt(static_cast<int32_t>(params.prompt.size())),
+          hash_root(params.cache_namespace.empty() ? kRootHash
+                                                   : namespace_root(params.cache_namespace)),
           sampler(params.sampling) {}
 
     RequestId id;
@@ -38,6 +41,11 @@ struct Sequence {
     std::vector<uint64_t> block_hashes;
     /// Full blocks of `blocks` already offered to the prefix cache.
     int32_t n_blocks_registered = 0;
+    /// Parent hash of block 0: kRootHash, or one per cache namespace (RequestParams), so blocks
+    /// of different namespaces never match.
+    uint64_t hash_root;
+    /// Scheduler only: the step number it was last planned in (one entry per step).
+    uint64_t planned_step = 0;
 
     SeqState state = SeqState::Waiting;
     bool admitted_once = false;
@@ -48,6 +56,8 @@ struct Sequence {
     int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
     /// Tokens still to run through the model before the next sample.
     int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+    /// Running with only its last sampled token to compute: a decode row.
+    bool is_decode() const { return n_pending() == 1 && n_generated() > 0; }
 };
 
 }  // namespace zinc::engine

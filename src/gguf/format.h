@@ -40,9 +40,12 @@ constexpr size_t min_encoded_size(ValueType t) {
     return scalar_size(t);
 }
 
-/// Smallest metadata pair: key length + 1-byte key + u32 type + 1-byte value.
-inline constexpr size_t kMinKvSize = 8 + 1 + 4 + 1;
-/// Smallest tensor info: name length + 1-byte name + u32 n_dims + one u64 dim + u32 type + u64 offset.
+/// Smallest metadata pair: key length + u32 type + 1-byte value. An empty key is encodable (and
+/// refused by name when it is read), so it counts as 0 bytes here: the count check must not
+/// preempt that more precise error.
+inline constexpr size_t kMinKvSize = 8 + 0 + 4 + 1;
+/// Smallest tensor info: name length + 1-byte name + u32 n_dims + one u64 dim + u32 type + u64
+/// offset.
 inline constexpr size_t kMinTensorInfoSize = 8 + 1 + 4 + 8 + 4 + 8;
 
 constexpr bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }

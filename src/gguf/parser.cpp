@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "gguf/format.h"
+#include "util/utf8.h"
 
 namespace zinc::gguf {
 
@@ -35,6 +36,26 @@ std::string type_list() {
         }
     }
     return s;
+}
+
+// A key or tensor name must be UTF-8 without control characters (the spec asks for ASCII
+// lower_snake_case; we accept any UTF-8 but never bytes a terminal or a JSON writer would choke
+// on). Returns the offset of the first bad byte in `s` and what is wrong there, or npos.
+size_t bad_name_byte(std::string_view s, std::string& why) {
+    for (size_t i = 0; i < s.size();) {
+        char32_t c = 0;
+        const size_t n = utf8::sequence_at(s, i, &c);
+        if (n == 0) {
+            why = "is not valid UTF-8";
+            return i;
+        }
+        if (utf8::is_control(c)) {
+            why = "contains a control character";
+            return i;
+        }
+        i += n;
+    }
+    return std::string_view::npos;
 }
 
 }  // namespace
@@ -190,7 +211,15 @@ Result<void> Parser::parse_metadata(uint64_t n_kv) {
         const size_t kv_at = pos_;
         auto key = read_string("key");
         if (!key) return key.error();
-        if (key->empty()) return fail(kv_at, context() + " has an empty key; expected a non-empty name");
+        if (key->empty())
+            return fail(kv_at, context() + " has an empty key; expected a non-empty name");
+        std::string why;
+        if (const size_t bad = bad_name_byte(*key, why); bad != std::string_view::npos) {
+            return fail(kv_at + 8 + bad, context() + " key " + quote_for_message(*key) + " " + why +
+                                             " (byte " + str(bad) + " of the key is " +
+                                             quote_for_message(key->substr(bad, 1)) +
+                                             "); expected a UTF-8 name without control characters");
+        }
         if (key->size() > 65535) {
             return fail(kv_at, context() + " key length " + str(key->size()) +
                                    " exceeds the format's limit of 65535 bytes");
@@ -326,7 +355,16 @@ Result<void> Parser::parse_tensor_infos(uint64_t n_tensors) {
         const size_t info_at = pos_;
         auto name = read_string("name");
         if (!name) return name.error();
-        if (name->empty()) return fail(info_at, context() + " has an empty name; expected a non-empty name");
+        if (name->empty())
+            return fail(info_at, context() + " has an empty name; expected a non-empty name");
+        std::string why;
+        if (const size_t bad = bad_name_byte(*name, why); bad != std::string_view::npos) {
+            return fail(info_at + 8 + bad,
+                        context() + " name " + quote_for_message(*name) + " " + why + " (byte " +
+                            str(bad) + " of the name is " +
+                            quote_for_message(name->substr(bad, 1)) +
+                            "); expected a UTF-8 name without control characters");
+        }
         item_name_ = *name;
         has_item_name_ = true;
         if (f_.tensor_index_.count(*name)) {

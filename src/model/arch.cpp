@@ -15,10 +15,10 @@ namespace {
 //            6th is global with <arch>.rope.freq_base
 //   qwen2, qwen3 — RoPE NEOX
 const std::array<ArchInfo, 4> kArchTable = {{
-    {Arch::Llama, "llama", cpu::RopeMode::Norm, 0, 0.0f, &models::make_llama},
-    {Arch::Gemma3, "gemma3", cpu::RopeMode::Neox, 6, 10000.0f, &models::make_gemma3},
-    {Arch::Qwen2, "qwen2", cpu::RopeMode::Neox, 0, 0.0f, &models::make_qwen2},
-    {Arch::Qwen3, "qwen3", cpu::RopeMode::Neox, 0, 0.0f, &models::make_qwen3},
+    {Arch::Llama, "llama", RopeMode::Norm, 0, 0.0f, &models::make_llama},
+    {Arch::Gemma3, "gemma3", RopeMode::Neox, 6, 10000.0f, &models::make_gemma3},
+    {Arch::Qwen2, "qwen2", RopeMode::Neox, 0, 0.0f, &models::make_qwen2},
+    {Arch::Qwen3, "qwen3", RopeMode::Neox, 0, 0.0f, &models::make_qwen3},
 }};
 
 }  // namespace

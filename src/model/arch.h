@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/cpu/rope.h"
+#include "model/rope.h"
 #include "util/result.h"
 
 namespace zinc::gguf {
@@ -29,7 +29,7 @@ using ModelFactory = Result<std::unique_ptr<Model>> (*)(const gguf::File& file, 
 struct ArchInfo {
     Arch arch;
     std::string_view name;  // general.architecture
-    cpu::RopeMode rope_mode;
+    RopeMode rope_mode;
     int swa_pattern;           // 0: no sliding window; n: layer il is global iff (il+1) % n == 0
     float rope_freq_base_swa;  // RoPE base of sliding-window layers (0: same as global)
     ModelFactory factory;

@@ -1,5 +1,5 @@
 // zinc/model/arch_model.h — internal base of every architecture's Model: the config, the bound
-// weights, and the forward pass a Runner calls.
+// weights, and the op list (model/ir.h) every tier's Runner executes.
 #pragma once
 
 #include <deque>
@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "model/config.h"
-#include "model/forward_state.h"
+#include "model/ir.h"
 #include "model/model.h"
 #include "model/weights.h"
 
@@ -18,17 +18,18 @@ class ArchModel : public Model {
     explicit ArchModel(ModelConfig cfg) : cfg_(std::move(cfg)) {}
     const ModelConfig& config() const override { return cfg_; }
     std::string arch_name() const override { return cfg_.arch_name; }
-    size_t kv_cache_bytes(int n_ctx) const override { return KvPool::bytes(cfg_, n_ctx); }
+    /// f16 K and V rows of every layer for n_ctx positions.
+    size_t kv_cache_bytes(int n_ctx) const override {
+        return static_cast<size_t>(cfg_.n_layer) * static_cast<size_t>(n_ctx) *
+               static_cast<size_t>(cfg_.kv_dim_k() + cfg_.kv_dim_v()) * sizeof(uint16_t);
+    }
     int32_t n_vocab() const override { return cfg_.n_vocab; }
     int32_t n_ctx_train() const override { return cfg_.n_ctx_train; }
 
-    /// Run the step batch in st (rows of any number of sequences, each at its own positions),
-    /// append every row's K/V to the pool and write the logits of st.out_rows. The caller (the
-    /// CPU Runner) has validated ids, positions and block tables.
-    virtual void forward(ForwardState& st) const = 0;
+    /// The forward pass of a step batch as an op list, built once at load by the arch file.
+    const Program& program() const { return program_; }
 
-    /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr (for other tiers,
-    /// e.g. the CUDA Runner, which uploads weights by name).
+    /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr.
     const Weight* find_weight(std::string_view gguf_name) const {
         for (const Weight& w : weights_)
             if (w.name == gguf_name) return &w;
@@ -38,6 +39,7 @@ class ArchModel : public Model {
   protected:
     ModelConfig cfg_;
     std::deque<Weight> weights_;  // bound tensors (pointers into the GGUF mapping)
+    Program program_;
 };
 
 }  // namespace zinc::model

@@ -45,23 +45,12 @@ Error bad(const gguf::File& f, const std::string& key, int64_t v, const std::str
 
 }  // namespace
 
-cpu::RopeParams ModelConfig::rope(int il) const {
-    cpu::RopeParams p;
+RopeParams ModelConfig::rope(int il) const {
+    RopeParams p;
     p.n_rot = n_rot;
     p.mode = rope_mode;
     p.freq_base = is_swa(il) ? rope_freq_base_swa : rope_freq_base;
     p.freq_scale = is_swa(il) ? rope_freq_scale_swa : rope_freq_scale;
-    return p;
-}
-
-cpu::AttentionParams ModelConfig::attention(int il) const {
-    cpu::AttentionParams p;
-    p.n_head = n_head;
-    p.n_head_kv = n_head_kv;
-    p.head_dim_k = head_dim_k;
-    p.head_dim_v = head_dim_v;
-    p.scale = attn_scale;
-    p.window = window(il);
     return p;
 }
 

@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/rope.h"
 #include "model/arch.h"
+#include "model/rope.h"
 #include "util/result.h"
 
 namespace zinc::gguf {
@@ -37,7 +36,7 @@ struct ModelConfig {
     int32_t n_rot = 0;  // rope.dimension_count (default head_dim_k)
     float rms_eps = 1e-5f;
 
-    cpu::RopeMode rope_mode = cpu::RopeMode::Norm;
+    RopeMode rope_mode = RopeMode::Norm;
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
     float rope_freq_base_swa = 10000.0f;
@@ -60,8 +59,7 @@ struct ModelConfig {
     /// Sliding window of layer il (0 = full causal attention).
     int window(int il) const { return is_swa(il) ? sliding_window : 0; }
     /// RoPE parameters of layer il (local layers may use another base).
-    cpu::RopeParams rope(int il) const;
-    cpu::AttentionParams attention(int il) const;
+    RopeParams rope(int il) const;
 };
 
 /// Read and validate the hyperparameters of `info`'s architecture. n_vocab is taken from

@@ -82,11 +82,8 @@ const Weight* WeightBinder::bind(const std::string& name, std::initializer_list<
     w.n_dims = static_cast<int>(ti->n_dims);
     for (int i = 0; i < 4; ++i) w.ne[i] = ti->ne[i];
     w.data = ti->data;
-    w.mat.type = ti->type;
-    w.mat.n_cols = ti->ne[0];
-    w.mat.n_rows = ti->ne[1] * ti->ne[2] * ti->ne[3];
-    w.mat.data = ti->data;
-    w.mat.row_bytes = quant::row_size(ti->type, ti->ne[0]);
+    w.n_rows = ti->ne[1] * ti->ne[2] * ti->ne[3];
+    w.row_bytes = quant::row_size(ti->type, ti->ne[0]);
     store_.push_back(std::move(w));
     return &store_.back();
 }

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
 #include "quant/types.h"
 #include "util/check.h"
 #include "util/result.h"
@@ -30,7 +29,9 @@ struct Weight {
     int n_dims = 0;
     int64_t ne[4] = {1, 1, 1, 1};
     const uint8_t* data = nullptr;  // into the GGUF mapping
-    cpu::MatView mat;               // (ne[1] rows, ne[0] cols) view for matmul / get_rows
+    int64_t n_rows = 0;             // ne[1] * ne[2] * ne[3]: rows of ne[0] elements
+    size_t row_bytes = 0;           // bytes of one row in its block format
+    uint64_t bytes() const { return static_cast<uint64_t>(row_bytes) * n_rows; }
     /// The data as f32 (only for F32 weights: norms, biases).
     const float* f32() const {
         ZINC_CHECK(type == quant::GgmlType::F32);

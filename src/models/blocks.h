@@ -1,23 +1,21 @@
-// zinc/models/blocks.h — the shared transformer blocks the architecture files compose.
+// zinc/models/blocks.h — the shared transformer blocks the architecture files compose, as ops of
+// the op list (model/ir.h).
 //
-// Each block reads and writes row-major activations (st.n_tokens rows) and uses the Runner's
-// thread pool for its matmuls and per-token work. Names passed to dump() follow llama.cpp's
-// callback names where one exists (attn_norm, attn_out, ffn_out, l_out, result_norm), prefixed
-// with "blk.<il>." for per-layer tensors, so ZINC_DUMP=blk.3.l_out prints that intermediate.
+// Each block emits the ops of one piece of a decoder layer over the standard decoder tensors.
+// Output names follow llama.cpp's callback names (inp_embd, Qcur, Kcur, Vcur, kqv_out, attn_out,
+// ffn_inp, ffn_gate, ffn_up, ffn_glu, ffn_out, l_out, result_norm), so validation, fault
+// injection and ZINC_DUMP=blk.3.l_out address them.
 #pragma once
 
-#include <cstdint>
-#include <initializer_list>
-#include <string_view>
-
 #include "model/config.h"
-#include "model/forward_state.h"
+#include "model/ir.h"
 #include "model/weights.h"
 
 namespace zinc::models {
 
-using model::ForwardState;
 using model::ModelConfig;
+using model::ProgramBuilder;
+using model::Tid;
 using model::Weight;
 
 /// Projections of one self-attention layer. Biases and Q/K norms are optional (nullptr).
@@ -41,42 +39,30 @@ struct FfnWeights {
     const Weight* down = nullptr;  // (n_ff -> n_embd)
 };
 
-/// st.ws.x = token_embd rows of st.tokens, times `scale`.
-void embed(ForwardState& st, const Weight& tok_embd, float scale);
+/// The activation tensors of a decoder (widths from the config), (rows, width) each.
+struct DecoderTensors {
+    Tid x, xn, proj;  // residual stream, normalised block input, attention / FFN output (n_embd)
+    Tid q, k, v;      // (q_dim), (kv_dim_k), (kv_dim_v)
+    Tid attn;         // (n_head * head_dim_v)
+    Tid gate, up;     // (n_ff)
+    Tid logits;       // (n_vocab): the output rows' logits
+};
+DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& cfg);
 
-/// y = rms_norm(x) * w, per token; rows of `dim` floats. y may alias x.
-void rms_norm(ForwardState& st, const float* x, const Weight& w, float eps, float* y, int64_t dim);
-
-/// Self-attention of layer il: Q/K/V projections (+bias), optional per-head Q/K RMS norm, RoPE,
-/// append K/V to the cache, causal (optionally sliding-window) attention, output projection.
-/// out: (n_tokens, n_embd).
-void self_attention(ForwardState& st, const ModelConfig& cfg, int il, const AttentionWeights& w,
-                    const float* xn, float* out);
+/// Self-attention of layer il on t.xn: Q/K/V projections (+bias) -> Qcur/Kcur/Vcur, optional
+/// per-head Q/K RMS norm, RoPE, K/V appended to the cache (rope_kv), causal (optionally
+/// sliding-window) attention -> kqv_out, output projection into `out` -> attn_out.
+void self_attention(ProgramBuilder& b, const ModelConfig& cfg, int il, const AttentionWeights& w,
+                    const DecoderTensors& t, Tid out);
 
 enum class Activation { SiLU, GeluTanh };
-/// out = down(act(gate xn) * (up xn)): SwiGLU (SiLU) or GeGLU (tanh GELU). out: (n_tokens, n_embd)
-void ffn_gated(ForwardState& st, const ModelConfig& cfg, int il, const FfnWeights& w,
-               Activation act, const float* xn, float* out);
+/// out = down(act(gate xn) * (up xn)): ffn_gate, ffn_up, ffn_glu (in place in t.gate), ffn_out.
+void ffn_gated(ProgramBuilder& b, const ModelConfig& cfg, const FfnWeights& w, Activation act,
+               const DecoderTensors& t, Tid out);
 
-/// In the last layer, after attention has written its K/V, only the rows whose logits are
-/// wanted matter: move rows st.out_rows to the front of each buffer and set st.n_tokens =
-/// st.n_out, so the final FFN and norms run on those rows only (as llama.cpp's inp_out_ids).
-/// With no output rows, the last row is kept (its results are only dumped). Afterwards
-/// st.tokens, st.pos, st.kv_slot and st.seqs are cleared: rows no longer match them.
-void keep_output_rows(ForwardState& st, std::initializer_list<float*> bufs, int64_t dim);
-
-/// x += y over (n_tokens, dim).
-void add_residual(ForwardState& st, float* x, const float* y, int64_t dim);
-
-/// Final norm and LM head on the output rows of st.ws.x (rows [0, n_out) after
-/// keep_output_rows), into st.logits; softcap > 0 applies cap * tanh(logit / cap).
-void output_head(ForwardState& st, const ModelConfig& cfg, const Weight& norm,
-                 const Weight& lm_head, float softcap = 0.0f);
-
-/// Print (n_tokens, dim) values to stderr when ZINC_DUMP names "<name>" or "blk.<il>.<name>".
-/// With st.hooks: first the test-only fault injection of that intermediate (ZINC_TEST_CORRUPT
-/// rewrites row 0 in place, so the forward pass continues on the wrong value), then its capture
-/// for validation (runtime/forward_hooks.h).
-void dump(ForwardState& st, std::string_view name, int il, float* data, int64_t dim);
+/// Final norm (result_norm, into t.xn) and LM head (into t.logits) on the output rows of t.x;
+/// softcap > 0 applies cap * tanh(logit / cap).
+void output_head(ProgramBuilder& b, const ModelConfig& cfg, const DecoderTensors& t,
+                 const Weight& norm, const Weight& lm_head, float softcap);
 
 }  // namespace zinc::models

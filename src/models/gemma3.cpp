@@ -65,36 +65,35 @@ class Gemma3 : public model::ArchModel {
         }
         ZINC_TRY(b.status());
 
-        final_softcap_ = c.final_logit_softcap;  // config.h: <arch>.final_logit_softcapping
+        program_ = build();
         return {};
     }
 
-    void forward(ForwardState& st) const override {
+  private:
+    model::Program build() const {
         const ModelConfig& c = cfg_;
-        model::Workspace& ws = st.ws;
-        float* x = ws.x.data();
-        float* xn = ws.xn.data();
-        float* h = ws.proj.data();
-        embed(st, *tok_embd_, std::sqrt(static_cast<float>(c.n_embd)));
+        ProgramBuilder b;
+        const DecoderTensors t = decoder_tensors(b, c);
+        const Tid h = t.proj;
+        b.embed(*tok_embd_, std::sqrt(static_cast<float>(c.n_embd)), t.x, "inp_embd");
         for (int il = 0; il < c.n_layer; ++il) {
-            if (st.hooks && st.hooks->skip_layer(il, c.n_layer)) continue;  // ZINC_SKIP_LAYERS
             const Layer& L = layers_[il];
-            rms_norm(st, x, *L.attn_norm, c.rms_eps, xn, c.n_embd);
-            self_attention(st, c, il, L.attn, xn, h);
-            if (il == c.n_layer - 1) keep_output_rows(st, {x, h}, c.n_embd);
-            rms_norm(st, h, *L.post_attn_norm, c.rms_eps, h, c.n_embd);
-            add_residual(st, x, h, c.n_embd);
-            dump(st, "ffn_inp", il, x, c.n_embd);
-            rms_norm(st, x, *L.ffn_norm, c.rms_eps, xn, c.n_embd);
-            ffn_gated(st, c, il, L.ffn, Activation::GeluTanh, xn, h);
-            rms_norm(st, h, *L.post_ffn_norm, c.rms_eps, h, c.n_embd);
-            add_residual(st, x, h, c.n_embd);
-            dump(st, "l_out", il, x, c.n_embd);
+            b.set_layer(il);
+            b.rms_norm(t.x, *L.attn_norm, c.rms_eps, t.xn);
+            self_attention(b, c, il, L.attn, t, h);
+            if (il == c.n_layer - 1) b.keep_rows({t.x, h});  // only the output rows from here
+            b.rms_norm(h, *L.post_attn_norm, c.rms_eps, h);  // (fusable: add_rms_norm)
+            b.add(t.x, h, "ffn_inp");
+            b.rms_norm(t.x, *L.ffn_norm, c.rms_eps, t.xn);
+            ffn_gated(b, c, L.ffn, Activation::GeluTanh, t, h);
+            b.rms_norm(h, *L.post_ffn_norm, c.rms_eps, h);
+            b.add(t.x, h, "l_out");
         }
-        output_head(st, c, *output_norm_, *output_, final_softcap_);
+        // config.h: <arch>.final_logit_softcapping (0: none)
+        output_head(b, c, t, *output_norm_, *output_, c.final_logit_softcap);
+        return b.finish(c.n_layer, t.logits);
     }
 
-  private:
     struct Layer {
         const Weight* attn_norm = nullptr;
         AttentionWeights attn;
@@ -107,7 +106,6 @@ class Gemma3 : public model::ArchModel {
     const Weight* output_norm_ = nullptr;
     const Weight* output_ = nullptr;
     std::vector<Layer> layers_;
-    float final_softcap_ = 0.0f;
 };
 
 }  // namespace

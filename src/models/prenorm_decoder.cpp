@@ -1,4 +1,4 @@
-// zinc/models/prenorm_decoder.cpp — weight binding and forward pass of the pre-norm decoder.
+// zinc/models/prenorm_decoder.cpp — weight binding and op list of the pre-norm decoder.
 #include "models/prenorm_decoder.h"
 
 #include "model/tensor_names.h"
@@ -52,28 +52,28 @@ Result<std::unique_ptr<model::Model>> PrenormDecoder::create(const gguf::File& f
         if (!b.status().ok()) break;  // report the first bad tensor, not one per layer
     }
     ZINC_TRY(b.status());
+    m->program_ = m->build();
     return std::unique_ptr<model::Model>(std::move(m));
 }
 
-void PrenormDecoder::forward(ForwardState& st) const {
+model::Program PrenormDecoder::build() const {
     const ModelConfig& c = cfg_;
-    model::Workspace& ws = st.ws;
-    float* x = ws.x.data();
-    embed(st, *tok_embd_, 1.0f);
+    ProgramBuilder b;
+    const DecoderTensors t = decoder_tensors(b, c);
+    b.embed(*tok_embd_, 1.0f, t.x, "inp_embd");
     for (int il = 0; il < c.n_layer; ++il) {
-        if (st.hooks && st.hooks->skip_layer(il, c.n_layer)) continue;  // ZINC_SKIP_LAYERS (debug)
         const Layer& L = layers_[il];
-        rms_norm(st, x, *L.attn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
-        self_attention(st, c, il, L.attn, ws.xn.data(), ws.proj.data());
-        if (il == c.n_layer - 1) keep_output_rows(st, {x, ws.proj.data()}, c.n_embd);
-        add_residual(st, x, ws.proj.data(), c.n_embd);
-        dump(st, "ffn_inp", il, x, c.n_embd);
-        rms_norm(st, x, *L.ffn_norm, c.rms_eps, ws.xn.data(), c.n_embd);
-        ffn_gated(st, c, il, L.ffn, Activation::SiLU, ws.xn.data(), ws.proj.data());
-        add_residual(st, x, ws.proj.data(), c.n_embd);
-        dump(st, "l_out", il, x, c.n_embd);
+        b.set_layer(il);
+        b.rms_norm(t.x, *L.attn_norm, c.rms_eps, t.xn);
+        self_attention(b, c, il, L.attn, t, t.proj);
+        if (il == c.n_layer - 1) b.keep_rows({t.x, t.proj});  // only the output rows from here
+        b.add(t.x, t.proj, "ffn_inp");
+        b.rms_norm(t.x, *L.ffn_norm, c.rms_eps, t.xn);
+        ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
+        b.add(t.x, t.proj, "l_out");
     }
-    output_head(st, c, *output_norm_, *output_);
+    output_head(b, c, t, *output_norm_, *output_, c.final_logit_softcap);
+    return b.finish(c.n_layer, t.logits);
 }
 
 }  // namespace zinc::models

@@ -25,10 +25,11 @@ class PrenormDecoder : public model::ArchModel {
     /// Bind every weight of the variant; errors name the first offending tensor.
     static Result<std::unique_ptr<model::Model>> create(const gguf::File& file, ModelConfig cfg,
                                                         const DecoderVariant& variant);
-    void forward(ForwardState& st) const override;
 
   private:
     explicit PrenormDecoder(ModelConfig cfg) : ArchModel(std::move(cfg)) {}
+    /// The op list of the bound weights.
+    model::Program build() const;
     struct Layer {
         const Weight* attn_norm = nullptr;
         AttentionWeights attn;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -160,6 +161,15 @@ class CheckedRunner final : public model::Runner {
 
 }  // namespace
 
+std::string device_memory_json(const DeviceMemory& m) {
+    if (!m.on_device) return "null";
+    const size_t total = m.weight_bytes + m.kv_bytes + m.scratch_bytes;
+    return "{\"weight_bytes\": " + std::to_string(m.weight_bytes) +
+           ", \"kv_bytes\": " + std::to_string(m.kv_bytes) +
+           ", \"scratch_bytes\": " + std::to_string(m.scratch_bytes) +
+           ", \"total_bytes\": " + std::to_string(total) + "}";
+}
+
 Result<TieredRunner> create_tiered_runner(const model::Model& model, const model::RunnerOptions& ro,
                                           const RuntimeOptions& ropts, const TierChoice& choice) {
     TieredRunner out;
@@ -183,9 +193,12 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     if (choice.tier == Tier::Cuda) {
         cuda::CudaOptions co;
         co.device = choice.device;
+        co.exact = ropts.exact || ro.batch_invariant ? 1 : 0;
         auto r = cuda::create_runner(model, pro, co);
         if (r) {
             primary = std::move(r.value());
+            const cuda::RunnerStats st = cuda::runner_stats(*primary);
+            out.device_memory = {true, st.weight_bytes, st.kv_bytes, st.scratch_bytes};
         } else if (ropts.tier == TierRequest::Cuda) {
             return make_error(r.error().message);
         } else {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/batch.h"
 #include "model/model.h"
@@ -25,10 +26,20 @@
 
 namespace zinc::runtime {
 
+/// Device memory the serving Runner took when it was created (CUDA tier; cuda::RunnerStats).
+struct DeviceMemory {
+    bool on_device = false;  // false: the CPU tier (nothing on a device)
+    size_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0;
+};
+/// {"weight_bytes": W, "kv_bytes": K, "scratch_bytes": S, "total_bytes": T}, or null off-device
+/// (`zinc bench --json`, /health).
+std::string device_memory_json(const DeviceMemory& m);
+
 struct TieredRunner {
     std::unique_ptr<model::Runner> runner;  // the checked Runner (tier() says the serving tier)
     std::shared_ptr<Evidence> evidence;     // shared with /health, /metrics, the CLI line
     TierChoice choice;
+    DeviceMemory device_memory;
 };
 
 /// Choose the tier for `ropts` (probing CUDA), create the serving Runner with `ro` and hooks,

@@ -4,9 +4,9 @@
 // a value corrupted on purpose, an op forced onto the CPU).
 //
 // A Runner gets a ForwardHooks through RunnerOptions::hooks (model/batch.h); nullptr means no
-// accounting. The counting happens at the op's call site inside the forward pass (the CPU
-// blocks in src/models/blocks.cpp, the kernel launches in src/backend/cuda/runner.cpp), so a
-// count exists only when the op ran. Header-only so both tiers' libraries can call it without a
+// accounting. The counting happens at the op boundary of each tier's executor of the model's op
+// list (src/backend/cpu/executor.cpp, src/backend/cuda/runner_exec.cpp), so a count exists only
+// when the op ran. Header-only so both tiers' libraries can call it without a
 // link dependency on zinc_runtime. What each number means is in docs/runtime.md.
 //
 // Not thread-safe: the Runner's forward caller (one thread) owns it; runtime::Evidence merges

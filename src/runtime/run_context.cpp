@@ -13,6 +13,7 @@ Result<RunContext> create_run_context(const model::Model& model, const RunContex
     auto ropts =
         runtime_options(o.tier_flag, o.device_flag, [](const char* k) { return std::getenv(k); });
     if (!ropts) return ropts.error();
+    if (o.exact_flag) ropts.value().exact = true;
     if (o.n_ctx < 1) return make_error("context size " + std::to_string(o.n_ctx) + " < 1");
     model::RunnerOptions ro;
     ro.block_size = 16;
@@ -26,6 +27,7 @@ Result<RunContext> create_run_context(const model::Model& model, const RunContex
     RunContext rc;
     rc.evidence = tr->evidence;
     rc.choice = tr->choice;
+    rc.device_memory = tr->device_memory;
     auto ctx = cuda::make_runner_context(std::move(tr->runner), o.n_ctx, model.n_vocab());
     if (!ctx) return ctx.error();
     rc.ctx = std::move(ctx.value());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "runtime/checked_runner.h"
 #include "runtime/evidence.h"
 #include "runtime/tier.h"
 #include "util/result.h"
@@ -18,15 +19,17 @@ namespace zinc::runtime {
 struct RunContextOptions {
     int n_ctx = 4096;
     int n_threads = 0;
-    int n_batch = 512;      // most rows in one forward
-    std::string tier_flag;  // --tier value; empty: not given
-    int device_flag = -1;   // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
+    int n_batch = 512;        // most rows in one forward
+    std::string tier_flag;    // --tier value; empty: not given
+    int device_flag = -1;     // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
+    bool exact_flag = false;  // --exact (else ZINC_EXACT): the CUDA tier computes the CPU's bits
 };
 
 struct RunContext {
     std::unique_ptr<model::Context> ctx;
     std::shared_ptr<Evidence> evidence;
-    TierChoice choice;  // the tier actually used and why (one line)
+    TierChoice choice;           // the tier actually used and why (one line)
+    DeviceMemory device_memory;  // what the Runner holds on the device (CUDA tier)
 };
 
 /// Errors (one line): a bad --tier / ZINC_* value, an explicit CUDA request that cannot be met,

@@ -182,6 +182,10 @@ Result<RuntimeOptions> runtime_options(const std::string& tier_flag, int device_
         if (!n) return n.error();
         o.validate_steps = n.value();
     }
+    if (const std::string v = get("ZINC_EXACT"); !v.empty()) {
+        if (v != "0" && v != "1") return make_error("ZINC_EXACT=" + v + ": expected 0 or 1");
+        o.exact = v == "1";
+    }
     if (const std::string v = get("ZINC_VALIDATE_STRICT"); !v.empty()) {
         if (v != "0" && v != "1")
             return make_error("ZINC_VALIDATE_STRICT=" + v + ": expected 0 or 1");

@@ -67,6 +67,9 @@ struct RuntimeOptions {
     std::vector<int> skip_layers;      // ZINC_SKIP_LAYERS=3,5 (debug shortcut)
     std::vector<std::string> cpu_ops;  // ZINC_CPU_OPS=glu (force ops of a device tier to the CPU)
     CorruptSpec corrupt;               // ZINC_TEST_CORRUPT=name:layer (test-only fault injection)
+    /// --exact or ZINC_EXACT=1: the CUDA tier computes the CPU tier's bits (docs/exactness.md);
+    /// default (ZINC_EXACT unset or 0): its fast kernels. The CPU tier is exact either way.
+    bool exact = false;
 };
 
 /// Read the switches from `env` (std::getenv in production). `tier_flag` is the --tier value,

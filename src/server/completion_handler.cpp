@@ -1,6 +1,7 @@
 // zinc/server/completion_handler.cpp — POST /v1/chat/completions and POST /v1/completions:
 // validate, build the prompt tokens (chat template / tokenizer), check the context, run the
 // choices on the engine (generation.h), and answer with one JSON body or an SSE stream.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -15,12 +16,16 @@
 #include "server/peer_watch.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
 using nlohmann::json;
 
 namespace {
+
+// OpenAI's default max_tokens for /v1/completions.
+constexpr int64_t kDefaultCompletionTokens = 16;
 
 // Each prompt's token ids, or the error that stops the request.
 ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
@@ -65,28 +70,28 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
     std::vector<ChoiceSpec> specs;
     for (size_t i = 0; i < prompts.size(); ++i) {
         const auto n_prompt = static_cast<int64_t>(prompts[i].size());
+        // One rule (docs/server.md): prompt + max_tokens must fit the context, where max_tokens
+        // is the request's or the endpoint's default (OpenAI's: completions 16; chat the rest of
+        // the context, which fits by construction when the prompt leaves any room).
         int64_t max_tokens = 0;
+        std::string asks;
         if (cr.max_tokens) {
             max_tokens = *cr.max_tokens;
-            if (n_prompt + max_tokens > n_ctx)
-                return context_length_exceeded(
-                    "this model's context is " + std::to_string(n_ctx) +
-                        " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
-                        " tokens and " + cr.max_tokens_param + " asks for " +
-                        std::to_string(max_tokens) + " more",
-                    // The prompt alone not fitting is the prompt's fault, not max_tokens'.
-                    n_prompt >= n_ctx ? prompt_param : cr.max_tokens_param);
+            asks = cr.max_tokens_param + " asks for " + std::to_string(max_tokens) + " more";
+        } else if (cr.kind == ApiKind::Completion) {
+            max_tokens = kDefaultCompletionTokens;
+            asks = "max_tokens (not given) defaults to " + std::to_string(max_tokens) + " more";
         } else {
-            // OpenAI: chat runs until the context is full, completions default to 16 tokens.
-            max_tokens = n_ctx - n_prompt;
-            if (cr.kind == ApiKind::Completion && max_tokens > 16) max_tokens = 16;
-            if (max_tokens < 1)
-                return context_length_exceeded("this model's context is " + std::to_string(n_ctx) +
-                                                   " tokens per sequence; the prompt has " +
-                                                   std::to_string(n_prompt) +
-                                                   " tokens, leaving no room to generate",
-                                               prompt_param);
+            max_tokens = std::max<int64_t>(1, n_ctx - n_prompt);
+            asks = "at least 1 more must fit";
         }
+        if (n_prompt + max_tokens > n_ctx)
+            return context_length_exceeded(
+                "this model's context is " + std::to_string(n_ctx) +
+                    " tokens per sequence; the prompt has " + std::to_string(n_prompt) +
+                    " tokens and " + asks,
+                // The prompt alone not fitting (or a default) is the prompt's fault.
+                n_prompt >= n_ctx || !cr.max_tokens ? prompt_param : cr.max_tokens_param);
         for (int32_t j = 0; j < cr.n; ++j) {
             ChoiceSpec s;
             s.prompt_index = static_cast<int32_t>(i);
@@ -115,9 +120,13 @@ json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLo
 
 // The request's own evidence (runtime/request_evidence.h) as an extension object next to
 // `usage`: {"zinc": {"evidence": {...}}}. OpenAI clients keep unknown fields (model_extra).
-void add_evidence(json& body, const Generation& gen) {
+void add_evidence(json& body, const Generation& gen, const TenantLease* lease = nullptr) {
     if (auto ev = gen.evidence())
         body["zinc"] = {{"evidence", json::parse(runtime::request_evidence_json(*ev))}};
+    // With tenants, the evidence names the tenant and class the request ran as.
+    if (lease && body.contains("zinc"))
+        body["zinc"]["evidence"]["tenant"] = {{"id", lease->tenant().id},
+                                              {"class", engine::to_string(lease->tenant().qos)}};
 }
 
 // State of one streamed response, shared by httplib's content provider and releaser.
@@ -134,9 +143,24 @@ struct StreamState {
     bool started = false;
     bool ended = false;
     Clock::time_point last_write;
+    std::shared_ptr<TenantLease> lease;  // with a tenants config
+    Clock::time_point arrival;
 };
 
-void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr,
+// The request is over: its tenant is charged the prompt and the tokens generated (a request
+// that produced nothing, e.g. cancelled in the queue, is charged its prompt only if it ran).
+void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt,
+            Clock::time_point arrival) {
+    const int32_t out = gen.completion_tokens();
+    const Clock::time_point first = gen.first_token_at();
+    const double queue_s = std::chrono::duration<double>(
+                               (first == Clock::time_point{} ? Clock::now() : first) - arrival)
+                               .count();
+    lease.settle(out > 0 || gen.done() ? n_prompt : 0, out, queue_s);
+}
+
+void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
+               const CompletionRequest& cr,
                const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
                httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
@@ -178,7 +202,7 @@ void run_whole(ServingContext& ctx, Generation& gen, const CompletionRequest& cr
     }
     UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
     json body = whole_response(meta, results, u);
-    add_evidence(body, gen);
+    add_evidence(body, gen, lease);
     res.status = 200;
     res.set_content(dump(body), "application/json");
 }
@@ -220,7 +244,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         for (size_t i = 0; i < st.finish_chunk.size(); ++i) {
             std::optional<json>& f = st.finish_chunk[i];
             if (!f || !st.gen->settled(static_cast<int32_t>(i))) continue;
-            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen);
+            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen, st.lease.get());
             if (!write(sse_event(dump(*f)))) return false;
             f.reset();
         }
@@ -244,7 +268,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
             UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
                           st.gen->cached_prompt_tokens()};
             json chunk = usage_chunk(st.meta, u);
-            add_evidence(chunk, *st.gen);
+            add_evidence(chunk, *st.gen, st.lease.get());
             if (!write(sse_event(dump(chunk)))) return false;
         }
         if (!write(sse_done())) return false;
@@ -265,6 +289,21 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
 void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,
                         httplib::Response& res) {
     const Clock::time_point arrival = Clock::now();
+    // Whole requests are counted until answered (HttpServer::in_flight); streams until their
+    // body ends (open_streams, below). Counted before the draining check, so a request that
+    // passes it is seen by the drain (both atomics are sequentially consistent).
+    struct Count {
+        std::atomic<int>& n;
+        explicit Count(std::atomic<int>& c) : n(c) { ++n; }
+        ~Count() { --n; }
+    } counted(ctx.open_requests);
+    if (ctx.draining.load()) {
+        // Stopping (SIGINT/SIGTERM): nothing new starts here. The 503 tells a balancer to try
+        // another replica (nginx: proxy_next_upstream http_503, docs/deploy.md).
+        send_error(res, shutting_down());
+        res.set_header("Connection", "close");
+        return;
+    }
     auto body = parse_json_body(req.body);
     if (!body.ok()) return send_error(res, body.error());
     auto parsed = kind == ApiKind::Chat
@@ -272,7 +311,9 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                       : parse_completion_request(body.value(), ctx.opts.sampling, ctx.opts.limits);
     if (!parsed.ok()) return send_error(res, parsed.error());
     CompletionRequest& cr = parsed.value();
-    if (!cr.model.empty() && cr.model != ctx.opts.model_id)
+    // A request names the served model or leaves `model` out; "" names no model (a 404, as any
+    // other id that is not served).
+    if (cr.has_model && cr.model != ctx.opts.model_id)
         return send_error(res, model_not_found(cr.model));
 
     auto prompts = prompt_tokens(ctx, cr);
@@ -281,6 +322,17 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     if (!specs.ok()) return send_error(res, specs.error());
     int32_t n_prompt_tokens = 0;
     for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());
+
+    // Tenants (server/tenancy.h): the key names the tenant; quotas decidable now are checked.
+    std::shared_ptr<TenantLease> lease;
+    if (ctx.opts.tenancy) {
+        auto t = ctx.opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                                req.get_header_value("X-Api-Key"));
+        if (!t) return send_error(res, unauthorized());
+        auto l = ctx.opts.tenancy->admit(std::move(t), specs.value());
+        if (!l.ok()) return send_error(res, l.error());
+        lease = std::move(l.value());
+    }
 
     std::vector<std::string> stops = cr.stop;
     if (kind == ApiKind::Chat)
@@ -296,7 +348,11 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.created = static_cast<int64_t>(std::time(nullptr));
     meta.model = ctx.opts.model_id;
 
-    if (!cr.stream) return run_whole(ctx, *gen.value(), cr, meta, n_prompt_tokens, req, res);
+    if (!cr.stream) {
+        run_whole(ctx, *gen.value(), lease.get(), cr, meta, n_prompt_tokens, req, res);
+        if (lease) settle(*lease, *gen.value(), n_prompt_tokens, arrival);
+        return;
+    }
 
     auto st = std::make_shared<StreamState>();
     st->gen = std::move(gen.value());
@@ -306,6 +362,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
+    st->lease = std::move(lease);
+    st->arrival = arrival;
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -327,6 +385,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                 if (!st->ended) c->metrics.count_disconnect();
                 st->gen->cancel();
             }
+            if (st->lease) settle(*st->lease, *st->gen, st->prompt_tokens, st->arrival);
             --c->open_streams;
         });
 }

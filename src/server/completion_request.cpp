@@ -49,16 +49,14 @@ constexpr int64_t kMaxTokensCap = std::numeric_limits<int32_t>::max();
 void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
                  const RequestLimits& limits, CompletionRequest& out) {
     out.sampling = defaults;
-    r.get_string("model", out.model);
+    out.has_model = r.get_string("model", out.model);
     int64_t i = 0;
     double d = 0;
     if (r.get_int("n", 1, limits.max_n, i)) out.n = static_cast<int32_t>(i);
     if (r.get_number("temperature", 0.0, 2.0, d)) out.sampling.temperature = static_cast<float>(d);
-    if (r.get_number("top_p", 0.0, 1.0, d)) {
-        if (d <= 0.0)
-            r.fail(invalid_value(r.path_of("top_p"), "must be greater than 0 and at most 1"));
-        out.sampling.top_p = static_cast<float>(d);
-    }
+    // top_p 0 keeps only the most likely token (OpenAI's reading, and the sampler's: the
+    // smallest best-first prefix reaching mass 0 is one token), as the CLI's --top-p 0.
+    if (r.get_number("top_p", 0.0, 1.0, d)) out.sampling.top_p = static_cast<float>(d);
     // top_k: -1 or 0 turn it off (vLLM uses -1, llama.cpp 0).
     if (r.get_int("top_k", -1, 1 << 30, i)) out.sampling.top_k = i <= 0 ? 0 : static_cast<int>(i);
     if (r.get_number("min_p", 0.0, 1.0, d)) out.sampling.min_p = static_cast<float>(d);

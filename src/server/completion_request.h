@@ -9,12 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
 #include "engine/sampler.h"
@@ -35,14 +34,16 @@ struct PromptInput {
 struct CompletionRequest {
     ApiKind kind = ApiKind::Chat;
     std::string model;                    // "" when absent
+    bool has_model = false;               // the field was given (an empty string included)
     std::vector<chat::Message> messages;  // Chat: >= 1, roles checked
     std::vector<PromptInput> prompts;     // Completion: >= 1
     int32_t n = 1;                        // choices per prompt
-    std::optional<int32_t> max_tokens;    // absent: up to the context (chat) or 16 (completions)
-    std::string max_tokens_param;         // the field it came from, for errors
-    engine::SamplerOptions sampling;      // server defaults overridden by the request
-    std::optional<uint64_t> seed;         // absent: the server draws one
-    std::vector<std::string> stop;        // stop strings (non-empty ones)
+    std::optional<int32_t>
+        max_tokens;                   // absent: the rest of the context (chat) or 16 (completions)
+    std::string max_tokens_param;     // the field it came from, for errors
+    engine::SamplerOptions sampling;  // server defaults overridden by the request
+    std::optional<uint64_t> seed;     // absent: the server draws one
+    std::vector<std::string> stop;    // stop strings (non-empty ones)
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool logprobs = false;

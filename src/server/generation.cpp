@@ -190,6 +190,7 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
                     metrics_->observe_itl(
                         std::chrono::duration<double>(item.at - c.last_token).count());
             }
+            if (!first_token_seen_) first_token_at_ = item.at;
             first_token_seen_ = true;
             c.last_token = item.at;
             last_token_time_ = item.at;

@@ -70,6 +70,8 @@ class Generation {
     /// Cancel every choice still running (the client went away). Idempotent.
     void cancel();
 
+    /// When the first token of any choice arrived (epoch when none has).
+    Clock::time_point first_token_at() const { return first_token_at_; }
     int32_t n_choices() const { return static_cast<int32_t>(choices_.size()); }
     /// Tokens delivered to the client, all choices (stop-string and EOG tokens excluded).
     int32_t completion_tokens() const;
@@ -93,6 +95,7 @@ class Generation {
     bool first_token_seen_ = false;
     bool metrics_done_ = false;
     Clock::time_point last_token_time_{};
+    Clock::time_point first_token_at_{};
 };
 
 }  // namespace zinc::server

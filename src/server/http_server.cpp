@@ -20,6 +20,7 @@
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/serving_context.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
@@ -65,6 +66,7 @@ std::string endpoint_label(const std::string& path) {
     for (const char* k : known)
         if (path == k) return k;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+    if (path == "/v1/usage" || path.rfind("/v1/usage/", 0) == 0) return "/v1/usage";
     return "other";
 }
 
@@ -83,6 +85,8 @@ constexpr Route kRoutes[] = {
     {"/v1/models/(.+)", "/v1/models/", "GET, HEAD, OPTIONS"},
     {"/health", "/health", "GET, HEAD, OPTIONS"},
     {"/metrics", "/metrics", "GET, HEAD, OPTIONS"},
+    {"/v1/usage", "/v1/usage", "GET, HEAD, OPTIONS"},
+    {"/v1/usage/(.+)", "/v1/usage/", "GET, HEAD, OPTIONS"},
 };
 
 // The route a path belongs to, or nullptr.
@@ -178,8 +182,9 @@ json HttpServer::Impl::model_card() const {
 void HttpServer::Impl::health(httplib::Response& res) {
     const engine::EngineStats st = ctx.model.engine->stats();
     const engine::EngineOptions& eo = ctx.model.engine->options();
+    const bool draining = ctx.draining.load();
     json j = {
-        {"status", "ok"},
+        {"status", draining ? "draining" : "ok"},
         {"model", ctx.opts.model_id},
         {"slots", {{"total", eo.n_parallel}, {"busy", st.slots_busy}, {"idle", st.slots_idle}}},
         {"queue_depth", st.queue_depth},
@@ -196,7 +201,10 @@ void HttpServer::Impl::health(httplib::Response& res) {
         {"requests", {{"finished", st.requests_finished}, {"cancelled", st.requests_cancelled}}}};
     if (ctx.model.evidence)  // what ran where (runtime/evidence.h, docs/runtime.md)
         j["evidence"] = json::parse(runtime::evidence_json(ctx.model.evidence->snapshot()));
-    send_json(res, j);
+    if (!ctx.model.device_memory_json.empty())
+        j["device_memory"] = json::parse(ctx.model.device_memory_json);
+    // A draining server is not a place for new requests: a health checker takes it out.
+    send_json(res, j, draining ? 503 : 200);
 }
 
 void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
@@ -213,9 +221,10 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
     if (!body.ok()) return send_error(res, body.error());
     const json& b = body.value();
     FieldReader r(b, "");
-    bool add_special = true, with_pieces = false;
+    bool add_special = true, with_pieces = false, parse_special = true;
     r.get_bool("add_special", add_special);
     r.get_bool("with_pieces", with_pieces);
+    r.get_bool("parse_special", parse_special);  // llama.cpp's field; text only
     std::string text;
     std::vector<int32_t> ids;
     const tokenizer::Tokenizer& tok = *ctx.model.tok;
@@ -235,7 +244,7 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         if (!r.get_string(key, text) && !r.error())
             r.fail(invalid_value("content", "is required (a string), or give 'messages'"));
         if (r.error()) return send_error(res, *r.error());
-        ids = tok.encode(text, add_special, /*parse_special=*/true);
+        ids = tok.encode(text, add_special, parse_special);
     }
     if (r.error()) return send_error(res, *r.error());
     json j = {{"tokens", ids},
@@ -297,7 +306,14 @@ void HttpServer::Impl::setup_routes() {
         res.status = 200;
         std::string body = c->metrics.render(c->model.engine->stats());
         if (c->model.evidence) body += runtime::evidence_prometheus(c->model.evidence->snapshot());
+        if (c->opts.tenancy) body += c->opts.tenancy->metrics();
         res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Get("/v1/usage", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_usage(*c, req, res);
+    });
+    http.Get("/v1/usage/(.+)", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_usage(*c, req, res);
     });
     http.Post("/tokenize",
               [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
@@ -338,6 +354,14 @@ void HttpServer::Impl::setup_routes() {
             const Route* r = route_of(req.path);
             if (!r) return httplib::Server::HandlerResponse::Unhandled;  // 404
             answer_options(c->opts, *r, req, res);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (c->opts.tenancy && route_needs_key(req.path)) {
+            if (c->opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                              req.get_header_value("X-Api-Key")))
+                return httplib::Server::HandlerResponse::Unhandled;
+            send_error(res, unauthorized());
+            res.set_header("WWW-Authenticate", "Bearer");
             return httplib::Server::HandlerResponse::Handled;
         }
         if (c->opts.api_keys.empty() || !route_needs_key(req.path))
@@ -457,6 +481,14 @@ bool HttpServer::drain(std::chrono::milliseconds timeout) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+}
+
+void HttpServer::begin_drain() {
+    impl_->ctx.draining.store(true);
+}
+
+int HttpServer::in_flight() const {
+    return impl_->ctx.open_streams.load() + impl_->ctx.open_requests.load();
 }
 
 }  // namespace zinc::server

@@ -25,6 +25,8 @@
 
 namespace zinc::server {
 
+class Tenancy;
+
 /// Renders a conversation into prompt token ids with the model's chat template (with the
 /// generation prompt). An Err is the template's own message (a 400 on "messages").
 using ChatRenderer =
@@ -34,6 +36,9 @@ struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (see HttpServer::port())
     std::vector<std::string> api_keys;  // empty: no auth
+    /// Tenants (server/tenancy.h): keys name the tenant, quotas, usage; null: one default
+    /// tenant and `api_keys` as above.
+    std::shared_ptr<Tenancy> tenancy;
     size_t max_body_bytes = 8u << 20;   // larger bodies get 413
     int http_threads = 0;               // connection threads; 0: 2 * max(parallel, 16) + 32
     std::string model_id;               // the name /v1/models lists and requests must use
@@ -63,6 +68,9 @@ struct ServedModel {
     /// The Runner's evidence (runtime/evidence.h): an "evidence" object in /health and
     /// zinc_evidence_* series in /metrics; null: neither.
     std::shared_ptr<runtime::Evidence> evidence;
+    /// /health's "device_memory": the Runner's device bytes as JSON (runtime/checked_runner.h
+    /// device_memory_json: weights, KV pool, scratch; "null" on the CPU tier); empty: left out.
+    std::string device_memory_json;
     /// `created` of /v1/models (Unix seconds): the model file's modification time; 0: the time
     /// the server was created.
     int64_t created = 0;
@@ -93,6 +101,12 @@ class HttpServer {
     /// within a poll), or `timeout` passes. Returns whether all ended. Call before stop() so
     /// clients get a complete body ending in `data: [DONE]` rather than a cut connection.
     bool drain(std::chrono::milliseconds timeout);
+    /// Refuse new work while what is in flight finishes: completion requests get 503
+    /// `shutting_down` (with Retry-After and Connection: close), GET /health answers 503 with
+    /// status "draining". Thread-safe, idempotent; the listener stays open until stop().
+    void begin_drain();
+    /// Completion requests in flight: open streams plus whole requests not yet answered.
+    int in_flight() const;
 
   private:
     struct Impl;

@@ -34,11 +34,50 @@ void sample(std::string& out, const std::string& name, const std::string& labels
 }
 
 // Latency buckets (seconds): first tokens wait for prefill and queueing, so they reach further.
-const std::vector<double> kTtftBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                         2.5,   5,    10,    30,   60,  120};
+const std::vector<double> kTtftBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                         1,     2.5,  5,     10,   30,  60,   120};
 const std::vector<double> kTokenBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                           0.1,   0.25,   0.5,   1,    2.5,   5};
 const std::vector<double> kE2eBounds = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+
+// How the steps were composed (engine/scheduler.h: decodes first, prefill chunks in the rest of
+// the step's row budget) and how long they took.
+void render_steps(std::string& out, const engine::EngineStats& st) {
+    family(out, "zinc_step_rows_total", "counter",
+           "Batch rows of all engine steps, by kind (decode: one per running stream; prefill: "
+           "prompt chunks and recomputation).");
+    sample(out, "zinc_step_rows_total", "kind=\"decode\"", double(st.step_decode_rows));
+    sample(out, "zinc_step_rows_total", "kind=\"prefill\"", double(st.step_prefill_rows));
+    family(out, "zinc_step_budget_rows_total", "counter",
+           "Sum of the row budgets the steps were planned under (--tpot-target, else "
+           "--max-batch-tokens).");
+    sample(out, "zinc_step_budget_rows_total", "", double(st.step_budget_rows));
+    family(out, "zinc_steps_by_composition_total", "counter",
+           "Engine steps by what they carried: decode rows only, prefill rows only, or both.");
+    sample(out, "zinc_steps_by_composition_total", "kind=\"decode_only\"",
+           double(st.steps_decode_only));
+    sample(out, "zinc_steps_by_composition_total", "kind=\"prefill_only\"",
+           double(st.steps_prefill_only));
+    sample(out, "zinc_steps_by_composition_total", "kind=\"mixed\"", double(st.steps_mixed));
+    family(out, "zinc_step_budget_rows", "gauge", "Row budget of the last step.");
+    sample(out, "zinc_step_budget_rows", "", st.step_budget_last);
+    family(out, "zinc_step_cost_model_ms", "gauge",
+           "The step cost model fitted online, step_ms = intercept + per_row * rows.");
+    sample(out, "zinc_step_cost_model_ms", "term=\"intercept\"", st.step_model_a_ms);
+    sample(out, "zinc_step_cost_model_ms", "term=\"per_row\"", st.step_model_b_ms);
+    family(out, "zinc_step_duration_seconds", "histogram",
+           "Duration of each engine step's forward pass.");
+    uint64_t cum = 0;
+    for (size_t i = 0; i < engine::kStepSecondsBounds.size(); ++i) {
+        cum += st.step_seconds_buckets[i];
+        sample(out, "zinc_step_duration_seconds_bucket",
+               "le=\"" + num(engine::kStepSecondsBounds[i]) + "\"", double(cum));
+    }
+    cum += st.step_seconds_buckets.back();
+    sample(out, "zinc_step_duration_seconds_bucket", "le=\"+Inf\"", double(cum));
+    sample(out, "zinc_step_duration_seconds_sum", "", st.step_seconds_sum);
+    sample(out, "zinc_step_duration_seconds_count", "", double(cum));
+}
 
 }  // namespace
 
@@ -64,7 +103,8 @@ void Histogram::render(const std::string& name, std::string& out) const {
     sample(out, name + "_count", "", double(count_));
 }
 
-Metrics::Metrics() : ttft_(kTtftBounds), itl_(kTokenBounds), tpot_(kTokenBounds), e2e_(kE2eBounds) {}
+Metrics::Metrics()
+    : ttft_(kTtftBounds), itl_(kTokenBounds), tpot_(kTokenBounds), e2e_(kE2eBounds) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -101,7 +141,8 @@ void Metrics::count_disconnect() {
 std::string Metrics::render(const engine::EngineStats& st) const {
     std::string out;
     std::lock_guard<std::mutex> lk(mu_);
-    family(out, "zinc_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
+    family(out, "zinc_requests_total", "counter",
+           "HTTP requests answered, by endpoint and status.");
     for (const auto& [key, n] : requests_)
         sample(out, "zinc_requests_total",
                "endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"",
@@ -162,6 +203,11 @@ std::string Metrics::render(const engine::EngineStats& st) const {
     family(out, "zinc_preemptions_total", "counter",
            "Sequences preempted (recomputed later) when KV blocks ran out.");
     sample(out, "zinc_preemptions_total", "", double(st.preemptions));
+    family(out, "zinc_preemptions_qos_total", "counter",
+           "Of the preemptions: running sequences of a lower QoS class preempted to admit a "
+           "higher one.");
+    sample(out, "zinc_preemptions_qos_total", "", double(st.preemptions_qos));
+    render_steps(out, st);
     family(out, "zinc_engine_prompt_tokens_total", "counter",
            "Prompt tokens the engine admitted (including recomputation after preemption).");
     sample(out, "zinc_engine_prompt_tokens_total", "", double(st.prompt_tokens));
@@ -169,8 +215,7 @@ std::string Metrics::render(const engine::EngineStats& st) const {
            "Tokens the engine sampled (including ones dropped after a stop string).");
     sample(out, "zinc_engine_generated_tokens_total", "", double(st.generated_tokens));
     family(out, "zinc_engine_requests_total", "counter", "Engine requests ended, by outcome.");
-    sample(out, "zinc_engine_requests_total", "outcome=\"finished\"",
-           double(st.requests_finished));
+    sample(out, "zinc_engine_requests_total", "outcome=\"finished\"", double(st.requests_finished));
     sample(out, "zinc_engine_requests_total", "outcome=\"cancelled\"",
            double(st.requests_cancelled));
     return out;

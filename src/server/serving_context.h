@@ -28,6 +28,11 @@ class ServingContext {
     Metrics metrics;
     /// Streamed responses whose body has not ended (HttpServer::drain waits for 0).
     std::atomic<int> open_streams{0};
+    /// Whole (non-streamed) completion requests being answered (HttpServer::in_flight).
+    std::atomic<int> open_requests{0};
+    /// Set by HttpServer::begin_drain(): completion requests get 503 shutting_down and /health
+    /// reports "draining" (503), so a load balancer moves new requests elsewhere.
+    std::atomic<bool> draining{false};
 
     /// A fresh random 64-bit value (request seeds when a request gives none). Thread-safe.
     uint64_t random_u64();
@@ -43,6 +48,9 @@ class ServingContext {
 void send_error(httplib::Response& res, const ApiError& e);
 /// Write a JSON body with `status`.
 void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+
+/// GET /v1/usage (the caller's tenant) and /v1/usage/{tenant} (an admin key): usage_handler.cpp.
+void handle_usage(ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 /// POST /v1/chat/completions (kind Chat) and POST /v1/completions (kind Completion).
 void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,

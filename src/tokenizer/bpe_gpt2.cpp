@@ -26,8 +26,8 @@ class BpeTokenizer final : public TokenizerBase {
 
     Result<void> load_merges(const std::vector<std::string_view>& merges);
 
-    std::vector<TokenId> encode(std::string_view text, bool add_special,
-                                bool parse_special) const override;
+    std::vector<TokenId> encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                     const std::vector<TextRange>* plain) const override;
 
   private:
     struct Symbol {
@@ -137,14 +137,15 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<TokenId>& ou
     }
 }
 
-std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<TokenId> BpeTokenizer::encode_impl(std::string_view text, bool add_special,
+                                               bool parse_special,
+                                               const std::vector<TextRange>* plain) const {
     std::vector<TokenId> out;
     if (add_special && add_bos_) out.push_back(bos_);
     std::vector<uint32_t> cpts;
     std::vector<size_t> lengths;
     std::string word;
-    for (const Fragment& f : matcher_.partition(text, parse_special)) {
+    for (const Fragment& f : matcher_.partition(text, parse_special, plain)) {
         if (f.is_token) {
             out.push_back(f.token);
             continue;

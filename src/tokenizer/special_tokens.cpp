@@ -61,7 +61,8 @@ uint32_t SpecialMatcher::child(uint32_t node, uint8_t byte) const {
     return (it != e && *it == byte) ? edge_nodes_[it - edge_bytes_.data()] : 0;
 }
 
-std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool parse_special) const {
+std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool parse_special,
+                                                const std::vector<TextRange>* plain) const {
     std::vector<Fragment> out;
     if (text.empty()) return out;
     struct Hit {
@@ -70,6 +71,14 @@ std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool pars
         TokenId token;
     };
     std::vector<Hit> hits;
+    // Whether [b, e) overlaps a plain range; `next` is the first range ending after the start
+    // positions seen so far (they increase), so the scan is linear.
+    size_t next = 0;
+    auto in_plain = [&](size_t b, size_t e) {
+        if (!plain) return false;
+        while (next < plain->size() && (*plain)[next].end <= b) ++next;
+        return next < plain->size() && (*plain)[next].begin < e;
+    };
     if (nodes_.size() > 1) {
         for (size_t i = 0; i < text.size(); ++i) {
             uint32_t node = 0;
@@ -79,7 +88,9 @@ std::vector<Fragment> SpecialMatcher::partition(std::string_view text, bool pars
                 const Node& nd = nodes_[node];
                 if (nd.token < 0) continue;
                 const uint32_t a = attrs_by_rank_[nd.rank];
-                if (!parse_special && (a & (attr::kControl | attr::kUnknown))) continue;
+                if ((a & (attr::kControl | attr::kUnknown)) &&
+                    (!parse_special || in_plain(i, j + 1)))
+                    continue;
                 hits.push_back({nd.rank, static_cast<uint32_t>(i), nd.token});
             }
         }

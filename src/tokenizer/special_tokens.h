@@ -7,7 +7,9 @@
 // finds every occurrence of every candidate in one pass, then occurrences are accepted in
 // (token rank, position) order when none of their bytes has been claimed yet.
 // With parse_special=false, CONTROL and UNKNOWN tokens are plain text but USER_DEFINED tokens
-// are still split out (llama.cpp and HF tokenizers do the same).
+// are still split out (llama.cpp and HF tokenizers do the same). With `plain` ranges, an
+// occurrence of a CONTROL or UNKNOWN token that overlaps one is plain text too (chat prompts:
+// the ranges are the message text, which must never become control tokens).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace zinc::tokenizer {
@@ -28,8 +31,10 @@ struct Fragment {
 class SpecialMatcher {
   public:
     explicit SpecialMatcher(const Vocab& vocab);
-    /// Fragments of `text` in order; raw spans are never empty.
-    std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
+    /// Fragments of `text` in order; raw spans are never empty. `plain`: sorted, disjoint byte
+    /// ranges where CONTROL/UNKNOWN text is not recognised (nullptr: none).
+    std::vector<Fragment> partition(std::string_view text, bool parse_special,
+                                    const std::vector<TextRange>* plain = nullptr) const;
 
   private:
     struct Node {

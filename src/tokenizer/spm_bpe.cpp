@@ -31,8 +31,8 @@ class SpmTokenizer final : public TokenizerBase {
         }
     }
 
-    std::vector<TokenId> encode(std::string_view text, bool add_special,
-                                bool parse_special) const override;
+    std::vector<TokenId> encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                     const std::vector<TextRange>* plain) const override;
 
   private:
     struct Symbol {
@@ -102,13 +102,14 @@ void SpmTokenizer::encode_text(const std::string& text, std::vector<TokenId>& ou
     }
 }
 
-std::vector<TokenId> SpmTokenizer::encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<TokenId> SpmTokenizer::encode_impl(std::string_view text, bool add_special,
+                                               bool parse_special,
+                                               const std::vector<TextRange>* plain) const {
     std::vector<TokenId> out;
     if (add_special && add_bos_) out.push_back(bos_);
     bool prev_special = true;  // the first fragment counts as following a special token
     std::string buf;
-    for (const Fragment& f : matcher_.partition(text, parse_special)) {
+    for (const Fragment& f : matcher_.partition(text, parse_special, plain)) {
         if (f.is_token) {
             out.push_back(f.token);
             prev_special = true;

@@ -5,6 +5,7 @@
 
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "util/utf8.h"
 
 namespace zinc::tokenizer {
 
@@ -120,6 +121,20 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
 
     auto tok = make_tokenizer(spec);
     if (!tok.ok()) return make_error(file.path() + ": " + tok.error().message);
+    // A BOS/EOS id the file does not give falls back to llama.cpp's family default (SPM: bos 1,
+    // eos 2; BPE: 11), which may be another token entirely (Gemma's id 1 is <eos>): say so.
+    Tokenizer& t = *tok.value();
+    const char* family = spec.model == "llama" ? "sentencepiece" : "gpt2 BPE";
+    auto note_default = [&](const char* key, const std::optional<int64_t>& given, TokenId used,
+                            const char* what) {
+        if (given || used < 0) return;
+        t.warnings_.push_back(std::string(key) + " is missing; " + what + " defaults to id " +
+                              std::to_string(used) + " \"" +
+                              utf8::escape_for_terminal(t.token_text(used)) + "\" (the " + family +
+                              " default), which may not be the model's " + what + " token");
+    };
+    note_default("tokenizer.ggml.bos_token_id", spec.bos_id, t.bos(), "BOS");
+    note_default("tokenizer.ggml.eos_token_id", spec.eos_id, t.eos(), "EOS");
     return tok;
 }
 

@@ -66,11 +66,13 @@ def http_call(host, port, method, path, body=None, data=None, headers=None, time
 class Server:
     """A running `zinc serve` (or `zinc -m FILE` with `serve=False`)."""
 
-    def __init__(self, *args, env=None, serve=True, threads=2, timeout=120):
+    def __init__(self, *args, env=None, serve=True, threads=2, timeout=120, model=SMOL):
         need_server_deps()
+        if not Path(model).exists():
+            pytest.skip(f"{model} missing (scripts/fetch-models)")
         self.log = tempfile.NamedTemporaryFile(prefix="zinc-serve-", suffix=".log", delete=False)
         cmd = [str(ZINC)] + (["serve"] if serve else [])
-        cmd += ["-m", str(SMOL), "--port", "0", "-t", str(threads), "--alias", MODEL_ID]
+        cmd += ["-m", str(model), "--port", "0", "-t", str(threads), "--alias", MODEL_ID]
         cmd += [str(a) for a in args]
         full_env = dict(os.environ)
         full_env.pop("ZINC_API_KEY", None)

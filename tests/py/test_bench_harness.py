@@ -129,7 +129,11 @@ CACHE = "--no-prefix-cache" not in sys.argv and "--cache-ram" not in sys.argv
 seen = set()
 
 async def health(req):
-    return web.json_response({"status": "ok"})
+    body = {"status": "ok"}
+    if os.environ.get("FAKE_DEVICE_MEMORY") == "1":
+        body["device_memory"] = {"weight_bytes": 3 << 30, "kv_bytes": 1 << 30,
+                                 "scratch_bytes": 1 << 28, "total_bytes": (4 << 30) + (1 << 28)}
+    return web.json_response(body)
 
 async def tokenize(req):
     body = await req.json()
@@ -187,16 +191,26 @@ main()
 '''
 
 FAKE_BENCH_JSON = r'''
-def bench_json(argv, tps_pp, tps_tg):
-    import json
+def bench_json(argv, tps_pp, tps_tg, zinc=False):
+    import json, os
     def arg(f, d):
         return argv[argv.index(f) + 1] if f in argv else d
-    p, n = int(arg("-p", 512)), int(arg("-n", 128))
+    p, n, r = int(arg("-p", 512)), int(arg("-n", 128)), int(arg("-r", 1))
+    d = int(arg("--n-depth", arg("-d", 0)))
+    extra = {}
+    if zinc:  # zinc bench --json's memory fields (the CUDA tier's; null on the CPU)
+        extra = {"n_ctx": p + n + d, "device_memory": None if os.environ.get(
+            "FAKE_DEVICE_MEMORY") != "1" else {"weight_bytes": 3 << 30, "kv_bytes": 1 << 20,
+                                               "scratch_bytes": 1 << 26,
+                                               "total_bytes": (3 << 30) + (1 << 20) + (1 << 26)}}
     out = []
+    slow = 1.0 / (1.0 + d / 4096.0)  # deeper KV: slower, as on a real engine
     if p:
-        out.append({"n_prompt": p, "n_gen": 0, "avg_ts": tps_pp, "samples_ts": [tps_pp]})
+        out.append(dict(extra, n_prompt=p, n_gen=0, n_depth=d, avg_ts=tps_pp * slow,
+                        samples_ts=[tps_pp * slow] * r))
     if n:
-        out.append({"n_prompt": 0, "n_gen": n, "avg_ts": tps_tg, "samples_ts": [tps_tg]})
+        out.append(dict(extra, n_prompt=0, n_gen=n, n_depth=d, avg_ts=tps_tg * slow,
+                        samples_ts=[tps_tg * slow] * r))
     print(json.dumps(out))
 '''
 
@@ -231,9 +245,9 @@ def write_fakes(d: Path):
             sys.exit(0)
         if a[:1] == ["bench"]:
             if "--help" in a:
-                print("-m -p -n -r -t --json"); sys.exit(0)
+                print("-m -p -n -r -t --json --n-depth"); sys.exit(0)
             from fake_bench import bench_json
-            bench_json(a, 600.0, 300.0); sys.exit(0)
+            bench_json(a, 600.0, 300.0, zinc=True); sys.exit(0)
         sys.exit(2)
         ''')
     server = textwrap.dedent(f'''\
@@ -241,7 +255,11 @@ def write_fakes(d: Path):
         import os, sys
         if sys.argv[1:] == ["--version"]:
             print("version: 0 (build 0, commit fake)", file=sys.stderr); sys.exit(0)
-        os.environ["FAKE_BANNER"] = "system_info: n_threads = 2 | CPU : AVX2 = 1 |"
+        os.environ["FAKE_BANNER"] = "\\n".join([
+            "system_info: n_threads = 2 | CPU : AVX2 = 1 |",
+            "load_tensors:        CUDA0 model buffer size =  3072.00 MiB",
+            "llama_kv_cache:      CUDA0 KV buffer size =  1024.00 MiB",
+            "llama_context:      CUDA0 compute buffer size =   256.00 MiB"])
         os.environ["FAKE_TTFT_S"] = "0.04"
         exec(open({str(d / "fake_server.py")!r}).read())
         ''')
@@ -494,8 +512,10 @@ def test_one_engine_crashing_keeps_the_other_results(tmp_path):
 
 def test_device_run_in_one_call_within_its_budget(tmp_path):
     """bench/device-run all over fake engines (a fake `zinc synth` makes the 8B stand-ins): the
-    files land in $OUT, the summary comes last, and what the budget did not allow is reported
-    as skipped or cut, within the budget."""
+    8B Q4_K_M file is the model of every phase, Q4_0 and SmolLM2 are micro rows, one server per
+    engine per phase; the files land in $OUT, the summary comes last, device memory of both
+    engines is in the table, and what the budget did not allow is reported as skipped or cut,
+    within the budget."""
     d = write_fakes(tmp_path / "fakes")
     model = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not model.exists():
@@ -510,7 +530,7 @@ def test_device_run_in_one_call_within_its_budget(tmp_path):
          "--ctx", "2048", "--rounds", "2"],
         capture_output=True, text=True, timeout=budget + 60,
         env=dict(os.environ, OUT=str(out), ZINC=str(d / "zinc"), PEER_DIR=str(d), ZM_DIR=str(zm),
-                 VOCAB=str(model), FAKE_ITL_S="0.001"))
+                 VOCAB=str(model), FAKE_ITL_S="0.001", FAKE_DEVICE_MEMORY="1"))
     wall = time.monotonic() - t0
     made = [(zm / f"llama3-8b.{t}.gguf").exists() for t in ("q4_k_m", "q4_0")]
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
@@ -519,14 +539,35 @@ def test_device_run_in_one_call_within_its_budget(tmp_path):
         assert (out / f).stat().st_size > 0, f
     assert len(list(out.iterdir())) <= 8  # the device tool brings back at most 8 files
     res = json.loads((out / "results.json").read_text())
-    assert res["args"]["target"] == "cuda" and res["args"]["full"]
+    a = res["args"]
+    assert a["target"] == "cuda" and a["full"] and a["reuse_servers"]
+    assert (a["load_slots"], a["load_ctx"], a["load_prompt_tokens"]) == (64, 2048, 1024)
     assert res["budget"]["used_s"] <= budget
     # every microbenchmark model, scenario and level either ran for both engines or is named
     # as skipped or cut
     skipped = " ".join(x["what"] for x in res["budget"]["skipped"])
-    assert any(made) or "synth" in p.stdout
+    assert all(made), p.stdout[-2000:]
+    assert Path(res["model"]["path"]).name == "llama3-8b.q4_k_m.gguf"  # the headline model
     assert set(res["phases"].get("micro_models", {})) == \
-        {f"llama3-8b.{t}.gguf" for t, m in zip(("q4_k_m", "q4_0"), made) if m}
+        {"llama3-8b.q4_0.gguf", "SmolLM2-135M-Instruct.Q4_1.gguf"}
+    rows = {(r["test"], r["depth"]) for r in res["phases"]["micro"]["rows"]}
+    for want in (("pp512", 0), ("tg128", 0), ("pp4096", 0), ("tg128", 4096), ("tg128", 16384)):
+        assert want in rows or "micro main" in skipped, (want, rows)
+    for key, sec in res["phases"]["micro_models"].items():
+        assert {r["test"] for r in sec["rows"]} == {"pp512", "tg128"}, key
+    var = res["phases"].get("micro_variants", {})  # both zinc modes beside the default
+    assert set(var) == {"ZINC_EXACT=0", "ZINC_EXACT=1"} or "micro main" in skipped, var
+    for sec in var.values():
+        for r in sec["rows"]:
+            assert r["zinc"]["n"] and r["llama.cpp"]["n"] and r["ratio_median"] > 0
+    mem = {(m["phase"], m["engine"]) for m in res.get("device_memory", [])}
+    assert {("load", "zinc"), ("load", "llama.cpp")} <= mem, mem
+    for m in res["device_memory"]:
+        if m["phase"] == "load":
+            assert m["reported"]["kv_bytes"] == 1 << 30 and m["slots"] == 64
+    md = (out / "results.md").read_text()
+    assert "## Device memory" in md and "second row: launch-bound" in md
+    assert "Scaling (output tok/s as clients grow)" in md
     sc = res["phases"]["scenarios"]["scenarios"]
     for e in sc:
         assert e.get("skipped") or set(e["engines"]) == {"zinc", "llama.cpp"}
@@ -563,3 +604,145 @@ def test_report_regenerates_and_publishes_a_docs_section(tmp_path):
     assert "sha256" in text and "None" not in text
     with pytest.raises(ValueError):
         publish.replace_section("no markers here", "cuda", ["x"])
+
+
+# ---------------------------------------------------------------- the GPU run's machinery
+
+def test_load_requests_per_level_and_the_scaling_check():
+    assert [load.requests_for(c) for c in (1, 2, 4, 8, 16, 32, 64)] == [4, 4, 8, 16, 16, 32, 64]
+    assert load.requests_for(64, quick=True) == 128
+
+    def level(c, tps, err=None):
+        return {"concurrency": c, "engines": {"zinc": {"error": err, "summary": {
+            "n_ok": 0 if err else 4, "output_tok_per_s": tps}}}}
+    rising = [level(1, 100), level(2, 190), level(4, 188), level(8, 400)]  # -1 %: noise
+    sc = load.scaling(rising, "zinc")
+    assert not sc["ever_falls"] and sc["levels"] == [1, 2, 4, 8] and sc["peak"] == (8, 400)
+    assert len(sc["falls"]) == 1 and sc["falls"][0]["drop_pct"] == pytest.approx(100 * 2 / 190)
+    falling = [level(8, 400), level(32, 272), level(16, 390), level(64, 0, err="boom")]
+    sc = load.scaling(falling, "zinc")  # sorted by concurrency; the failed level left out
+    assert sc["ever_falls"] and sc["levels"] == [8, 16, 32]
+    assert [(f["from"], f["to"]) for f in sc["falls"]] == [(8, 16), (16, 32)]
+    assert load.scaling(falling, "llama.cpp")["levels"] == []
+
+
+def test_device_memory_from_llama_logs_and_zinc():
+    from harness import memory
+    log = ("load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n"
+           "load_tensors:   CPU_Mapped model buffer size =   250.00 MiB\n"
+           "llama_kv_cache:      CUDA0 KV buffer size = 16384.00 MiB\n"
+           "llama_context:      CUDA0 compute buffer size =   560.00 MiB\n"
+           "llama_context:  CUDA_Host compute buffer size =    40.00 MiB\n"
+           "llama_kv_cache:      CUDA0 KV buffer size = 16384.00 MiB\n")  # repeated: once
+    m = memory.llama_log_memory(log)
+    assert m["weight_bytes"] == int(4403.49 * (1 << 20))  # the host-side buffers are not counted
+    assert m["kv_bytes"] == 16384 << 20 and m["scratch_bytes"] == 560 << 20
+    assert m["total_bytes"] == m["weight_bytes"] + m["kv_bytes"] + m["scratch_bytes"]
+    assert memory.llama_log_memory("no buffers here") is None
+    dm = {"weight_bytes": 1, "kv_bytes": 2, "scratch_bytes": 3, "total_bytes": 6}
+    assert memory.zinc_memory(health={"device_memory": dm}) == dm
+    assert memory.zinc_memory(health={"device_memory": None}) is None  # the CPU tier
+    assert memory.zinc_memory(bench_results=[{"device_memory": None}, {"device_memory": dm}]) == dm
+    res = {"device_memory": [memory.entry("zinc", "load", 64, 2048, dm, {"bytes": 7 << 30})]}
+    table = "\n".join(memory.memory_table(res))
+    assert "| load | zinc | 64 x 2048 |" in table and "| 7.00 |" in table
+
+
+def test_second_row_labels_and_issue14_targets():
+    from harness import report, report_gpu
+    small, big = {"tensor_bytes": 100 << 20}, {"tensor_bytes": 4 << 30}
+    assert report_gpu.is_second_row(small) and not report_gpu.is_second_row(big)
+    assert report_gpu.row_label("SmolLM2.gguf", small).endswith("(second row: launch-bound)")
+
+    def row(test, z, l, depth=0):
+        return {"test": test, "depth": depth, "zinc": {"n": 1, "median": z},
+                "llama.cpp": {"n": 1, "median": l}, "ratio_median": z / l}
+    secs = [("llama3-8b.q4_k_m.gguf", dict(big, n_layer=32, n_head_kv=8, head_dim_k=128,
+                                           head_dim_v=128, has_output_weight=False),
+             {"rows": [row("pp512", 13000, 9400), row("pp4096", 9000, 9600),
+                       row("tg128", 420, 278), row("tg128", 300, 250, depth=4096)]}),
+            ("SmolLM2.gguf", small, {"rows": [row("tg128", 1900, 950)]})]
+    res = {"args": {"target": "cuda"}, "bandwidth": {"bytes_per_s": 4.3e12},
+           "model": dict(big, path="/tmp/zm/llama3-8b.q4_k_m.gguf"),
+           "phases": {"load": {"levels": [
+               {"concurrency": 32, "ratio_output_tok_per_s": 2.6, "same_tokens": {"ok": True},
+                "engines": {"zinc": {"summary": {"tpot_s": {"p99": 0.025}}}}},
+               {"concurrency": 64, "ratio_output_tok_per_s": 2.0, "same_tokens": {"ok": True},
+                "engines": {"zinc": {"summary": {"tpot_s": {"p99": 0.04}}}}}],
+               "scaling": {"zinc": {"levels": [1, 64], "falls": [], "ever_falls": False}}}}}
+    text = "\n".join(report_gpu.targets(res, secs, report.pct_bound))
+    assert "pp512 8B Q4_K_M >= 1.3x llama.cpp: 1.38x: met" in text
+    assert "pp4096 8B Q4_K_M >= 1.0x llama.cpp: 0.94x: NOT met" in text
+    assert "tg128 8B Q4_K_M >= 1.5x llama.cpp" in text and "1.51x" in text
+    assert "at KV depth 4096: zinc 300.0 t/s" in text
+    assert "(second row) tg128 SmolLM2 >= 2x llama.cpp: 2.00x: met" in text
+    assert "32 clients >= 2.5x llama.cpp's output tok/s with TPOT p99 <= 30 ms: 2.60x" in text
+    assert "64 clients >= 3.0x llama.cpp's output tok/s: 2.00x, TPOT p99 40 ms: NOT met" in text
+    assert "never falls from 1 to 64 clients: met" in text
+    res["model"] = dict(small, path="SmolLM2.gguf")  # server phases on the small model
+    assert "(second row, no conclusion)" in "\n".join(report_gpu.load_targets(res))
+
+
+def test_zinc_variant_needs_a_zinc_setting(capsys):
+    from harness import runner
+    a = runner.parse_args(["--target", "cuda", "--zinc-variant", "ZINC_EXACT=0"])
+    assert a.zinc_variant == ["ZINC_EXACT=0"]
+    for bad in ("EXACT=0", "ZINC_EXACT", "ZINC_=1"):
+        with pytest.raises(SystemExit):
+            runner.parse_args(["--target", "cuda", "--zinc-variant", bad])
+        assert "expected ZINC_NAME=VALUE" in capsys.readouterr().err
+
+
+def test_pack_lays_out_calls_under_the_limit(tmp_path):
+    from harness import pack
+    mib = 1 << 20
+    take, err = pack.plan(10 * mib, {".gpu-p1": 9 * mib, ".gpu-bench": 20 * mib}, 98 * mib)
+    assert err is None and sum(take.values()) == 98 * mib
+    room = 64 * mib - pack.MARGIN - 10 * mib
+    assert take[".gpu-p1"] == room - 9 * mib and take[".gpu-p2"] == room
+    assert ".gpu-p3" not in take  # the rest fits beside zinc in the benchmark's own call
+    take, err = pack.plan(10 * mib, {".gpu-p1": 40 * mib, ".gpu-bench": 20 * mib}, 98 * mib)
+    assert err is None
+    assert take[".gpu-p3"] == 98 * mib - (room - 40 * mib) - room - (room - 20 * mib)
+    _, err = pack.plan(10 * mib, {".gpu-bench": 40 * mib}, 200 * mib)
+    assert "fit the calls" in err
+    _, err = pack.plan(60 * mib, {".gpu-p1": 9 * mib}, 1)
+    assert "over the limit" in err
+
+
+def test_pack_and_stash_join_the_pieces(tmp_path):
+    """bench/device-run pack in a scratch repository (a 60 MiB working tree leaves ~2 MiB a
+    call, so a 5 MiB stand-in model travels in three pieces), then `stash` joins them into one
+    sha256-checked file."""
+    import shutil
+    root = tmp_path / "repo"
+    (root / "bench" / "harness").mkdir(parents=True)
+    shutil.copy(ROOT / "bench" / "device-run", root / "bench" / "device-run")
+    shutil.copy(ROOT / "bench" / "harness" / "pack.py", root / "bench" / "harness" / "pack.py")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "filler.bin").write_bytes(os.urandom(60 * (1 << 20)))  # the "working tree"
+    (root / ".gpu" / "bin").mkdir(parents=True)
+    (root / ".gpu" / "bin" / "zinc").write_text("#!/bin/sh\n")
+    (root / ".gpu" / "llama-src.tar.gz").write_bytes(os.urandom(200_000))
+    model = root / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    model.parent.mkdir()
+    model.write_bytes(os.urandom(5 * (1 << 20)))
+    (root / ".gitignore").write_text("/models/\n/.gpu/\n")
+    p = subprocess.run([str(root / "bench" / "device-run"), "pack"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    untracked = subprocess.run(["git", "ls-files", "-o", "--exclude-standard"], cwd=root,
+                               capture_output=True, text=True).stdout
+    assert ".gpu-" not in untracked  # ignored: they travel only when carried
+    parts = sorted(root.glob(".gpu-*/SmolLM2-135M-Instruct.Q4_1.gguf.part*"))
+    assert len(parts) == 3 and "--wait-peer" in p.stdout, p.stdout
+    for ln in p.stdout.splitlines():
+        if ln.strip().startswith("carry ["):
+            assert float(ln.split(":")[1].split()[0]) < 64, ln
+    env = dict(os.environ, PIECES_DIR=str(tmp_path / "pieces"), ZM_DIR=str(tmp_path / "zm"),
+               PEER_UNPACK=str(tmp_path / "peer"), PEER_BUILD_DIR=str(tmp_path / "lbuild"))
+    (root / ".gpu-p1" / "llama-src.tar.gz").unlink()  # no peer build in a test
+    q = subprocess.run([str(root / "bench" / "device-run"), "stash"], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert "joined" in q.stdout and "sha256 ok" in q.stdout, q.stdout + q.stderr
+    assert (tmp_path / "zm" / model.name).read_bytes() == model.read_bytes()

@@ -233,3 +233,147 @@ def test_bad_input_and_invalid_utf8():
     assert r.returncode == 0, r.stderr.decode()
     r.stdout.decode("utf-8")  # strict: raises on invalid UTF-8
     assert len(list(STATS_RE.finditer(r.stderr.decode()))) == 1
+
+
+# ---------- multi-line input, line editing and history (issue 17) ----------
+
+def test_piped_multi_line_turns():
+    # A line ending in a backslash continues (llama.cpp); """ opens a block that a line ending in
+    # """ closes (Ollama). Each assembled turn is one user message: its rendering's token count
+    # is what the first turn prefills.
+    o = Oracle()
+    cases = [
+        (["line one \\", "line two"], "line one \nline two"),
+        (['"""', "block a", "", "block b", '"""'], "block a\n\nblock b"),
+        (['"""first', "second", 'third"""'], "first\nsecond\nthird"),
+        (['"""one line"""'], "one line"),
+    ]
+    for lines, want in cases:
+        r = chat(lines, "-n", "4")
+        err = r.stderr.decode()
+        assert r.returncode == 0, err
+        stats = [tuple(map(int, m.groups())) for m in STATS_RE.finditer(err)]
+        assert len(stats) == 1, (lines, err)
+        t = o.tokens(o.render([{"role": "user", "content": want}]))
+        assert stats[0][:2] == (len(t), 0), (lines, want, stats)
+        # the continuation prompt is shown for each further line
+        assert r.stdout.decode().count("... ") == len(lines) - 1, r.stdout
+    # an unfinished block at EOF is sent as it stands
+    r = chat(['"""', "never closed"], "-n", "4")
+    assert r.returncode == 0 and len(list(STATS_RE.finditer(r.stderr.decode()))) == 1
+    # the help names the multi-line forms
+    r = chat(["/help"])
+    assert '"""' in r.stderr.decode() and "\\" in r.stderr.decode()
+
+
+def test_line_editing_history_and_paste_in_a_terminal(tmp_path):
+    need_zinc_and_model()
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    state = tmp_path / "state"
+    hist = state / "zinc" / "history"
+
+    def session(t):
+        cmd = (f"XDG_STATE_HOME='{state}' '{ZINC}' chat -m '{SMOL}' --temp 0 -n 4 -c 2048; "
+               f"echo \"EXITED rc=$?\"; sleep 60")
+        t.tmux("new-session", "-d", "-s", t.name, "-x", "160", "-y", "50", "bash", "-c", cmd)
+        t.wait(lambda s: "zinc chat:" in s and at_prompt(s), 30, "the first prompt")
+
+    t = Tmux()
+    try:
+        session(t)
+        # editing: type, move left twice, insert; the turn is the edited line (no escape codes)
+        t.keys("abc", "Left", "Left", "X", "Enter")
+        s = t.wait(lambda s: s.count("[prefilled") == 1 and at_prompt(s), 30, "reply 1")
+        assert "> aXbc" in s and "^[" not in s
+        t.keys("What is 2+2?", "Enter")
+        t.wait(lambda s: s.count("[prefilled") == 2 and at_prompt(s), 30, "reply 2")
+        # history: Up twice recalls the first turn; Ctrl-E moves to its end
+        t.keys("Up", "Up", "C-e", "!", "Enter")
+        s = t.wait(lambda s: s.count("[prefilled") == 3 and at_prompt(s), 30, "reply 3")
+        assert "> aXbc!" in s and "^[[A" not in s
+        # a bracketed paste of three lines is one turn (one stats line, one prompt)
+        buf = tmp_path / "paste.txt"
+        buf.write_text("first line\nsecond line\nthird line")
+        t.tmux("load-buffer", str(buf))
+        t.tmux("paste-buffer", "-p", "-t", t.name)
+        time.sleep(0.3)
+        assert t.screen().count("[prefilled") == 3  # nothing sent before Enter
+        t.keys("Enter")
+        s = t.wait(lambda s: s.count("[prefilled") == 4 and at_prompt(s), 30, "reply 4")
+        assert "first line\nsecond line\nthird line" in s
+        # Ctrl-C drops a half-typed line; Ctrl-D leaves
+        t.keys("half typed", "C-c")
+        t.wait(lambda s: "line cleared" in s and at_prompt(s), 10, "the Ctrl-C hint")
+        t.keys("C-d")
+        t.wait(lambda s: "EXITED rc=0" in s, 10, "the exit")
+    finally:
+        t.kill()
+    # the history file holds the turns (the paste as one entry) and is private
+    assert hist.exists()
+    assert oct(hist.stat().st_mode & 0o777) == "0o600"
+    text = hist.read_text()
+    assert "aXbc" in text and "first\\040line\\012second" in text
+    # a new session sees the old history: Up recalls the paste
+    t = Tmux()
+    try:
+        session(t)
+        t.keys("Up")
+        t.wait(lambda s: "third line" in s, 10, "the recalled paste")
+        t.keys("C-u", "C-d")
+        t.wait(lambda s: "EXITED rc=0" in s, 10, "the exit")
+    finally:
+        t.kill()
+
+
+def test_piped_chat_writes_no_history(tmp_path):
+    need_zinc_and_model()
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
+    r = subprocess.run([str(ZINC), "chat", "-m", str(SMOL), "--temp", "0", "-n", "2"],
+                       input=b"hi\n", capture_output=True, timeout=120, env=env)
+    assert r.returncode == 0
+    assert not (tmp_path / "zinc").exists()
+
+
+def test_history_file_flag_in_a_terminal(tmp_path):
+    # --history-file FILE is used; one that cannot be written is one warning, and the chat goes
+    # on; --history-file '' keeps none.
+    need_zinc_and_model()
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    for hist, expect_warning in ((tmp_path / "h" / "hist", False), (blocker / "hist", True),
+                                 ("", False)):
+        t = Tmux()
+        cmd = (f"XDG_STATE_HOME='{tmp_path}/xdg' '{ZINC}' chat -m '{SMOL}' --temp 0 -n 2 -c 512 "
+               f"--history-file '{hist}'; echo \"EXITED rc=$?\"; sleep 60")
+        try:
+            t.tmux("new-session", "-d", "-s", t.name, "-x", "160", "-y", "50", "bash", "-c", cmd)
+            t.wait(lambda s: "zinc chat:" in s and at_prompt(s), 30, "the first prompt")
+            t.keys("Hi", "Enter")
+            t.wait(lambda s: s.count("[prefilled") == 1 and at_prompt(s), 30, "reply 1")
+            t.keys("Hello", "Enter")
+            s = t.wait(lambda s: s.count("[prefilled") == 2 and at_prompt(s), 30, "reply 2")
+            assert s.count("cannot save the input history") == (1 if expect_warning else 0), s
+            t.keys("C-d")
+            t.wait(lambda s: "EXITED rc=0" in s, 10, "the exit")
+        finally:
+            t.kill()
+        if hist and not expect_warning:
+            assert "Hello" in Path(hist).read_text()
+    assert not (tmp_path / "xdg").exists()  # an explicit --history-file replaces the default
+
+
+def test_prompt_flag_is_the_first_turn():
+    # llama-cli's -p in conversation mode: the first user turn, answered before input is read;
+    # the conversation then goes on from stdin (turn 2 reuses turn 1's KV).
+    q1 = "What is 2+2?"
+    r = chat(["And 3+3?"], "-n", "8", "-p", q1)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    stats = [tuple(map(int, m.groups())) for m in STATS_RE.finditer(err)]
+    assert len(stats) == 2, err
+    o = Oracle()
+    assert stats[0][:2] == (len(o.tokens(o.render([{"role": "user", "content": q1}]))), 0)
+    assert stats[1][1] > 0

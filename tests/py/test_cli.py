@@ -193,8 +193,11 @@ def test_bad_flags_subcommands(tmp_path):
 
 def test_no_prompt():
     # `zinc -m FILE` alone serves the model (tests/py/test_server_errors.py); without -m and
-    # without a prompt there is nothing to do.
-    assert_bad_input(zinc("-n", "4"), "prompt")
+    # without a prompt (and with no piped stdin) there is nothing to do: the line says what to type.
+    line = assert_bad_input(zinc("-n", "4", stdin=subprocess.DEVNULL), "prompt")
+    assert "-f FILE" in line and "zinc chat" in line and "serves" in line
+    # -m FILE with a flag only generation has (-n) is a generation, not a server
+    assert_bad_input(zinc("-m", need(SMOL), "-n", "4", stdin=subprocess.DEVNULL), "no prompt")
 
 
 def test_prompt_longer_than_context():
@@ -364,10 +367,26 @@ def test_bench_json():
         assert x["avg_ts"] > 0
         assert x["n_threads"] == 2
         assert x["peak_rss_bytes"] > 0
+        dm = x["device_memory"]  # the CUDA runner's bytes; null on the CPU tier
+        if x["evidence"]["execution_tier"] == "cpu":
+            assert dm is None
+        else:
+            assert dm["weight_bytes"] > 0 and dm["kv_bytes"] > 0
         n = x["n_prompt"] or x["n_gen"]
         # tokens/s samples are consistent with the nanosecond samples
         for ns, ts in zip(x["samples_ns"], x["samples_ts"]):
             assert abs(ts - n * 1e9 / ns) <= 1e-3 * ts
+
+
+def test_bench_depth():
+    # llama-bench's -d: the tests run with D tokens already in the KV cache; n_ctx covers them.
+    out, _ = run_ok("bench", "-m", need(SMOL), "-p", "8", "-n", "2", "-r", "1", "-t", "2",
+                    "--n-depth", "0,40", "--json")
+    res = json.loads(out)
+    assert [x["test"] for x in res] == ["pp8", "tg2", "pp8 @ d40", "tg2 @ d40"]
+    assert [x["n_depth"] for x in res] == [0, 0, 40, 40]
+    assert all(x["n_ctx"] == 40 + 8 + 2 for x in res)
+    assert_bad_input(zinc("bench", "--n-depth", "-5"), "-5")
 
 
 def test_bench_table():

@@ -267,6 +267,12 @@ def test_models_health_metrics(server, client):
     assert h["status"] == "ok"
     assert h["slots"]["total"] == 4
     assert h["slots"]["busy"] + h["slots"]["idle"] == 4
+    dm = h["device_memory"]  # the CUDA runner's bytes; null on the CPU tier
+    if h["evidence"]["execution_tier"] == "cpu":
+        assert dm is None
+    else:
+        assert dm["weight_bytes"] > 0 and dm["kv_bytes"] > 0
+        assert dm["total_bytes"] == dm["weight_bytes"] + dm["kv_bytes"] + dm["scratch_bytes"]
     kv = h["kv_blocks"]
     assert kv["total"] == kv["used"] + kv["free"] + kv["cached"] or \
         kv["total"] == kv["used"] + kv["free"]

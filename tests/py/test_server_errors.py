@@ -89,7 +89,8 @@ def test_wrong_types_name_the_json_path(server, extra, param):
 
 @pytest.mark.parametrize("extra,param", [
     ({"temperature": 5}, "temperature"),
-    ({"top_p": 0}, "top_p"),
+    ({"top_p": -0.1}, "top_p"),
+    ({"top_p": 1.5}, "top_p"),
     ({"max_tokens": 0}, "max_tokens"),
     ({"n": 0}, "n"),
     ({"presence_penalty": -3}, "presence_penalty"),

@@ -2,7 +2,7 @@
 // for the Python golden tests (tests/py/test_model_goldens.py).
 //
 //   logits_tool --model FILE --tokens 1,2,3 [--top-positions P] [--top-k K] [--n-predict N]
-//               [--threads T] [--n-batch B] [--n-ctx C]
+//               [--threads T] [--n-batch B] [--n-ctx C] [--dump-logits FILE]
 //
 // Output (one JSON object on stdout):
 //   "prompt_top":  for each of the first P prompt positions, the top-K [id, logit] pairs
@@ -12,6 +12,8 @@
 //                  each forced token is fed (teacher forcing along another engine's output)
 //   "logits_at_ids": with --logit-ids a,b,c: for each of the first P positions, the logits of
 //                    those ids (to compare against another engine's top-K list)
+//   --dump-logits FILE: the full logits of the first P positions, (P, n_vocab) raw f32 rows, for
+//                  distribution comparisons (bench/agreement_floor.py)
 // The first P prompt tokens are evaluated with all logits kept, the rest of the prompt in a
 // second eval call, then one token per call. Errors go to stderr with exit status 2.
 #include <algorithm>
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> tokens;
     std::vector<int32_t> logit_ids;
     std::vector<int32_t> forced;
+    std::string dump_path;
     int top_positions = 0, k = 20, n_predict = 0, threads = 0, n_batch = 512, n_ctx = 2048;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -86,6 +89,8 @@ int main(int argc, char** argv) {
             threads = std::stoi(next());
         } else if (a == "--n-batch") {
             n_batch = std::stoi(next());
+        } else if (a == "--dump-logits") {
+            dump_path = next();
         } else if (a == "--n-ctx") {
             n_ctx = std::stoi(next());
         } else {
@@ -114,6 +119,12 @@ int main(int argc, char** argv) {
     if (p > 0) {
         auto r = c.eval(std::span<const int32_t>(tokens.data(), p), true);
         if (!r.ok()) return fail(r.error().message);
+        if (!dump_path.empty()) {
+            FILE* f = std::fopen(dump_path.c_str(), "wb");
+            if (!f) return fail("cannot write " + dump_path);
+            for (int i = 0; i < p; ++i) std::fwrite(c.logits(i), sizeof(float), n_vocab, f);
+            if (std::fclose(f) != 0) return fail("cannot write " + dump_path);
+        }
         for (int i = 0; i < p; ++i) {
             const float* l = c.logits(i);
             out += i ? ", [" : "[";

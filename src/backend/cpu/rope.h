@@ -11,17 +11,11 @@
 
 #include <cstdint>
 
+#include "model/rope.h"
+
 namespace zinc::cpu {
 
-enum class RopeMode { Norm, Neox };
-
-struct RopeParams {
-    int n_rot = 0;  // rotated dimensions per head (even, <= head_dim)
-    RopeMode mode = RopeMode::Norm;
-    float freq_base = 10000.0f;
-    float freq_scale = 1.0f;              // 1 / linear scaling factor
-    const float* freq_factors = nullptr;  // (n_rot/2) per-pair divisors (llama3 rope), optional
-};
+// RopeMode and RopeParams: model/rope.h (the model's description; cpu:: names them too).
 
 /// cos/sin table for one position: cs[2i] = cos theta_i, cs[2i+1] = sin theta_i, i < n_rot/2.
 void rope_cache(const RopeParams& p, int64_t pos, float* cs);

@@ -29,10 +29,10 @@ struct DeviceInfo {
 };
 
 struct Probe {
-    bool built = false;   // compiled with the CUDA tier
-    std::string reason;   // why no device is usable (empty when devices is non-empty)
-    int driver_version = 0;   // e.g. 13000 (CUDA 13.0); 0 when there is no driver
-    int runtime_version = 0;  // the runtime zinc was built against
+    bool built = false;               // compiled with the CUDA tier
+    std::string reason;               // why no device is usable (empty when devices is non-empty)
+    int driver_version = 0;           // e.g. 13000 (CUDA 13.0); 0 when there is no driver
+    int runtime_version = 0;          // the runtime zinc was built against
     std::vector<DeviceInfo> devices;  // usable devices (compute capability >= 7.0 ... 9.x)
 };
 
@@ -44,9 +44,15 @@ std::string version_string(int v);
 
 struct CudaOptions {
     int device = 0;  // -d N
+    /// The kernels: 1 exact (every matrix product by the dmmv_exact kernels, the CPU tier's bits,
+    /// docs/exactness.md; also what RunnerOptions::batch_invariant selects), 0 fast (the default:
+    /// dmmv / mmq / cuBLAS, held to agreement with the CPU tier, docs/cuda.md), -1: ZINC_EXACT
+    /// (1 or 0; unset: fast), for programs that build a runner without the CLI's --exact.
+    int exact = -1;
 };
 
-/// The CUDA Runner for `model` (an architecture of src/models: llama, qwen2, qwen3, gemma3).
+/// The CUDA Runner for `model` (any architecture of src/models: it executes the model's op list,
+/// model/ir.h).
 /// Uploads the weights (still quantized) and allocates opts.n_blocks KV blocks on the device.
 /// Errors (one line): no usable device, a bad device index, a tensor type without a CUDA
 /// kernel, or out of device memory (with the sizes).
@@ -64,12 +70,16 @@ size_t device_bytes_needed(const model::Model& model, int n_ctx);
 
 /// Per-step counters of a CUDA runner (for perf notes): kernel launches issued by the host in
 /// the last forward (0 when a CUDA graph was replayed), graph replays so far, host microseconds
-/// spent in the last forward call up to the sync.
+/// spent in the last forward call up to the sync; and the device memory it holds (bytes):
+/// weights as uploaded, the KV pool, and scratch (every other allocation of the runner's own:
+/// activations, RoPE tables, dequantized-weight and split-K scratch; not cuBLAS's workspace nor
+/// the sampler's buffers, made on first use).
 struct RunnerStats {
     int launches_last_step = 0;
     int64_t graph_replays = 0;
     int64_t graph_captures = 0;
     double host_us_last_step = 0;
+    size_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0;
 };
 RunnerStats runner_stats(const model::Runner& runner);
 

@@ -1,4 +1,6 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
+// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call and measured faster
+// (dmmv_fast_preferred), else these (v2, also the float types); ZINC_DMMV=v2 / v3 force one.
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
@@ -8,6 +10,9 @@
 // rows back to back.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+
+#include <cstdlib>
+#include <cstring>
 
 namespace zinc::cuda {
 namespace {
@@ -205,8 +210,8 @@ bool dmmv_supports(int type) {
     }
 }
 
-void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-          const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+             const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     Jobs J{};
     J.n_jobs = n_jobs;
     int total = 0;
@@ -234,6 +239,33 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;
         default: break;  // callers check dmmv_supports
     }
+}
+
+// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call), unset: by
+// dmmv_fast_preferred. Read once.
+static int dmmv_choice() {
+    static const int choice = [] {
+        const char* e = std::getenv("ZINC_DMMV");
+        if (e && std::strcmp(e, "v2") == 0) return 2;
+        if (e && std::strcmp(e, "v3") == 0) return 3;
+        return 0;
+    }();
+    return choice;
+}
+
+void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+          const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+    static const bool pdl = [] {
+        const char* e = std::getenv("ZINC_DMMV_PDL");
+        return e && std::strcmp(e, "1") == 0;
+    }();
+    const int choice = dmmv_choice();
+    int rows = 0;
+    for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
+    if (choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
+        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
+        return;
+    dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }
 
 }  // namespace zinc::cuda

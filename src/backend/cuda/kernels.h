@@ -66,8 +66,33 @@ struct MatJob {
 bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
+/// Runs dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred; ZINC_DMMV=v2:
+/// never, ZINC_DMMV=v3: wherever it covers the call; ZINC_DMMV_PDL=1: launched with PDL), else
+/// dmmv_v2.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
+/// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
+void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+             const float* xf, int n_act, bool accumulate, cudaStream_t s);
+
+// ---- dmmv_fast.cu (v3: bandwidth-oriented; docs/perf-notes.md "dmmv")
+/// Most activation rows dmmv_fast takes.
+constexpr int kDmmvFastMaxRows = 16;
+/// Whether dmmv_fast covers the call: a quantized type (GGUF layouts, or the repacked 102/108/
+/// 114), 1..kDmmvFastMaxRows activation rows, 1..3 jobs, aq 16-byte aligned; for the 16-byte-load
+/// kernels (Q4_K, Q5_K and the repacked types) 16-byte aligned weights and row sizes.
+bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                      int n_act);
+/// Whether dmmv() should take dmmv_fast for a call of `type` with `rows` output rows in all and
+/// n_act activation rows (where the H200 measurements showed it at least as fast as dmmv_v2).
+bool dmmv_fast_preferred(int type, int rows, int n_act);
+/// dmmv's contract for the covered calls (false: nothing launched). lanes_per_row 0 picks the
+/// thread mapping from the shape; 8 or 32 force it (for measuring). pdl: launch with
+/// programmatic stream serialization, so that the grid starts while the previous kernel drains
+/// and streams its weights before waiting for that kernel's outputs (griddepcontrol.wait).
+bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+               const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+               int lanes_per_row = 0, bool pdl = false);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).

@@ -7,8 +7,9 @@
 //   Q4_0 -> [qs: nb x 16][d: nb x 2]            (device type id 102, nb = k / 32)
 //   Q8_0 -> [qs: nb x 32][d: nb x 2]            (108)
 //   Q6_K -> [ql: nb x 128][qh: nb x 64][scales: nb x 16][d: nb x 2]   (114, nb = k / 256)
-// Only when a row's size is a multiple of 16 bytes (nb % 8 == 0). Opt-in (ZINC_REPACK=1): on the
-// H200 it measured no faster than the GGUF layout (docs/perf-notes.md).
+// Only when a row's size is a multiple of 16 bytes (nb % 8 == 0). On by default in fast mode
+// (ZINC_REPACK=0 keeps the GGUF layout; exact mode never repacks): dmmv_fast.cu loads each
+// 16-byte piece with one aligned load instead of two (docs/perf-notes.md "dmmv").
 // The decoders are decode_chunk<kQ4_0R/kQ8_0R/kQ6_KR> in common.cuh.
 #pragma once
 

@@ -1,21 +1,24 @@
 // zinc/backend/cuda/runner.cpp — the CUDA model::Runner: weights uploaded still quantized, a
-// paged f16 KV cache in device memory, and the forward pass of the pre-norm decoder (llama,
-// qwen2, qwen3) and Gemma 3 as a sequence of kernels on one stream (kernels.h).
+// paged f16 KV cache in device memory, and the model's op list (model/ir.h, the same one the
+// CPU tier executes) walked as a sequence of kernels on one stream (runner_exec.cpp, kernels.h).
 //
 // Per step: the batch's metadata (tokens, positions, KV slots, block tables, output rows) is
 // staged in pinned memory and copied in one transfer; the kernels run; logits (or argmax tokens)
 // come back in one transfer; one stream synchronization. Decode steps (every sequence one row)
 // are captured once per row count as a CUDA graph and replayed (ZINC_CUDA_GRAPH=0: plain
-// launches). Projections: by default (ZINC_EXACT=1) the exact kernels of dmmv_exact.cu for every
-// row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the int8/dp4a matrix-vector kernels
-// up to ZINC_DMMV_MAX_ROWS rows (default 16) and above them (prefill, large decode batches) the
-// int8 tensor-core GEMM of mmq.cu for the quantized types it covers, dequantize-to-f16 + cuBLAS
-// for the others (ZINC_MMQ=0: cuBLAS for all); not bit-identical to the CPU tier. Opt-outs: ZINC_FUSED_PROJ=0
-// (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0 (norm, then a separate pack),
-// and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured gain yet).
-// Validation (ZINC_VALIDATE, docs/runtime.md): a step whose hooks ask gets the CPU tier's named
-// intermediates copied out (observe(), enqueue_step), ungraphed and with the residual adds
-// unfused, so the validator can name the single op that diverged.
+// launches). Projections, all through proj(): by default (ZINC_EXACT=1) the exact kernels of
+// dmmv_exact.cu for every row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the
+// int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 16) and
+// above them (prefill, large decode batches) the int8 tensor-core GEMM of mmq.cu for the types it
+// covers up to ZINC_MMQ_MAX_ROWS rows, dequantize-to-f16 + cuBLAS otherwise (ZINC_MMQ=0: cuBLAS
+// for all); not bit-identical to the CPU tier. Opt-outs of the
+// executor's fusions: ZINC_FUSED_PROJ=0 (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0
+// (norm, then a separate pack), ZINC_FUSED_ADD=0 (residual adds and post-norms as their own
+// launches); and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured
+// gain yet). Validation (ZINC_VALIDATE, docs/runtime.md): a step whose hooks ask gets the CPU
+// tier's named intermediates copied out (runner_exec.cpp's observe()), ungraphed and with the
+// fusions that would hide one of them unfused, so the validator can name the single op that
+// diverged.
 #include "backend/cuda/runner_impl.h"
 
 namespace zinc::cuda {
@@ -24,6 +27,7 @@ namespace runner_detail {
 RowOut CudaRunner::row_out(int n_rows, int type) {
     RowOut o;
     o.f = xf_;
+    if (type < 0) return o;  // no projection reads it: f32 only
     const bool big = n_rows > dmmv_max_rows_ && cublas_.ok();
     const bool mmq_rows = mmq_ && n_rows <= mmq_max_rows_;
     // Above the row limit: int8 codes for mmq where it covers the type, f16 for cuBLAS where a
@@ -40,65 +44,25 @@ RowOut CudaRunner::row_out(int n_rows, int type) {
     return o;
 }
 
-void CudaRunner::finish_rows(const float* x, const float* w, int n_rows, int dim, int type) {
+void CudaRunner::finish_rows(const float* x, const float* w, float eps, int n_rows, int dim,
+                             int type) {
     RowOut o = row_out(n_rows, type);
+    if (x == xf_) o.f = nullptr;  // already there: pack only
     if (!w) {
         pack_rows(x, n_rows, dim, o, stream_);
         launched(runtime::Op::Pack, 0, 2ull * n_rows * dim * sizeof(float));
-    } else if (fused_norm_) {
-        rms_norm_out(x, w, cfg_.rms_eps, n_rows, dim, o, stream_);
+    } else if (fused_norm_ || type < 0) {
+        rms_norm_out(x, w, eps, n_rows, dim, o, stream_);
         launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
     } else {
         RowOut f;
         f.f = xf_;
-        rms_norm_out(x, w, cfg_.rms_eps, n_rows, dim, f, stream_);
+        rms_norm_out(x, w, eps, n_rows, dim, f, stream_);
         launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
         o.f = nullptr;
         pack_rows(xf_, n_rows, dim, o, stream_);
         launched(runtime::Op::Pack, 0, 2ull * n_rows * dim * sizeof(float));
     }
-}
-
-void CudaRunner::glu(int n_rows, int il, int type) {
-    RowOut o = row_out(n_rows, type);
-    const uint64_t glu_bytes = 3ull * n_rows * cfg_.n_ff * sizeof(float);
-    runtime::ForwardHooks* h = opts_.hooks;
-    if (h && h->force_cpu("glu")) {
-        // ZINC_CPU_OPS=glu: act(gate) * up on the host (the CPU tier's kernel), then the packing
-        // launch the fused kernel would have done. Never inside a graph (needs_host()).
-        const size_t n = static_cast<size_t>(n_rows) * cfg_.n_ff;
-        std::vector<float> g(n), u(n);
-        cudaMemcpyAsync(g.data(), gate_, n * sizeof(float), cudaMemcpyDeviceToHost, stream_);
-        cudaMemcpyAsync(u.data(), up_, n * sizeof(float), cudaMemcpyDeviceToHost, stream_);
-        cudaStreamSynchronize(stream_);
-        if (gemma_) cpu::geglu(g.data(), u.data(), g.data(), static_cast<int64_t>(n));
-        else cpu::swiglu(g.data(), u.data(), g.data(), static_cast<int64_t>(n));
-        cudaMemcpyAsync(gate_, g.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_);
-        cudaStreamSynchronize(stream_);
-        tally_.add(runtime::Device::Cpu, runtime::Op::Glu, 0, glu_bytes);
-        h->fallback("glu", il);
-        pack_rows(gate_, n_rows, cfg_.n_ff, o, stream_);
-        launched(runtime::Op::Pack, 0, 2ull * n * sizeof(float));
-        return;
-    }
-    glu_out(gate_, up_, cfg_.n_ff, gemma_, n_rows, cfg_.n_ff, o, stream_);
-    launched(runtime::Op::Glu, 0, glu_bytes);
-}
-
-void CudaRunner::observe(const char* name, int il, float* x, int n_rows, int dim) {
-    runtime::ForwardHooks* h = opts_.hooks;
-    if (!h) return;
-    if (h->corrupts(name, il)) {  // ZINC_TEST_CORRUPT (test-only): row 0 becomes 1 - x
-        std::vector<float> row(dim);
-        cudaMemcpyAsync(row.data(), x, dim * sizeof(float), cudaMemcpyDeviceToHost, stream_);
-        cudaStreamSynchronize(stream_);
-        for (float& v : row) v = runtime::corrupt_value(v);
-        cudaMemcpyAsync(x, row.data(), dim * sizeof(float), cudaMemcpyHostToDevice, stream_);
-        cudaStreamSynchronize(stream_);
-    }
-    if (float* dst = h->capture(name, il, n_rows, dim))
-        cudaMemcpyAsync(dst, x, static_cast<size_t>(n_rows) * dim * sizeof(float),
-                        cudaMemcpyDeviceToHost, stream_);
 }
 
 // Projections of the activations last finished (xf_/aq_/xh_) through n_mats weights of row
@@ -158,184 +122,6 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
     return true;
 }
 
-void CudaRunner::enqueue_step(int n_rows, int n_out) {
-    const ModelConfig& c = cfg_;
-    const int E = c.n_embd;
-    // Validation (runtime/forward_hooks.h): the CPU tier's named intermediates (inp_embd, Qcur,
-    // Kcur, Vcur, kqv_out, attn_out, ffn_inp, ffn_gate, ffn_up, ffn_glu, ffn_out, l_out) pass
-    // through observe(), which copies them to the host and applies ZINC_TEST_CORRUPT only when
-    // the hooks ask this step. Where the fast path fuses a result away (the residual add inside
-    // the attn_output / ffn_down projection's accumulate), a step that wants it runs unfused: the
-    // projection into h_, then add_inplace: in exact mode the same single rounded add, the same
-    // bits. Such steps never run in a CUDA graph (ForwardHooks::needs_host), so no graph holds
-    // the unfused path or a host copy.
-    runtime::ForwardHooks* hk = opts_.hooks;
-    auto wants = [hk](const char* name, int il) {
-        return hk && (hk->capturing || hk->corrupts(name, il));
-    };
-    get_rows(tok_embd_.type, tok_embd_.d, tok_embd_.row_bytes, d_tokens_, n_rows, E,
-             gemma_ ? std::sqrt(static_cast<float>(E)) : 1.0f, x_, stream_);
-    launched(runtime::Op::Embed, tok_embd_.row_bytes * n_rows, 4ull * n_rows * E);
-    observe("inp_embd", -1, x_, n_rows, E);
-    for (int il = 0; il < c.n_layer; ++il) {
-        const Layer& L = layers_[il];
-        // The CPU tier gathers the output rows in the last layer after attn_out, so from ffn_inp
-        // on its last layer has n_out rows; ours keeps all rows until the LM head.
-        const bool all_rows_out = n_out == n_rows;
-        const bool same_rows = il + 1 < c.n_layer || all_rows_out;
-        finish_rows(x_, L.attn_norm, n_rows, E, L.wq.type);
-        // Q/K/V biases go into the projection (MatJob::bias: one rounded add, as the CPU tier's
-        // matmul and as rope_kv's), so Qcur/Kcur/Vcur are the CPU tier's (projection + bias,
-        // before RoPE); on the cuBLAS path (ZINC_EXACT=0 prefill) rope_kv adds them instead and
-        // the three are not observed.
-        bool qkv_biased = true;
-        {
-            const DevMat* m[3] = {&L.wq, &L.wk, &L.wv};
-            float* ys[3] = {q_, k_, v_};
-            const int ld[3] = {c.q_dim(), c.kv_dim_k(), c.kv_dim_v()};
-            const float* b[3] = {L.bq, L.bk, L.bv};
-            qkv_biased = proj(m, ys, ld, 3, n_rows, E, false, b);
-        }
-        const bool has_bias = L.bq || L.bk || L.bv;
-        if (qkv_biased || !has_bias) {
-            observe("Qcur", il, q_, n_rows, c.q_dim());
-            observe("Kcur", il, k_, n_rows, c.kv_dim_k());
-            observe("Vcur", il, v_, n_rows, c.kv_dim_v());
-        }
-        RopeJob rj;
-        rj.q = q_;
-        rj.k = k_;
-        rj.v = v_;
-        rj.q_ld = c.q_dim();
-        rj.k_ld = c.kv_dim_k();
-        rj.v_ld = c.kv_dim_v();
-        rj.bq = qkv_biased ? nullptr : L.bq;
-        rj.bk = qkv_biased ? nullptr : L.bk;
-        rj.bv = qkv_biased ? nullptr : L.bv;
-        rj.q_norm = L.q_norm;
-        rj.k_norm = L.k_norm;
-        rj.eps = c.rms_eps;
-        rj.n_head = c.n_head;
-        rj.n_head_kv = c.n_head_kv;
-        rj.head_dim = c.head_dim_k;
-        rj.head_dim_v = c.head_dim_v;
-        rj.n_rot = c.n_rot;
-        rj.neox = c.rope(il).mode == cpu::RopeMode::Neox;
-        rj.cs = rope_cs_[il];
-        rj.row_pos = d_pos_;
-        rj.row_slot = d_slot_;
-        rj.k_cache = k_cache_ + layer_k_elems_ * il;
-        rj.v_cache = v_cache_ + layer_v_elems_ * il;
-        rope_kv(rj, n_rows, stream_);
-        launched(runtime::Op::RopeKv, 0,
-                 8ull * n_rows * (c.q_dim() + c.kv_dim_k() + c.kv_dim_v()) +
-                     2ull * n_rows * (c.kv_dim_k() + c.kv_dim_v()));
-
-        AttnJob aj;
-        aj.q = q_;
-        aj.q_ld = c.q_dim();
-        aj.out = attn_;
-        aj.out_ld = c.attn_out_dim();
-        aj.k_cache = rj.k_cache;
-        aj.v_cache = rj.v_cache;
-        aj.n_head = c.n_head;
-        aj.n_head_kv = c.n_head_kv;
-        aj.head_dim = c.head_dim_k;
-        aj.head_dim_v = c.head_dim_v;
-        aj.scale = c.attn_scale;
-        aj.window = c.window(il);
-        aj.block_size = opts_.block_size;
-        aj.row_pos = d_pos_;
-        aj.row_bt = d_rowbt_;
-        aj.bt = d_bt_;
-        aj.max_pos = opts_.max_seq_len;
-        aj.part = attn_part_;
-        aj.counters = attn_cnt_;
-        attention(aj, n_rows, stream_);
-        // + the K/V rows read, added per step in run() (they grow with the positions, and a
-        // replayed graph's tally is the one recorded at capture)
-        launched(runtime::Op::Attention, 0, 4ull * n_rows * (c.q_dim() + c.attn_out_dim()));
-        observe("kqv_out", il, attn_, n_rows, c.attn_out_dim());
-
-        finish_rows(attn_, nullptr, n_rows, c.attn_out_dim(), L.wo.type);
-        const bool split_attn = !gemma_ && wants("attn_out", il);  // unfused residual add
-        {
-            const DevMat* m[1] = {&L.wo};
-            float* ys[1] = {gemma_ || split_attn ? h_ : x_};
-            const int ld[1] = {E};
-            proj(m, ys, ld, 1, n_rows, c.attn_out_dim(), !gemma_ && !split_attn);
-        }
-        if (gemma_ || split_attn) observe("attn_out", il, h_, n_rows, E);
-        if (split_attn) {
-            add_inplace(x_, h_, static_cast<int64_t>(n_rows) * E, stream_);
-            launched(runtime::Op::Add, 0, 12ull * n_rows * E);
-        }
-        if (gemma_) {
-            add_rms_norm(x_, h_, L.post_attn_norm, c.rms_eps, n_rows, E, stream_);
-            launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
-        }
-        if (same_rows) observe("ffn_inp", il, x_, n_rows, E);
-        finish_rows(x_, L.ffn_norm, n_rows, E, L.gate.type);
-        {
-            const DevMat* m[2] = {&L.gate, &L.up};
-            float* ys[2] = {gate_, up_};
-            const int ld[2] = {c.n_ff, c.n_ff};
-            proj(m, ys, ld, 2, n_rows, E, false);
-        }
-        if (same_rows) {
-            observe("ffn_gate", il, gate_, n_rows, c.n_ff);
-            observe("ffn_up", il, up_, n_rows, c.n_ff);
-        }
-        glu(n_rows, il, L.down.type);
-        if (same_rows && wants("ffn_glu", il)) {
-            // glu() left the f32 act(gate) * up in xf_ beside the packed copy the down
-            // projection reads; a corrupted xf_ is packed again so the fault propagates.
-            observe("ffn_glu", il, xf_, n_rows, c.n_ff);
-            if (hk->corrupts("ffn_glu", il)) {
-                RowOut o = row_out(n_rows, L.down.type);
-                o.f = nullptr;
-                pack_rows(xf_, n_rows, c.n_ff, o, stream_);
-                launched(runtime::Op::Pack, 0, 2ull * n_rows * c.n_ff * sizeof(float));
-            }
-        }
-        const bool split_ffn = !gemma_ && same_rows && wants("ffn_out", il);
-        {
-            const DevMat* m[1] = {&L.down};
-            float* ys[1] = {gemma_ || split_ffn ? h_ : x_};
-            const int ld[1] = {E};
-            proj(m, ys, ld, 1, n_rows, c.n_ff, !gemma_ && !split_ffn);
-        }
-        if ((gemma_ && same_rows) || split_ffn) observe("ffn_out", il, h_, n_rows, E);
-        if (split_ffn) {
-            add_inplace(x_, h_, static_cast<int64_t>(n_rows) * E, stream_);
-            launched(runtime::Op::Add, 0, 12ull * n_rows * E);
-        }
-        if (gemma_) {
-            add_rms_norm(x_, h_, L.post_ffn_norm, c.rms_eps, n_rows, E, stream_);
-            launched(runtime::Op::Add, E * sizeof(float), 12ull * n_rows * E);
-        }
-        if (same_rows) observe("l_out", il, x_, n_rows, E);
-    }
-    if (n_out == 0) return;
-    gather_rows(x_, d_out_, n_out, E, xo_, stream_);
-    launched(runtime::Op::Gather, 0, 8ull * n_out * E);
-    if (n_out != n_rows) observe("l_out", c.n_layer - 1, xo_, n_out, E);
-    finish_rows(xo_, output_norm_, n_out, E, output_.type);
-    {
-        const DevMat* m[1] = {&output_};
-        float* ys[1] = {logits_};
-        const int ld[1] = {c.n_vocab};
-        proj(m, ys, ld, 1, n_out, E, false);
-    }
-    if (c.final_logit_softcap > 0.0f) {  // Gemma's final soft-cap (config.h), as the CPU tier
-        softcap(logits_, static_cast<int64_t>(n_out) * c.n_vocab, c.final_logit_softcap, stream_);
-        launched(runtime::Op::Softcap, 0, 8ull * n_out * c.n_vocab);
-    }
-    argmax_rows(logits_, n_out, c.n_vocab, tok_out_, argmax_scratch_, stream_);
-    launched(runtime::Op::Argmax, 0, 4ull * n_out * c.n_vocab);
-    ++launches_;  // argmax is two launches
-}
-
 Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* tokens) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -361,9 +147,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     for (int s = 0; s < n_seqs; ++s) {
         const model::BatchSeq& q = batch.seqs[s];
         if (q.row0 != expect_row || q.n_tokens < 1 || q.row0 + q.n_tokens > n_rows || q.pos0 < 0)
-            return make_error("cuda forward: sequence " + std::to_string(s) +
-                              " has rows [" + std::to_string(q.row0) + ", " +
-                              std::to_string(q.row0 + q.n_tokens) +
+            return make_error("cuda forward: sequence " + std::to_string(s) + " has rows [" +
+                              std::to_string(q.row0) + ", " + std::to_string(q.row0 + q.n_tokens) +
                               "), expected contiguous rows after the previous sequence's");
         expect_row = q.row0 + q.n_tokens;
         const int end = q.pos0 + q.n_tokens;
@@ -393,8 +178,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
                                   std::to_string(c.n_vocab) + ")");
             h_tok[r] = t;
             h_pos[r] = pos;
-            h_slot[r] = q.block_table[pos / opts_.block_size] * opts_.block_size +
-                        pos % opts_.block_size;
+            h_slot[r] =
+                q.block_table[pos / opts_.block_size] * opts_.block_size + pos % opts_.block_size;
             h_rowbt[r] = n_bt;
             if (q.all_logits || (q.want_logits && i == q.n_tokens - 1)) h_out[n_out++] = r;
         }
@@ -411,13 +196,14 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     launches_ = 0;
     tally_ = runtime::OpTally{};
     runtime::ForwardHooks* hooks = opts_.hooks;
-    const bool graph = use_graph_ && all_decode && n_rows <= dmmv_max_rows_ &&
-                       !(hooks && hooks->needs_host());
+    const bool graph =
+        use_graph_ && all_decode && n_rows <= dmmv_max_rows_ && !(hooks && hooks->needs_host());
     if (graph) {
         auto it = graphs_.find(n_rows);
         if (it == graphs_.end()) {
             cudaGraph_t g = nullptr;
-            CU_TRY("graph capture", cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+            CU_TRY("graph capture",
+                   cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
             enqueue_step(n_rows, n_out);
             CU_TRY("graph capture", cudaStreamEndCapture(stream_, &g));
             cudaGraphExec_t ge = nullptr;
@@ -442,9 +228,9 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     const bool pinned_logits = static_cast<size_t>(n_out) <= logits_h_rows_;
     if (n_out > 0) {
         if (logits)
-            CU_TRY("logits", cudaMemcpyAsync(pinned_logits ? logits_h_ : logits, logits_,
-                                             n_logits * sizeof(float), cudaMemcpyDeviceToHost,
-                                             stream_));
+            CU_TRY("logits",
+                   cudaMemcpyAsync(pinned_logits ? logits_h_ : logits, logits_,
+                                   n_logits * sizeof(float), cudaMemcpyDeviceToHost, stream_));
         if (tokens)
             CU_TRY("tokens", cudaMemcpyAsync(tok_h_, tok_out_, n_out * sizeof(int32_t),
                                              cudaMemcpyDeviceToHost, stream_));
@@ -460,11 +246,13 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         // Attention's K/V reads (f16 K and V rows of every attended position, per layer) grow
         // with the positions, so they are added per step, not taken from a graph's tally.
         uint64_t kv_read = 0;
-        for (int il = 0; il < c.n_layer; ++il) {
+        for (const model::Op& op : prog_.ops) {
+            if (op.kind() != model::OpKind::Attention) continue;
+            const auto& ap = op.as<model::AttentionP>();
             uint64_t n_pos = 0;
             for (int r = 0; r < n_rows; ++r)
-                n_pos += runtime::attended_positions(h_pos[r], c.window(il));
-            kv_read += n_pos * 2ull * (c.kv_dim_k() + c.kv_dim_v());
+                n_pos += runtime::attended_positions(h_pos[r], ap.window);
+            kv_read += n_pos * 2ull * ap.n_head_kv * (ap.head_dim_k + ap.head_dim_v);
         }
         tally_.act_bytes[static_cast<int>(runtime::Device::Cuda)] += kv_read;
         hooks->step += tally_;
@@ -485,7 +273,6 @@ void CudaRunner::copy_block(int32_t src, int32_t dst) {
     cudaStreamSynchronize(stream_);
 }
 
-
 }  // namespace runner_detail
 
 using namespace runner_detail;  // CudaRunner, the helpers and the model:: names it uses
@@ -495,8 +282,9 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
                                                      const CudaOptions& copts) {
     if (opts.n_blocks < 1 || opts.block_size < 1 || opts.max_batch_tokens < 1 ||
         opts.max_seqs < 1 || opts.max_seq_len < 1)
-        return make_error("cuda runner: n_blocks, block_size, max_batch_tokens, max_seqs and "
-                          "max_seq_len must be positive");
+        return make_error(
+            "cuda runner: n_blocks, block_size, max_batch_tokens, max_seqs and "
+            "max_seq_len must be positive");
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     if (!am) return make_error("cuda runner: not a zinc architecture model");
     const Probe p = probe();
@@ -505,16 +293,16 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
     for (const auto& d : p.devices)
         if (d.index == copts.device) dev = &d;
     if (!dev)
-        return make_error("cuda: device " + std::to_string(copts.device) +
-                          " is not a usable CUDA device (usable: " +
-                          std::to_string(p.devices.size()) + ", first is -d " +
-                          std::to_string(p.devices.front().index) + ")");
+        return make_error(
+            "cuda: device " + std::to_string(copts.device) +
+            " is not a usable CUDA device (usable: " + std::to_string(p.devices.size()) +
+            ", first is -d " + std::to_string(p.devices.front().index) + ")");
     const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size);
     if (dev->mem_free && need > dev->mem_free)
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +
                           ") has " + fmt_mib(dev->mem_free) + " free; lower -c or use --tier cpu");
-    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device);
+    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device, copts.exact);
     if (auto st = r->init(); !st) return st.error();
     return std::unique_ptr<model::Runner>(std::move(r));
 }
@@ -529,15 +317,8 @@ size_t device_bytes_needed(const model::Model& model, int n_ctx) {
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     if (!am) return 0;
     const ModelConfig& c = am->config();
-    size_t w = 0;
-    const std::string names[] = {"token_embd.weight", "output.weight"};
-    for (const auto& n : names)
-        if (const Weight* t = am->find_weight(n)) w += quant::row_size(t->type, t->ne[0]) * t->ne[1];
-    for (int il = 0; il < c.n_layer; ++il)
-        for (const char* s : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                              "ffn_down"})
-            if (const Weight* t = am->find_weight("blk." + std::to_string(il) + "." + s + ".weight"))
-                w += quant::row_size(t->type, t->ne[0]) * t->ne[1];
+    size_t w = 0;  // every weight the op list uses, each once (a tied embedding too)
+    for (const Weight* t : am->program().weights()) w += t->bytes();
     const size_t kv = static_cast<size_t>(n_ctx) * c.n_layer * (c.kv_dim_k() + c.kv_dim_v()) * 2;
     // dequantized-weight scratch for prefill (largest matrix in f16) + activations (~64 MiB)
     size_t largest = static_cast<size_t>(c.n_embd) * std::max(c.n_vocab, c.n_ff) * 2;

@@ -1,5 +1,6 @@
 // zinc/backend/cuda/runner_impl.h — private to src/backend/cuda: the CudaRunner class shared by
-// runner_init.cpp (device memory, weight upload) and runner.cpp (the forward pass, graphs).
+// runner_init.cpp (device memory, weight upload, the plan of the op list), runner_exec.cpp (the
+// executor: the op list walked as kernel launches) and runner.cpp (steps, graphs, projections).
 // What the runner does and its switches: runner.cpp's header comment.
 #pragma once
 
@@ -23,7 +24,7 @@
 #include "backend/cuda/repack.h"
 #include "model/arch_model.h"
 #include "model/config.h"
-#include "model/tensor_names.h"
+#include "model/ir.h"
 #include "quant/types.h"
 #include "runtime/forward_hooks.h"
 
@@ -52,10 +53,10 @@ inline Error cuda_error(const std::string& what, cudaError_t e) {
                       ")");
 }
 
-#define CU_TRY(what, expr)                                   \
-    do {                                                     \
-        const cudaError_t e_ = (expr);                       \
-        if (e_ != cudaSuccess) return cuda_error(what, e_);  \
+#define CU_TRY(what, expr)                                  \
+    do {                                                    \
+        const cudaError_t e_ = (expr);                      \
+        if (e_ != cudaSuccess) return cuda_error(what, e_); \
     } while (0)
 
 struct DevMat {
@@ -66,19 +67,23 @@ struct DevMat {
     bool valid() const { return d != nullptr; }
 };
 
-struct Layer {
-    DevMat wq, wk, wv, wo, gate, up, down;
-    const float *attn_norm = nullptr, *ffn_norm = nullptr, *post_attn_norm = nullptr,
-                *post_ffn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr, *bq = nullptr,
-                *bk = nullptr, *bv = nullptr;
+// Where a tensor's named value was last written (for the deferred output-row capture).
+struct LastName {
+    const char* name = nullptr;
+    int il = -1;
 };
 
 struct SampleState;  // runner_sample.cpp: device buffers of forward_sample
 
 class CudaRunner final : public model::Runner {
   public:
-    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device)
-        : model_(m), cfg_(m.config()), opts_(o), device_(device) {}
+    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact)
+        : model_(m),
+          cfg_(m.config()),
+          opts_(o),
+          device_(device),
+          exact_opt_(exact),
+          prog_(m.program()) {}
     ~CudaRunner() override;
 
     Result<void> init();
@@ -90,23 +95,44 @@ class CudaRunner final : public model::Runner {
     const model::RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
-    bool exact() const override { return exact_; }  // ZINC_EXACT (default on)
-    RunnerStats stats() const { return stats_; }
+    bool exact() const override { return exact_; }  // --exact / ZINC_EXACT=1 / batch_invariant
+    RunnerStats stats() const {
+        RunnerStats s = stats_;
+        s.weight_bytes = weight_bytes_;
+        s.kv_bytes = kv_bytes_;
+        s.scratch_bytes = alloc_bytes_ - std::min(alloc_bytes_, weight_bytes_ + kv_bytes_);
+        return s;
+    }
     // Sampling on the device (runner_sample.cpp); ZINC_GPU_SAMPLING=0 turns it off.
     bool samples_on_device() const override;
     Result<void> forward_sample(const model::Batch& batch, std::span<const model::RowSampling> rows,
                                 model::SampledToken* out, bool want_logprob) override;
 
   private:
-    Result<DevMat> upload_mat(const std::string& name, bool required);
-    Result<const float*> upload_f32(const std::string& name, bool required);
+    Result<DevMat> upload_mat(const Weight& w);
+    Result<const float*> upload_f32(const Weight& w);
     void* dalloc(size_t bytes, cudaError_t& err);
+    Result<void> plan();  // runner_init.cpp: weights, buffers and tables of the op list
+    // ---- the executor (runner_exec.cpp): the op list as kernel launches on stream_
     void enqueue_step(int n_rows, int n_out);
-    // Norm (w) or plain copy of x into xf_, packed for weights of type `type` (aq_/ad_ or xh_).
-    void finish_rows(const float* x, const float* w, int n_rows, int dim, int type);
-    void glu(int n_rows, int il, int type);
+    void exec(const model::Op& op, int idx);
+    void exec_rms_norm(const model::Op& op, int idx);
+    void exec_matmul(const model::Op& op);
+    void exec_rope_kv(const model::Op& op);
+    void exec_attention(const model::Op& op);
+    void exec_glu(const model::Op& op, int idx);
+    void gather_head(model::Tid x);
+    bool wants(const char* name, int il) const;
+    bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
+    // Norm (w, eps) or plain copy of x into xf_, packed for weights of type `type` (aq_/ad_ or
+    // xh_); type < 0: f32 only.
+    void finish_rows(const float* x, const float* w, float eps, int n_rows, int dim, int type);
     RowOut row_out(int n_rows, int type);
-    int packed_mode_ = -1;  // packing now in aq_/ad_
+    const DevMat& mat(const Weight* w) const { return mats_.at(w); }
+    const float* vec(const Weight* w) const { return w ? vecs_.at(w) : nullptr; }
+    // The device memory holding tensor t's current value (the staging xf_ when it was staged).
+    float* loc(model::Tid t) const;
+    float* buf(model::Tid t) const;
     // biases: one per matrix (entries may be null), added as the projection's MatJob::bias on the
     // dmmv paths; returns whether they were (false on the cuBLAS path, which has none).
     bool proj(const DevMat* const* mats, float* const* ys, const int* ldys, int n_mats, int n_rows,
@@ -117,8 +143,9 @@ class CudaRunner final : public model::Runner {
         ++launches_;
         tally_.add(runtime::Device::Cuda, op, w_bytes, a_bytes);
     }
-    // Fault injection and intermediate capture of rows x (n_rows, dim) of intermediate `name`.
-    void observe(const char* name, int il, float* x, int n_rows, int dim);
+    // Fault injection and intermediate capture of output o of an op of layer il (rows x of
+    // (n_rows, dim)); `force`: also where the rows are not the CPU tier's (deferred gather).
+    void observe(const model::Output& o, int il, model::Tid t, bool force = false);
     int launches_ = 0;
     runtime::OpTally tally_;
     std::map<int, runtime::OpTally> graph_tally_;
@@ -127,30 +154,43 @@ class CudaRunner final : public model::Runner {
     const ModelConfig& cfg_;
     model::RunnerOptions opts_;
     int device_;
-    bool gemma_ = false;
+    int exact_opt_;  // CudaOptions::exact
+    const model::Program& prog_;
+    std::vector<model::Step> steps_;  // the op list with this tier's fusions (model::schedule)
+    // Per plain op (index into prog_.ops): the weight of the projection that consumes a
+    // RmsNorm's or Glu's result (its packing is done by the same launch), or null.
+    std::vector<const Weight*> consumer_;
     cudaStream_t stream_ = nullptr;
     std::vector<void*> allocs_;
     size_t weight_bytes_ = 0, kv_bytes_ = 0;
+    size_t alloc_bytes_ = 0;  // everything dalloc gave out
 
-    DevMat tok_embd_, output_;
-    const float* output_norm_ = nullptr;
-    const float* rope_freqs_ = nullptr;
-    // Per layer: the device copy of the CPU tier's RoPE cos/sin table (max_seq_len x n_rot),
+    std::map<const Weight*, DevMat> mats_;        // matrices (embedding, projections)
+    std::map<const Weight*, const float*> vecs_;  // f32 vectors (norms, biases)
+    // Per KV layer: the device copy of the CPU tier's RoPE cos/sin table (max_seq_len x n_rot),
     // shared by layers with the same setting (docs/exactness.md).
     std::vector<const float*> rope_cs_;
     // Split-K attention scratch for decode steps (kernels.h AttnJob::part / counters).
     float* attn_part_ = nullptr;
     unsigned* attn_cnt_ = nullptr;
-    std::vector<Layer> layers_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;
     size_t layer_k_elems_ = 0, layer_v_elems_ = 0;
 
-    // activations (R = max_batch_tokens rows)
+    // activations (R = max_batch_tokens rows): one buffer per tensor of the op list that is
+    // written to its own memory (null for those only ever staged in xf_); the logits tensor is
+    // logits_; xo_ holds the output rows gathered for the head.
     int R_ = 0, wide_ = 0;
-    float *x_ = nullptr, *xf_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr,
-          *attn_ = nullptr, *gate_ = nullptr, *up_ = nullptr, *h_ = nullptr, *xo_ = nullptr,
-          *logits_ = nullptr;
+    std::vector<float*> bufs_;
+    float *xf_ = nullptr, *xo_ = nullptr, *logits_ = nullptr;
+    // ---- executor state of the step being enqueued (reset by enqueue_step)
+    int n_rows_ = 0, n_out_ = 0, rows_ = 0;   // batch rows, output rows, rows of the current op
+    bool kept_ = false, gathered_ = false;    // past KeepRows / past the head's gather
+    model::Tid staged_ = model::kNoTensor;    // the tensor whose value is in xf_ (and packed)
+    int staged_type_ = -1;                    // the weight type it is packed for (-1: f32 only)
+    model::Tid head_x_ = model::kNoTensor;    // the tensor gathered into xo_
+    std::vector<const float*> pending_bias_;  // per tensor: a bias the projection did not add
+    std::vector<LastName> last_name_;         // per tensor
     uint16_t* xh_ = nullptr;
     int8_t* aq_ = nullptr;
     float4* ad_ = nullptr;
@@ -173,8 +213,9 @@ class CudaRunner final : public model::Runner {
 
     CublasLib cublas_;
     int dmmv_max_rows_ = 16;
-    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, repack_ = true;
-    bool exact_ = true;  // ZINC_EXACT: every matrix product by dmmv_exact (docs/exactness.md)
+    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true,
+         repack_ = true;
+    bool exact_ = false;  // every matrix product by dmmv_exact (docs/exactness.md); init() sets it
     // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:
     // it covers every matrix of the model (and each fused group shares one packing), so the f16
     // activations and the dequantized-weight scratch of the cuBLAS path are never needed.
@@ -182,6 +223,7 @@ class CudaRunner final : public model::Runner {
     // H200 (docs/perf-notes.md "mmq": dequant + cuBLAS overtakes mmq between 560 and 870 rows).
     bool mmq_ = true, mmq_all_ = false;
     int mmq_max_rows_ = 768;
+    int packed_mode_ = -1;  // packing of aq_/ad_ by the last row_out (-1: none; proj checks it)
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;
     std::shared_ptr<SampleState> sample_;  // created by the first forward_sample

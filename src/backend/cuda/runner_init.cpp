@@ -1,8 +1,9 @@
-// zinc/backend/cuda/runner_init.cpp — the CUDA Runner's set-up: device buffers, the paged KV
-// cache, and the weights uploaded still quantized (optionally repacked, repack.h).
-#include "backend/cuda/runner_impl.h"
-
+// zinc/backend/cuda/runner_init.cpp — the CUDA Runner's set-up: the plan of the model's op list
+// (its fusions, the weights it uses uploaded still quantized (optionally repacked, repack.h), a
+// device buffer per tensor, the RoPE tables), the paged KV cache and the step's scratch.
 #include "backend/cpu/rope.h"
+#include "backend/cuda/runner_impl.h"
+#include "util/check.h"
 
 namespace zinc::cuda::runner_detail {
 
@@ -19,17 +20,17 @@ CudaRunner::~CudaRunner() {
 void* CudaRunner::dalloc(size_t bytes, cudaError_t& err) {
     void* p = nullptr;
     err = cudaMalloc(&p, std::max<size_t>(bytes, 256));
-    if (err == cudaSuccess) allocs_.push_back(p);
+    if (err == cudaSuccess) {
+        allocs_.push_back(p);
+        alloc_bytes_ += std::max<size_t>(bytes, 256);
+    }
     return p;
 }
 
-Result<DevMat> CudaRunner::upload_mat(const std::string& name, bool required) {
-    const Weight* w = model_.find_weight(name);
+Result<DevMat> CudaRunner::upload_mat(const Weight& wt) {
+    const Weight* w = &wt;
+    const std::string& name = w->name;
     DevMat m;
-    if (!w) {
-        if (required) return make_error("cuda: the model has no tensor " + name);
-        return m;
-    }
     m.type = static_cast<int>(w->type);
     if (!dmmv_supports(m.type))
         return make_error("cuda: tensor " + name + " has type " +
@@ -51,13 +52,14 @@ Result<DevMat> CudaRunner::upload_mat(const std::string& name, bool required) {
     if (dt == m.type) {
         CU_TRY("upload " + name, cudaMemcpy(m.d, w->data, bytes, cudaMemcpyHostToDevice));
     } else {  // repack (repack.h) in slices of rows
-        const int64_t step = std::max<int64_t>(1, (int64_t(64) << 20) / static_cast<int64_t>(m.row_bytes));
+        const int64_t step =
+            std::max<int64_t>(1, (int64_t(64) << 20) / static_cast<int64_t>(m.row_bytes));
         std::vector<uint8_t> tmp(static_cast<size_t>(std::min<int64_t>(step, m.n)) * m.row_bytes);
         for (int64_t r0 = 0; r0 < m.n; r0 += step) {
             const int64_t nr = std::min<int64_t>(step, m.n - r0);
             repack_rows(m.type, w->data + r0 * m.row_bytes, tmp.data(), nr, m.k);
             CU_TRY("upload " + name, cudaMemcpy(m.d + r0 * m.row_bytes, tmp.data(),
-                                                 nr * m.row_bytes, cudaMemcpyHostToDevice));
+                                                nr * m.row_bytes, cudaMemcpyHostToDevice));
         }
         m.type = dt;
     }
@@ -65,14 +67,10 @@ Result<DevMat> CudaRunner::upload_mat(const std::string& name, bool required) {
     return m;
 }
 
-Result<const float*> CudaRunner::upload_f32(const std::string& name, bool required) {
-    const Weight* w = model_.find_weight(name);
-    if (!w) {
-        if (required) return make_error("cuda: the model has no tensor " + name);
-        return static_cast<const float*>(nullptr);
-    }
-    if (w->type != quant::GgmlType::F32)
-        return make_error("cuda: tensor " + name + " is not f32");
+Result<const float*> CudaRunner::upload_f32(const Weight& wt) {
+    const Weight* w = &wt;
+    const std::string& name = w->name;
+    if (w->type != quant::GgmlType::F32) return make_error("cuda: tensor " + name + " is not f32");
     int64_t n = 1;
     for (int i = 0; i < w->n_dims; ++i) n *= w->ne[i];
     cudaError_t e;
@@ -83,19 +81,173 @@ Result<const float*> CudaRunner::upload_f32(const std::string& name, bool requir
     return static_cast<const float*>(p);
 }
 
+Result<void> CudaRunner::plan() {
+    namespace ir = model;
+    const ir::Program& P = prog_;
+    ir::FusionOptions fo;
+    fo.matmul_add = fused_add_;
+    fo.add_rms_norm = fused_add_;
+    steps_ = ir::schedule(P, fo);
+
+    // Weights: matrices (embedding tables, projections) and f32 vectors, each uploaded once.
+    cudaError_t e;
+    auto up_mat = [&](const Weight* w) -> Result<void> {
+        if (!w || mats_.count(w)) return {};
+        auto r = upload_mat(*w);
+        if (!r) return r.error();
+        mats_[w] = r.value();
+        wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(r.value().k * r.value().n));
+        return {};
+    };
+    auto up_vec = [&](const Weight* w) -> Result<void> {
+        if (!w || vecs_.count(w)) return {};
+        auto r = upload_f32(*w);
+        if (!r) return r.error();
+        vecs_[w] = r.value();
+        return {};
+    };
+    for (const ir::Op& op : P.ops) {
+        switch (op.kind()) {
+            case ir::OpKind::Embed:
+                ZINC_TRY(up_mat(op.as<ir::EmbedP>().table));
+                break;
+            case ir::OpKind::RmsNorm:
+                ZINC_TRY(up_vec(op.as<ir::RmsNormP>().w));
+                break;
+            case ir::OpKind::Matmul: {
+                const auto& m = op.as<ir::MatmulP>();
+                for (int i = 0; i < m.n_w; ++i) {
+                    ZINC_TRY(up_mat(m.w[i]));
+                    ZINC_TRY(up_vec(m.bias[i]));
+                }
+                break;
+            }
+            case ir::OpKind::RopeKv:
+                ZINC_TRY(up_vec(op.as<ir::RopeKvP>().q_norm));
+                ZINC_TRY(up_vec(op.as<ir::RopeKvP>().k_norm));
+                break;
+            case ir::OpKind::AddRmsNorm:
+                ZINC_TRY(up_vec(op.as<ir::AddRmsNormP>().w));
+                break;
+            default:
+                break;
+        }
+    }
+
+    // The projection that consumes each norm's / GLU's result: the launch that computes it also
+    // packs it for that projection's weight type (norm + pack, GLU + pack).
+    const int n_ops = static_cast<int>(P.ops.size());
+    consumer_.assign(P.ops.size(), nullptr);
+    for (int i = 0; i < n_ops; ++i) {
+        const ir::Op& op = P.ops[i];
+        if (op.kind() != ir::OpKind::RmsNorm && op.kind() != ir::OpKind::Glu) continue;
+        const ir::Tid t = op.outs[0].t;
+        for (int j = i + 1; j < n_ops; ++j) {
+            const ir::Op& o = P.ops[j];
+            if (o.kind() == ir::OpKind::Matmul && o.as<ir::MatmulP>().in == t) {
+                consumer_[i] = o.as<ir::MatmulP>().w[0];
+                break;
+            }
+            if (o.reads(t) || o.writes(t)) break;
+        }
+    }
+
+    // Buffers: every tensor some op writes to its own memory; RmsNorm and Glu results are
+    // staged in xf_ (wide_ floats a row), as is every projection's input.
+    R_ = opts_.max_batch_tokens;
+    const size_t R = static_cast<size_t>(R_);
+    std::vector<bool> own(P.tensors.size(), false);
+    wide_ = 0;
+    auto mark = [&](const ir::Op& op) {
+        const bool staged = op.kind() == ir::OpKind::RmsNorm || op.kind() == ir::OpKind::Glu;
+        for (int k = 0; k < op.n_outs; ++k) {
+            if (staged)
+                wide_ = std::max<int>(wide_, static_cast<int>(P.width(op.outs[k].t)));
+            else
+                own[static_cast<size_t>(op.outs[k].t)] = true;
+        }
+        if (op.kind() == ir::OpKind::Matmul)
+            wide_ = std::max<int>(wide_, static_cast<int>(P.width(op.as<ir::MatmulP>().in)));
+    };
+    for (const ir::Op& op : P.ops) mark(op);
+    for (const ir::Step& st : steps_)
+        for (const ir::Op& op : st.fused) mark(op);
+    size_t act_bytes = 0;
+    auto fl = [&](float*& p, size_t n) -> Result<void> {
+        p = static_cast<float*>(dalloc(n * sizeof(float), e));
+        act_bytes += n * sizeof(float);
+        if (e != cudaSuccess)
+            return make_error("cuda: out of device memory for activations (" + fmt_mib(act_bytes) +
+                              " so far); lower --batch or -c");
+        return {};
+    };
+    bufs_.assign(P.tensors.size(), nullptr);
+    ZINC_TRY(fl(logits_, R * static_cast<size_t>(P.width(P.logits))));
+    for (size_t t = 0; t < P.tensors.size(); ++t) {
+        if (static_cast<ir::Tid>(t) == P.logits)
+            bufs_[t] = logits_;
+        else if (own[t])
+            ZINC_TRY(fl(bufs_[t], R * P.tensors[t].width));
+    }
+    ZINC_TRY(fl(xf_, R * wide_));
+    int64_t head_w = 0;  // the head's input: gathered to the output rows first
+    for (const ir::Op& op : P.ops) {
+        if (!op.head) continue;
+        if (op.kind() == ir::OpKind::RmsNorm)
+            head_w = P.width(op.as<ir::RmsNormP>().in);
+        else if (op.kind() == ir::OpKind::Matmul)
+            head_w = P.width(op.as<ir::MatmulP>().in);
+        break;  // the first head op's input is what gather_head moves
+    }
+    ZINC_TRY(fl(xo_, R * std::max<int64_t>(head_w, 1)));
+    pending_bias_.assign(P.tensors.size(), nullptr);
+    last_name_.assign(P.tensors.size(), LastName{});
+
+    // RoPE: the CPU tier's cos/sin table (cpu::rope_cache) for every position, computed here on
+    // the host and uploaded, one per distinct setting; the kernel only rotates.
+    const size_t n_pos = static_cast<size_t>(opts_.max_seq_len);
+    std::vector<std::pair<const ir::RopeKvP*, const float*>> made;
+    rope_cs_.assign(cfg_.n_layer, nullptr);
+    for (const ir::Op& op : P.ops) {
+        if (op.kind() != ir::OpKind::RopeKv) continue;
+        const auto& rp = op.as<ir::RopeKvP>();
+        ZINC_CHECK(rp.kv_layer >= 0 && rp.kv_layer < cfg_.n_layer);
+        const cpu::RopeParams& r = rp.rope;
+        for (const auto& m : made) {
+            const cpu::RopeParams& o = m.first->rope;
+            if (o.n_rot == r.n_rot && o.freq_base == r.freq_base && o.freq_scale == r.freq_scale &&
+                o.freq_factors == r.freq_factors)
+                rope_cs_[rp.kv_layer] = m.second;
+        }
+        if (rope_cs_[rp.kv_layer]) continue;
+        std::vector<float> host(n_pos * r.n_rot);
+        for (size_t p = 0; p < n_pos; ++p)
+            cpu::rope_cache(r, static_cast<int64_t>(p), host.data() + p * r.n_rot);
+        void* d = dalloc(host.size() * sizeof(float), e);
+        CU_TRY("alloc rope table", e);
+        CU_TRY("upload rope table",
+               cudaMemcpy(d, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+        rope_cs_[rp.kv_layer] = static_cast<const float*>(d);
+        made.emplace_back(&rp, rope_cs_[rp.kv_layer]);
+    }
+    return {};
+}
+
 Result<void> CudaRunner::init() {
-    namespace tn = model::tn;
     const ModelConfig& c = cfg_;
-    gemma_ = c.arch == model::Arch::Gemma3;
     dmmv_max_rows_ = std::max(1, env_int("ZINC_DMMV_MAX_ROWS", 16));
     use_graph_ = env_on("ZINC_CUDA_GRAPH");
     fused_proj_ = env_on("ZINC_FUSED_PROJ");
     fused_norm_ = env_on("ZINC_FUSED_NORM");
-    repack_ = env_on("ZINC_REPACK", false);  // opt-in: no measured gain yet (perf-notes)
-    // ZINC_EXACT (default on): every matrix product, decode and prefill, by dmmv_exact, which
-    // computes the CPU tier's bits; no cuBLAS, no repacked layouts. ZINC_EXACT=0: the fast
-    // kernels (dmmv, cuBLAS above ZINC_DMMV_MAX_ROWS rows), not bit-identical to the CPU tier.
-    exact_ = env_on("ZINC_EXACT");
+    fused_add_ = env_on("ZINC_FUSED_ADD");
+    repack_ = env_on("ZINC_REPACK");  // fast mode: the aligned layouts (perf-notes "dmmv")
+    // Exact (--exact, ZINC_EXACT=1, or a batch-invariant runner): every matrix product, decode
+    // and prefill, by dmmv_exact, which computes the CPU tier's bits (so also the same bits
+    // whatever else is in the batch); no cuBLAS, mmq or repacked layouts. The default is fast:
+    // dmmv up to ZINC_DMMV_MAX_ROWS rows, mmq / cuBLAS above, held to agreement with the CPU
+    // tier (docs/cuda.md "Fast path agreement"), not bit-identical to it.
+    exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
+    if (opts_.batch_invariant) exact_ = true;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 768));
     if (exact_) {
@@ -107,85 +259,13 @@ Result<void> CudaRunner::init() {
                           " > 256 is not supported by the attention kernel");
     CU_TRY("set device " + std::to_string(device_), cudaSetDevice(device_));
     CU_TRY("create stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-
-    auto mat = [&](const std::string& n, bool req, DevMat& out) -> Result<void> {
-        auto r = upload_mat(n, req);
-        if (!r) return r.error();
-        out = r.value();
-        return {};
-    };
-    auto f32 = [&](const std::string& n, bool req, const float*& out) -> Result<void> {
-        auto r = upload_f32(n, req);
-        if (!r) return r.error();
-        out = r.value();
-        return {};
-    };
-    ZINC_TRY(mat(tn::global(tn::kTokenEmbd), true, tok_embd_));
-    ZINC_TRY(mat(tn::global(tn::kOutput), false, output_));
-    if (!output_.valid()) output_ = tok_embd_;
-    ZINC_TRY(f32(tn::global(tn::kOutputNorm), true, output_norm_));
-    ZINC_TRY(f32(tn::global(tn::kRopeFreqs), false, rope_freqs_));
-    layers_.resize(c.n_layer);
-    for (int il = 0; il < c.n_layer; ++il) {
-        Layer& L = layers_[il];
-        ZINC_TRY(mat(tn::layer(il, tn::kAttnQ), true, L.wq));
-        ZINC_TRY(mat(tn::layer(il, tn::kAttnK), true, L.wk));
-        ZINC_TRY(mat(tn::layer(il, tn::kAttnV), true, L.wv));
-        ZINC_TRY(mat(tn::layer(il, tn::kAttnOut), true, L.wo));
-        ZINC_TRY(mat(tn::layer(il, tn::kFfnGate), true, L.gate));
-        ZINC_TRY(mat(tn::layer(il, tn::kFfnUp), true, L.up));
-        ZINC_TRY(mat(tn::layer(il, tn::kFfnDown), true, L.down));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnNorm), true, L.attn_norm));
-        ZINC_TRY(f32(tn::layer(il, tn::kFfnNorm), true, L.ffn_norm));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnQNorm), false, L.q_norm));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnKNorm), false, L.k_norm));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnQ, "bias"), false, L.bq));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnK, "bias"), false, L.bk));
-        ZINC_TRY(f32(tn::layer(il, tn::kAttnV, "bias"), false, L.bv));
-        if (gemma_) {
-            ZINC_TRY(f32(tn::layer(il, tn::kAttnPostNorm), true, L.post_attn_norm));
-            ZINC_TRY(f32(tn::layer(il, tn::kFfnPostNorm), true, L.post_ffn_norm));
-        }
-        for (const DevMat* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down})
-            wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(m->k * m->n));
-    }
-    wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(output_.k * output_.n));
-    mmq_all_ = mmq_ && mmq_supports(output_.type);
-    for (const Layer& L : layers_) {
-        for (const DevMat* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down})
-            mmq_all_ = mmq_all_ && mmq_supports(m->type);
-        mmq_all_ = mmq_all_ && pack_mode_for(L.wk.type) == pack_mode_for(L.wq.type) &&
-                   pack_mode_for(L.wv.type) == pack_mode_for(L.wq.type) &&
-                   pack_mode_for(L.up.type) == pack_mode_for(L.gate.type);
-    }
-
-    // RoPE: the CPU tier's cos/sin table (cpu::rope_cache) for every position, computed here on
-    // the host and uploaded, one per distinct (base, scale) setting; the kernel only rotates.
-    {
-        const Weight* ffw = model_.find_weight(tn::global(tn::kRopeFreqs));
-        const float* ffh = ffw ? reinterpret_cast<const float*>(ffw->data) : nullptr;
-        const size_t n_pos = static_cast<size_t>(opts_.max_seq_len);
-        std::vector<float> host(n_pos * c.n_rot);
-        std::vector<std::pair<std::pair<float, float>, const float*>> made;
-        rope_cs_.assign(c.n_layer, nullptr);
-        for (int il = 0; il < c.n_layer; ++il) {
-            cpu::RopeParams rp = c.rope(il);
-            rp.freq_factors = ffh;
-            const std::pair<float, float> key{rp.freq_base, rp.freq_scale};
-            for (const auto& m : made)
-                if (m.first == key) rope_cs_[il] = m.second;
-            if (rope_cs_[il]) continue;
-            for (size_t p = 0; p < n_pos; ++p)
-                cpu::rope_cache(rp, static_cast<int64_t>(p), host.data() + p * c.n_rot);
-            cudaError_t err;
-            void* d = dalloc(host.size() * sizeof(float), err);
-            CU_TRY("alloc rope table", err);
-            CU_TRY("upload rope table",
-                   cudaMemcpy(d, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-            rope_cs_[il] = static_cast<const float*>(d);
-            made.emplace_back(key, rope_cs_[il]);
-        }
-    }
+    ZINC_TRY(plan());
+    // mmq_all_: every matrix of the model is covered by mmq with one activation packing, so the
+    // f16 activation copy for cuBLAS is never needed below mmq_max_rows_.
+    mmq_all_ = mmq_ && !mats_.empty();
+    for (const auto& [w, m] : mats_)
+        mmq_all_ = mmq_all_ && mmq_supports(m.type) &&
+                   pack_mode_for(m.type) == pack_mode_for(mats_.begin()->second.type);
 
     // KV cache
     cudaError_t e;
@@ -202,30 +282,7 @@ Result<void> CudaRunner::init() {
         return make_error("cuda: out of device memory for the KV cache (" + fmt_mib(kv_bytes_) +
                           "); lower -c");
 
-    // activations
-    R_ = opts_.max_batch_tokens;
     const size_t R = static_cast<size_t>(R_);
-    wide_ = std::max({c.n_embd, c.attn_out_dim(), c.n_ff});
-    size_t act_bytes = 0;
-    auto fl = [&](float*& p, size_t n) -> Result<void> {
-        p = static_cast<float*>(dalloc(n * sizeof(float), e));
-        act_bytes += n * sizeof(float);
-        if (e != cudaSuccess)
-            return make_error("cuda: out of device memory for activations (" + fmt_mib(act_bytes) +
-                              " so far); lower --batch or -c");
-        return {};
-    };
-    ZINC_TRY(fl(x_, R * c.n_embd));
-    ZINC_TRY(fl(xf_, R * wide_));
-    ZINC_TRY(fl(q_, R * c.q_dim()));
-    ZINC_TRY(fl(k_, R * c.kv_dim_k()));
-    ZINC_TRY(fl(v_, R * c.kv_dim_v()));
-    ZINC_TRY(fl(attn_, R * c.attn_out_dim()));
-    ZINC_TRY(fl(gate_, R * c.n_ff));
-    ZINC_TRY(fl(up_, R * c.n_ff));
-    ZINC_TRY(fl(h_, R * c.n_embd));
-    ZINC_TRY(fl(xo_, R * c.n_embd));
-    ZINC_TRY(fl(logits_, R * static_cast<size_t>(c.n_vocab)));
     xh_ = static_cast<uint16_t*>(dalloc(R * wide_ * 2, e));
     CU_TRY("alloc", e);
     aq_ = static_cast<int8_t*>(dalloc(R * wide_, e));
@@ -249,8 +306,7 @@ Result<void> CudaRunner::init() {
     CU_TRY("pinned alloc", cudaMallocHost(&meta_h_, meta_n * sizeof(int32_t)));
     CU_TRY("pinned alloc", cudaMallocHost(&tok_h_, R * sizeof(int32_t)));
     logits_h_rows_ = static_cast<size_t>(std::max(1, opts_.max_seqs));
-    CU_TRY("pinned alloc",
-           cudaMallocHost(&logits_h_, logits_h_rows_ * c.n_vocab * sizeof(float)));
+    CU_TRY("pinned alloc", cudaMallocHost(&logits_h_, logits_h_rows_ * c.n_vocab * sizeof(float)));
     d_tokens_ = meta_d_;
     d_pos_ = meta_d_ + R;
     d_slot_ = meta_d_ + 2 * R;
@@ -260,8 +316,8 @@ Result<void> CudaRunner::init() {
     CU_TRY("attention shared memory", attention_prepare(opts_.max_seq_len, c.head_dim_v));
     {
         const size_t units = static_cast<size_t>(kAttnSplitRows) * c.n_head;
-        attn_part_ = static_cast<float*>(dalloc(units * attn_max_chunks(opts_.max_seq_len) *
-                                                    (c.head_dim_v + 2) * sizeof(float), e));
+        attn_part_ = static_cast<float*>(dalloc(
+            units * attn_max_chunks(opts_.max_seq_len) * (c.head_dim_v + 2) * sizeof(float), e));
         CU_TRY("alloc attention scratch", e);
         attn_cnt_ = static_cast<unsigned*>(dalloc(units * sizeof(unsigned), e));
         CU_TRY("alloc attention counters", e);

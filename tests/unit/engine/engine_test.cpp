@@ -272,6 +272,38 @@ TEST(Engine, ChunkedPrefillAnyChunkSizeSameTokens) {
     }
 }
 
+// A TPOT target bounds each step's rows by the fitted cost model; tokens are the same, and the
+// stats say how the steps were split.
+TEST(Engine, TpotTargetSameTokensAndStepSplitCounted) {
+    NEED_MODEL();
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(40 + i, 30 + 20 * i, model.n_vocab()));
+    const int n_gen = 6;
+    const auto expect = oracle(model, prompts, n_gen);
+    ze::EngineOptions o = base_options();
+    o.max_batch_tokens = 64;  // the first (unfitted) step cannot take every prompt
+    o.tpot_target_ms = 0.5;  // below any real step: the budget sits at decodes + min chunk
+    o.min_prefill_chunk = 4;
+    ze::EngineStats s;
+    const auto got = run_all(model, o, prompts, n_gen, &s);
+    ASSERT_EQ(got.size(), expect.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expect[i]) << "request " << i;
+    uint64_t prompt_rows = 0;
+    for (const auto& p : prompts) prompt_rows += p.size();
+    EXPECT_EQ(s.step_prefill_rows, prompt_rows);
+    EXPECT_EQ(s.step_decode_rows, prompts.size() * (n_gen - 1));
+    EXPECT_EQ(s.steps_decode_only + s.steps_prefill_only + s.steps_mixed, s.steps);
+    EXPECT_GT(s.steps_mixed, 0u);
+    uint64_t n = 0;
+    for (uint64_t c : s.step_seconds_buckets) n += c;
+    EXPECT_EQ(n, s.steps);
+    EXPECT_GT(s.step_seconds_sum, 0.0);
+    EXPECT_GT(s.step_model_b_ms, 0.0);
+    // Each step was held to at most its decodes + 4 prefill rows once the model had a fit:
+    // the budget over all steps is far below steps x max_batch_tokens.
+    EXPECT_LT(s.step_budget_rows, s.steps * static_cast<uint64_t>(o.max_batch_tokens) / 2);
+}
+
 TEST(Engine, PrefixCacheHitEqualsMiss) {
     NEED_MODEL();
     // 48 tokens: three full blocks, so a repeat is a full hit (the last token is recomputed in

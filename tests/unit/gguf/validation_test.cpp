@@ -48,9 +48,10 @@ TEST(GgufHeader, TruncatedHeader) {
 TEST(GgufHeader, AbsurdCounts) {
     Bytes b = sample_writer().serialize();
     put<uint64_t>(b, 16, uint64_t{1} << 60);
-    expect_error(b, 16, {"metadata count 1152921504606846976 needs at least 16140901064495857664 bytes",
-                         "but only " + std::to_string(b.size() - 24) + " bytes are left at byte 24",
-                         "expected a count that fits the file"});
+    expect_error(b, 16,
+                 {"metadata count 1152921504606846976 needs at least 14987979559889010688 bytes",
+                  "but only " + std::to_string(b.size() - 24) + " bytes are left at byte 24",
+                  "expected a count that fits the file"});
     put<uint64_t>(b, 16, kMaxU64);
     expect_error(b, 16, {"metadata count 18446744073709551615 needs at least 2^64 bytes"});
     b = sample_writer().serialize();
@@ -80,7 +81,51 @@ TEST(GgufMetadata, EmptyAndDuplicateKeys) {
     d.add_kv("other", OwnedValue::string("x"));
     d.add_kv("dup", OwnedValue::u32(2));
     const size_t third = 24 + (8 + 3 + 4 + 4) + (8 + 5 + 4 + 8 + 1);
-    expect_error(d.serialize(), third, {"metadata key #2 'dup' duplicates key #0", "expected unique keys"});
+    expect_error(d.serialize(), third,
+                 {"metadata key #2 'dup' duplicates key #0", "expected unique keys"});
+}
+
+TEST(GgufMetadata, SmallestFileWithAnEmptyKeyNamesTheKey) {
+    // 37 bytes: header (24), key length 0 (8), type u8 (4), value (1). The count check must not
+    // preempt the precise error (issue 13).
+    Bytes b(24 + 8 + 4 + 1, 0);
+    const char magic[4] = {'G', 'G', 'U', 'F'};
+    std::copy(magic, magic + 4, b.begin());
+    put<uint32_t>(b, 4, 3);
+    put<uint64_t>(b, 8, 0);
+    put<uint64_t>(b, 16, 1);
+    put<uint64_t>(b, 24, 0);                                        // key length 0
+    put<uint32_t>(b, 32, static_cast<uint32_t>(ValueType::UINT8));  // value type
+    b[36] = 7;
+    ASSERT_EQ(b.size(), 37u);
+    expect_error(b, 24, {"metadata key #0 has an empty key", "expected a non-empty name"});
+}
+
+TEST(GgufMetadata, KeysMustBeUtf8WithoutControlCharacters) {
+    Writer w;
+    w.add_kv("general.ok", OwnedValue::u32(1));
+    w.add_kv(std::string("ab\xFF\xFE\xC0\xAF", 6), OwnedValue::u32(2));
+    const size_t second = 24 + (8 + 10 + 4 + 4);
+    expect_error(
+        w.serialize(), second + 8 + 2,
+        {"metadata key #1 key 'ab\\xff\\xfe\\xc0\\xaf' is not valid UTF-8",
+         "byte 2 of the key is '\\xff'", "expected a UTF-8 name without control characters"});
+    Writer c;
+    c.add_kv("x\x1b[2Jy", OwnedValue::u32(1));
+    expect_error(c.serialize(), 24 + 8 + 1, {"contains a control character"});
+    Writer u;  // valid UTF-8 beyond ASCII is accepted
+    u.add_kv("general.n\xC3\xA4me", OwnedValue::u32(1));
+    EXPECT_TRUE(parse(u.serialize()).ok());
+}
+
+TEST(GgufTensorInfo, NamesMustBeUtf8) {
+    Writer w;
+    w.add_kv("general.architecture", OwnedValue::string("llama"));
+    w.add_tensor(std::string("bad\xC0name", 8), {4}, quant::GgmlType::F32,
+                 std::vector<uint8_t>(16, 0));
+    const Bytes b = w.serialize();
+    const size_t at = string_length_at(b, std::string("bad\xC0name", 8));
+    expect_error(b, at + 8 + 3, {"tensor info #0 name 'bad\\xc0name' is not valid UTF-8"});
 }
 
 TEST(GgufMetadata, InvalidValueTypes) {

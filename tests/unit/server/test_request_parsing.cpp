@@ -181,7 +181,7 @@ TEST(ServerParse, OutOfRangeAndSemanticErrors) {
     const Case cases[] = {
         {{{"temperature", 2.5}}, "temperature"},
         {{{"temperature", -0.1}}, "temperature"},
-        {{{"top_p", 0}}, "top_p"},
+        {{{"top_p", -0.01}}, "top_p"},
         {{{"top_p", 1.01}}, "top_p"},
         {{{"min_p", -1}}, "min_p"},
         {{{"top_k", -2}}, "top_k"},
@@ -375,4 +375,21 @@ TEST(ServerMetrics, ExpositionText) {
             EXPECT_EQ(line.rfind(declared, 0), 0u) << line;
         }
     }
+}
+
+TEST(ServerParse, TopPZeroAndAnEmptyModelAreKept) {
+    // top_p 0 is OpenAI's "only the most likely token" (the sampler keeps one candidate).
+    auto r = parse_chat_request(chat_body({{"top_p", 0}}), defaults());
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r.value().sampling.top_p, 0.0f);
+    // "model": "" is given (and then not the served id); an absent model is not.
+    auto e = parse_chat_request(chat_body({{"model", ""}}), defaults());
+    ASSERT_TRUE(e.ok());
+    EXPECT_TRUE(e.value().has_model);
+    EXPECT_EQ(e.value().model, "");
+    json no_model = chat_body();
+    no_model.erase("model");
+    auto a = parse_chat_request(no_model, defaults());
+    ASSERT_TRUE(a.ok());
+    EXPECT_FALSE(a.value().has_model);
 }

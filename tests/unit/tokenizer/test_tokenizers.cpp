@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
+#include "gguf/writer.h"
 #include "tiny_vocab.h"
 
 using namespace zinc::tokenizer;
@@ -199,11 +200,50 @@ TEST(SpmTokenizer, NoSpacePrefixAndByteFallback) {
     EXPECT_EQ(tok->token_to_piece(0, true), "<unk>");
 }
 
+TEST(SpmTokenizer, PlainRangesAndSpacePrefix) {
+    auto o = tiny_spm();
+    auto tok = std::move(o.build()).value();
+    // "a</s>a" with "</s>" in data: one raw fragment, so one space prefix; no id 2.
+    const Ids ids = tok->encode_mixed("a</s>a", false, {{1, 5}});
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 0);
+    EXPECT_EQ(ids, tok->encode("a</s>a", false, false));
+}
+
 TEST(SpmTokenizer, SpacePrefixAfterSpecialTokens) {
     auto o = tiny_spm();
     auto tok = std::move(o.build()).value();
     // Each raw fragment after a special token gets "▁" again (llama.cpp's is_prev_special).
     EXPECT_EQ(tok->encode("a</s>a", false, true), (Ids{263, 2, 263}));
+}
+
+TEST(SpecialTokens, PlainRangesNeverYieldControlTokens) {
+    auto o = tiny_bpe();
+    auto tok = std::move(o.build()).value();
+    // "he<|end|>he<|end|>": bytes 2..9 are plain (data), the second "<|end|>" (11..18) control.
+    const std::string text = "he<|end|>he<|end|>";
+    const std::vector<TextRange> plain = {{2, 9}};
+    const Ids ids = tok->encode_mixed(text, false, plain);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 261), 1);
+    EXPECT_EQ(ids.back(), 261);
+    EXPECT_EQ(tok->decode(ids, true), text);
+    // The data part tokenizes as with parse_special=false, the rest as with true.
+    Ids want = tok->encode("he", false, true);
+    for (int32_t id : tok->encode("<|end|>", false, false)) want.push_back(id);
+    want.push_back(256);
+    want.push_back(261);
+    EXPECT_EQ(ids, want);
+    // A control token with a single data byte is plain text, at either edge.
+    for (TextRange r : {TextRange{2, 3}, TextRange{8, 9}, TextRange{5, 6}}) {
+        const Ids x = tok->encode_mixed("he<|end|>", false, {r});
+        EXPECT_EQ(std::count(x.begin(), x.end(), 261), 0) << r.begin;
+    }
+    // Without plain ranges (or with ranges holding no special text) it is encode(.., true).
+    EXPECT_EQ(tok->encode_mixed(text, false, {}), tok->encode(text, false, true));
+    EXPECT_EQ(tok->encode_mixed("hello<|end|>", false, {{0, 5}}),
+              tok->encode("hello<|end|>", false, true));
+    // User-defined tokens are split out in data too (parse_special=false semantics).
+    const Ids u = tok->encode_mixed("<tool>", false, {{0, 6}});
+    EXPECT_EQ(u, (Ids{262}));
 }
 
 TEST(SpecialTokens, LongestFirst) {
@@ -354,4 +394,42 @@ TEST(RealModels, RandomBytesAndIdsNeverCrash) {
         out += det.finish();
         EXPECT_TRUE(is_valid_utf8(out));
     }
+}
+
+namespace {
+
+// A Gemma-like SentencePiece vocab as GGUF bytes: ids 0 <pad>, 1 <eos>, 2 <bos>, 3 "a".
+std::vector<uint8_t> gemma_like_gguf(bool with_bos_key) {
+    zinc::gguf::Writer w;
+    w.add_kv("tokenizer.ggml.model", zinc::gguf::OwnedValue::string("llama"));
+    w.add_kv("tokenizer.ggml.tokens",
+             zinc::gguf::OwnedValue::string_array({"<pad>", "<eos>", "<bos>", "a"}));
+    w.add_kv("tokenizer.ggml.token_type", zinc::gguf::OwnedValue::i32_array({3, 3, 3, 1}));
+    w.add_kv("tokenizer.ggml.scores", zinc::gguf::OwnedValue::f32_array({0, 0, 0, -1}));
+    w.add_kv("tokenizer.ggml.eos_token_id", zinc::gguf::OwnedValue::u32(1));
+    if (with_bos_key) w.add_kv("tokenizer.ggml.bos_token_id", zinc::gguf::OwnedValue::u32(2));
+    return w.serialize();
+}
+
+}  // namespace
+
+TEST(TokenizerLoad, MissingBosIdWarnsNamingTheDefault) {
+    const auto bytes = gemma_like_gguf(false);
+    auto f = zinc::gguf::File::from_buffer(bytes.data(), bytes.size(), "nobos.gguf");
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto tok = Tokenizer::from_gguf(**f);
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    EXPECT_EQ((*tok)->bos(), 1);  // llama.cpp's SPM default, kept for parity
+    ASSERT_EQ((*tok)->warnings().size(), 1u);
+    const std::string& w = (*tok)->warnings()[0];
+    EXPECT_NE(w.find("tokenizer.ggml.bos_token_id is missing"), std::string::npos) << w;
+    EXPECT_NE(w.find("id 1 \"<eos>\""), std::string::npos) << w;
+
+    const auto good = gemma_like_gguf(true);
+    auto g = zinc::gguf::File::from_buffer(good.data(), good.size(), "bos.gguf");
+    ASSERT_TRUE(g.ok());
+    auto tg = Tokenizer::from_gguf(**g);
+    ASSERT_TRUE(tg.ok()) << tg.error().message;
+    EXPECT_EQ((*tg)->bos(), 2);
+    EXPECT_TRUE((*tg)->warnings().empty());
 }

@@ -1,11 +1,11 @@
-// zinc/model/kv_pool.cpp — KV pool allocation and block copies.
-#include "model/kv_pool.h"
+// zinc/backend/cpu/kv_pool.cpp — KV pool allocation and block copies.
+#include "backend/cpu/kv_pool.h"
 
 #include <cstring>
 
 #include "util/check.h"
 
-namespace zinc::model {
+namespace zinc::cpu {
 
 KvPool::KvPool(const ModelConfig& cfg, int32_t n_blocks, int32_t block_size)
     : n_blocks_(n_blocks),
@@ -46,4 +46,4 @@ size_t KvPool::bytes(const ModelConfig& cfg, int64_t n_positions) {
            static_cast<size_t>(cfg.kv_dim_k() + cfg.kv_dim_v()) * sizeof(uint16_t);
 }
 
-}  // namespace zinc::model
+}  // namespace zinc::cpu

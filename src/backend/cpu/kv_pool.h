@@ -1,4 +1,4 @@
-// zinc/model/kv_pool.h — the paged key/value storage of the CPU tier, f16.
+// zinc/backend/cpu/kv_pool.h — the paged key/value storage of the CPU tier, f16.
 //
 // A pool of n_blocks blocks of block_size positions, every layer. Layout per layer: K is
 // (n_blocks * block_size, n_head_kv * head_dim_k) and V is (n_blocks * block_size, n_head_kv *
@@ -15,7 +15,9 @@
 #include "backend/cpu/attention.h"
 #include "model/config.h"
 
-namespace zinc::model {
+namespace zinc::cpu {
+
+using model::ModelConfig;
 
 class KvPool {
   public:
@@ -24,7 +26,7 @@ class KvPool {
     int32_t block_size() const { return block_size_; }
     uint16_t* k_row(int il, int64_t phys) { return k_[il].get() + phys * kv_dim_k_; }
     uint16_t* v_row(int il, int64_t phys) { return v_[il].get() + phys * kv_dim_v_; }
-    cpu::PagedKvView view(int il) const {
+    PagedKvView view(int il) const {
         return {k_[il].get(), v_[il].get(), kv_dim_k_, kv_dim_v_, block_size_};
     }
     /// Copy every layer's K and V rows of block src into block dst.
@@ -43,4 +45,4 @@ class KvPool {
     std::vector<std::unique_ptr<uint16_t[]>> v_;
 };
 
-}  // namespace zinc::model
+}  // namespace zinc::cpu

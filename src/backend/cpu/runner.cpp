@@ -1,6 +1,6 @@
-// zinc/model/cpu_runner.cpp — the CPU tier's Runner: the paged KV pool, the activation
-// workspace, the thread pool, and the validation of a step batch before the architecture's
-// forward pass runs it.
+// zinc/backend/cpu/runner.cpp — the CPU tier's Runner: the paged KV pool, the activation
+// workspace, the thread pool, and the validation of a step batch before the executor runs the
+// architecture's op list on it (backend/cpu/executor.cpp).
 //
 // One forward runs every row of the batch together: embeddings, norms, the Q/K/V, output and FFN
 // matmuls go over all rows at once (one pass over the weights for all sequences: this is where
@@ -12,27 +12,11 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cpu/forward_state.h"
 #include "model/arch_model.h"
 #include "model/batch.h"
-#include "model/forward_state.h"
 
 namespace zinc::model {
-
-Workspace::Workspace(const ModelConfig& c, int nb, int max_seq_len, int n_threads) : n_batch(nb) {
-    const size_t n = static_cast<size_t>(nb);
-    x.resize(n * c.n_embd);
-    xn.resize(n * c.n_embd);
-    proj.resize(n * c.n_embd);
-    q.resize(n * c.q_dim());
-    k.resize(n * c.kv_dim_k());
-    v.resize(n * c.kv_dim_v());
-    attn.resize(n * c.attn_out_dim());
-    gate.resize(n * c.n_ff);
-    up.resize(n * c.n_ff);
-    rope_cs.resize(n * c.n_rot);
-    scores.resize(
-        static_cast<size_t>(cpu::attention_scratch_floats(c.attention(0), n_threads, max_seq_len)));
-}
 
 namespace {
 
@@ -44,7 +28,7 @@ class CpuRunner : public Runner {
           opts_(opts),
           pool_(opts.n_threads),
           kv_(cfg_, opts.n_blocks, opts.block_size),
-          ws_(cfg_, opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()) {
+          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()) {
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
         opts_.n_threads = pool_.n_threads();
         const size_t rows = static_cast<size_t>(opts.max_batch_tokens);
@@ -69,7 +53,7 @@ class CpuRunner : public Runner {
                 if (s.all_logits || (s.want_logits && i == s.n_tokens - 1)) out_rows_[n_out++] = r;
             }
         }
-        ForwardState st{pool_, mm_, kv_, ws_, dump_};
+        cpu::ForwardState st{pool_, mm_, kv_, ws_, dump_};
         st.tokens = batch.tokens.data();
         st.pos = pos_.data();
         st.kv_slot = slot_.data();
@@ -81,7 +65,7 @@ class CpuRunner : public Runner {
         st.dump_pos0 = pos_[0];
         st.hooks = opts_.hooks;
         if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
-        model_.forward(st);
+        cpu::execute(model_.program(), st);
         return {};
     }
 
@@ -152,8 +136,8 @@ class CpuRunner : public Runner {
     RunnerOptions opts_;
     cpu::ThreadPool pool_;
     cpu::MatmulScratch mm_;
-    KvPool kv_;
-    Workspace ws_;
+    cpu::KvPool kv_;
+    cpu::Workspace ws_;
     DumpFilter dump_;
     std::vector<int32_t> pos_;             // (max_batch_tokens) position of each row
     std::vector<int64_t> slot_;            // (max_batch_tokens) physical KV row of each row

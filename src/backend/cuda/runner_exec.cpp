@@ -1,0 +1,345 @@
+// zinc/backend/cuda/runner_exec.cpp — the CUDA tier's executor: the model's op list
+// (model/ir.h), with this tier's fusions (model::schedule), walked as kernel launches on one
+// stream. The same walk runs plain and under CUDA graph capture (decode steps, runner.cpp).
+//
+// Fusions, decided here from the list and never by architecture:
+//   - norm + pack: a RmsNorm whose result feeds a projection writes it to the staging buffer xf_
+//     already packed for that projection's weight type (rms_norm_out; ZINC_FUSED_NORM=0: the
+//     norm, then a separate pack launch); a GLU likewise (glu_out); any other projection input
+//     gets one pack launch (pack_rows).
+//   - grouped projections: a Matmul op of several weights (Q/K/V, gate/up) is one launch per run
+//     of equal weight types (proj(); ZINC_FUSED_PROJ=0: one launch per weight).
+//   - residual add inside the projection (Matmul -> t; Add x += t  ==>  projection accumulating
+//     into x) and Gemma-style post-norm + residual (RmsNorm t -> t; Add x += t  ==>
+//     add_rms_norm): model::schedule's fused steps (ZINC_FUSED_ADD=0: the plain ops). A step
+//     that wants an intermediate the fusion hides (validation capture or ZINC_TEST_CORRUPT of
+//     attn_out / ffn_out) runs the plain ops: in exact mode the same single rounded add, the
+//     same bits.
+//   - output rows: KeepRows only marks that the CPU tier now has the output rows alone; this
+//     tier computes every row to the end of the last layer and gathers the output rows (into
+//     xo_) before the head, where the CPU tier's last-layer l_out is observed.
+//
+// The op boundary (observe()) is the one place where an intermediate is copied out for
+// validation or corrupted on purpose (test-only), and where every launch is counted (launched()).
+// Such steps never run in a CUDA graph (ForwardHooks::needs_host). ZINC_SKIP_LAYERS is the CPU
+// tier's only (checked_runner.cpp refuses it here) and ZINC_DUMP is read by the CPU tier.
+#include "backend/cuda/runner_impl.h"
+
+namespace zinc::cuda::runner_detail {
+
+using model::OpKind;
+using model::Tid;
+
+float* CudaRunner::buf(Tid t) const {
+    if (t == head_x_ && gathered_) return xo_;
+    return bufs_[static_cast<size_t>(t)];
+}
+
+float* CudaRunner::loc(Tid t) const {
+    return t == staged_ ? xf_ : buf(t);
+}
+
+bool CudaRunner::wants(const char* name, int il) const {
+    const runtime::ForwardHooks* hk = opts_.hooks;
+    return name && hk && !rows_differ() && (hk->capturing || hk->corrupts(name, il));
+}
+
+void CudaRunner::observe(const model::Output& o, int il, Tid t, bool force) {
+    runtime::ForwardHooks* h = opts_.hooks;
+    if (!h || !o.name || !o.validate || (rows_differ() && !force)) return;
+    if (pending_bias_[static_cast<size_t>(t)]) return;  // not the CPU tier's value yet
+    float* x = loc(t);
+    const int dim = static_cast<int>(prog_.width(t));
+    const bool corrupt = h->corrupts(o.name, il);
+    if (corrupt) {  // ZINC_TEST_CORRUPT (test-only): row 0 becomes 1 - x
+        std::vector<float> row(dim);
+        cudaMemcpyAsync(row.data(), x, dim * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaStreamSynchronize(stream_);
+        for (float& v : row) v = runtime::corrupt_value(v);
+        cudaMemcpyAsync(x, row.data(), dim * sizeof(float), cudaMemcpyHostToDevice, stream_);
+        cudaStreamSynchronize(stream_);
+    }
+    if (float* dst = h->capture(o.name, il, rows_, dim))
+        cudaMemcpyAsync(dst, x, static_cast<size_t>(rows_) * dim * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream_);
+    if (corrupt && t == staged_ && staged_type_ >= 0) {
+        // The staged f32 value feeds a projection through its packed copy: pack it again so the
+        // fault propagates.
+        RowOut p = row_out(rows_, staged_type_);
+        p.f = nullptr;
+        pack_rows(xf_, rows_, dim, p, stream_);
+        launched(runtime::Op::Pack, 0, 2ull * rows_ * dim * sizeof(float));
+    }
+}
+
+void CudaRunner::enqueue_step(int n_rows, int n_out) {
+    n_rows_ = rows_ = n_rows;
+    n_out_ = n_out;
+    kept_ = gathered_ = false;
+    staged_ = model::kNoTensor;
+    staged_type_ = -1;
+    head_x_ = model::kNoTensor;
+    std::fill(pending_bias_.begin(), pending_bias_.end(), nullptr);
+    std::fill(last_name_.begin(), last_name_.end(), LastName{});
+    for (const model::Step& st : steps_) {
+        const model::Op& first = prog_.ops[static_cast<size_t>(st.begin)];
+        if (first.head && !gathered_) {
+            if (n_out == 0) return;  // a prefill chunk whose logits nobody wants
+            // The head starts from one tensor (the final residual stream): its output norm, or
+            // the LM head itself.
+            ZINC_CHECK(first.kind() == OpKind::RmsNorm || first.kind() == OpKind::Matmul);
+            gather_head(first.kind() == OpKind::RmsNorm ? first.as<model::RmsNormP>().in
+                                                        : first.as<model::MatmulP>().in);
+        }
+        bool fused = !st.fused.empty();
+        for (const model::Output& o : st.hidden)
+            if (wants(o.name, st.il)) fused = false;
+        if (fused) {
+            for (const model::Op& op : st.fused) exec(op, -1);
+        } else {
+            for (int i = st.begin; i < st.end; ++i) exec(prog_.ops[static_cast<size_t>(i)], i);
+        }
+    }
+    if (n_out == 0) return;
+    const int64_t n_vocab = prog_.width(prog_.logits);
+    argmax_rows(logits_, n_out, static_cast<int>(n_vocab), tok_out_, argmax_scratch_, stream_);
+    launched(runtime::Op::Argmax, 0, 4ull * n_out * n_vocab);
+    ++launches_;  // argmax is two launches
+}
+
+// The output rows of the head's input x, gathered into xo_; the CPU tier's last-layer value of
+// x (its l_out, computed on those rows only) is observed here.
+void CudaRunner::gather_head(Tid x) {
+    const int dim = static_cast<int>(prog_.width(x));
+    gather_rows(loc(x), d_out_, n_out_, dim, xo_, stream_);
+    launched(runtime::Op::Gather, 0, 8ull * n_out_ * dim);
+    const bool differ = n_out_ != n_rows_;
+    if (staged_ == x) staged_ = model::kNoTensor;
+    head_x_ = x;
+    gathered_ = true;
+    rows_ = n_out_;
+    const LastName& ln = last_name_[static_cast<size_t>(x)];
+    if (differ && ln.name) observe(model::Output{x, ln.name, true}, ln.il, x, true);
+}
+
+void CudaRunner::exec(const model::Op& op, int idx) {
+    const int n = rows_;
+    // A result written to its own memory replaces a staged copy of the same tensor.
+    auto written = [&](Tid t) {
+        if (staged_ == t) staged_ = model::kNoTensor;
+    };
+    switch (op.kind()) {
+        case OpKind::Embed: {
+            const auto& p = op.as<model::EmbedP>();
+            const DevMat& m = mat(p.table);
+            const Tid o = op.outs[0].t;
+            const int dim = static_cast<int>(prog_.width(o));
+            written(o);
+            get_rows(m.type, m.d, m.row_bytes, d_tokens_, n, dim, p.scale, buf(o), stream_);
+            launched(runtime::Op::Embed, m.row_bytes * n, 4ull * n * dim);
+            break;
+        }
+        case OpKind::RmsNorm:
+            exec_rms_norm(op, idx);
+            break;
+        case OpKind::Matmul:
+            exec_matmul(op);
+            break;
+        case OpKind::RopeKv:
+            exec_rope_kv(op);
+            break;
+        case OpKind::Attention:
+            exec_attention(op);
+            break;
+        case OpKind::Glu:
+            exec_glu(op, idx);
+            break;
+        case OpKind::Add: {
+            const Tid o = op.outs[0].t, in = op.as<model::AddP>().in;
+            ZINC_CHECK(staged_ != o);
+            add_inplace(buf(o), loc(in), static_cast<int64_t>(n) * prog_.width(o), stream_);
+            launched(runtime::Op::Add, 0, 12ull * n * prog_.width(o));
+            break;
+        }
+        case OpKind::AddRmsNorm: {
+            const auto& p = op.as<model::AddRmsNormP>();
+            const Tid o = op.outs[0].t;
+            const int dim = static_cast<int>(prog_.width(o));
+            ZINC_CHECK(staged_ != o);
+            add_rms_norm(buf(o), loc(p.in), vec(p.w), p.eps, n, dim, stream_);
+            launched(runtime::Op::Add, dim * sizeof(float), 12ull * n * dim);
+            break;
+        }
+        case OpKind::KeepRows:
+            kept_ = true;
+            break;
+        case OpKind::Softcap: {
+            const Tid o = op.outs[0].t;
+            const int64_t count = static_cast<int64_t>(n) * prog_.width(o);
+            ZINC_CHECK(staged_ != o);
+            softcap(buf(o), count, op.as<model::SoftcapP>().cap, stream_);
+            launched(runtime::Op::Softcap, 0, 8ull * count);
+            break;
+        }
+        case OpKind::kCount:
+            ZINC_CHECK(false && "unknown op");
+    }
+    for (int k = 0; k < op.n_outs; ++k) {
+        const model::Output& o = op.outs[k];
+        if (!o.name) continue;
+        last_name_[static_cast<size_t>(o.t)] = {o.name, op.il};
+        observe(o, op.il, o.t);
+    }
+}
+
+void CudaRunner::exec_rms_norm(const model::Op& op, int idx) {
+    const auto& p = op.as<model::RmsNormP>();
+    const Tid o = op.outs[0].t;
+    const int dim = static_cast<int>(prog_.width(o));
+    // Into the staging buffer, packed for the projection that reads it (if one does).
+    const Weight* cw = idx >= 0 ? consumer_[static_cast<size_t>(idx)] : nullptr;
+    const int type = cw ? mat(cw).type : -1;
+    finish_rows(loc(p.in), vec(p.w), p.eps, rows_, dim, type);
+    staged_ = o;
+    staged_type_ = type;
+}
+
+void CudaRunner::exec_matmul(const model::Op& op) {
+    const auto& p = op.as<model::MatmulP>();
+    const int k = static_cast<int>(prog_.width(p.in));
+    const int type = mat(p.w[0]).type;
+    if (staged_ != p.in || staged_type_ != type) {  // pack the input for the first weight's type
+        finish_rows(loc(p.in), nullptr, 0.0f, rows_, k, type);
+        staged_ = p.in;
+        staged_type_ = type;
+    }
+    const DevMat* m[3];
+    float* ys[3];
+    int ld[3];
+    const float* b[3];
+    for (int i = 0; i < p.n_w; ++i) {
+        const Tid o = op.outs[i].t;
+        ZINC_CHECK(o != p.in);
+        m[i] = &mat(p.w[i]);
+        ys[i] = buf(o);
+        ld[i] = static_cast<int>(prog_.width(o));
+        b[i] = vec(p.bias[i]);
+        pending_bias_[static_cast<size_t>(o)] = nullptr;
+    }
+    // Biases go into the projection (MatJob::bias: one rounded add, as the CPU tier's matmul
+    // and as rope_kv's); on the cuBLAS path (ZINC_EXACT=0 prefill) rope_kv adds them instead
+    // and the projections' results are not observed.
+    for (int i = 0; i < p.n_w; ++i) {
+        if (p.accumulate) ZINC_CHECK(staged_ != op.outs[i].t);  // reads its own memory
+        if (staged_ == op.outs[i].t) staged_ = model::kNoTensor;
+    }
+    const bool biased = proj(m, ys, ld, p.n_w, rows_, k, p.accumulate, b);
+    if (!biased)
+        for (int i = 0; i < p.n_w; ++i) pending_bias_[static_cast<size_t>(op.outs[i].t)] = b[i];
+}
+
+void CudaRunner::exec_rope_kv(const model::Op& op) {
+    const auto& p = op.as<model::RopeKvP>();
+    const Tid tq = op.outs[0].t, tk = op.outs[1].t;
+    RopeJob rj;
+    rj.q = buf(tq);
+    rj.k = buf(tk);
+    rj.v = buf(p.v);
+    rj.q_ld = static_cast<int>(prog_.width(tq));
+    rj.k_ld = static_cast<int>(prog_.width(tk));
+    rj.v_ld = static_cast<int>(prog_.width(p.v));
+    rj.bq = pending_bias_[static_cast<size_t>(tq)];
+    rj.bk = pending_bias_[static_cast<size_t>(tk)];
+    rj.bv = pending_bias_[static_cast<size_t>(p.v)];
+    pending_bias_[static_cast<size_t>(tq)] = nullptr;
+    pending_bias_[static_cast<size_t>(tk)] = nullptr;
+    pending_bias_[static_cast<size_t>(p.v)] = nullptr;
+    rj.q_norm = vec(p.q_norm);
+    rj.k_norm = vec(p.k_norm);
+    rj.eps = p.eps;
+    rj.n_head = p.n_head;
+    rj.n_head_kv = p.n_head_kv;
+    rj.head_dim = p.head_dim_k;
+    rj.head_dim_v = p.head_dim_v;
+    rj.n_rot = p.rope.n_rot;
+    rj.neox = p.rope.mode == model::RopeMode::Neox;
+    rj.cs = rope_cs_[static_cast<size_t>(p.kv_layer)];
+    rj.row_pos = d_pos_;
+    rj.row_slot = d_slot_;
+    rj.k_cache = k_cache_ + layer_k_elems_ * p.kv_layer;
+    rj.v_cache = v_cache_ + layer_v_elems_ * p.kv_layer;
+    rope_kv(rj, rows_, stream_);
+    launched(runtime::Op::RopeKv, 0,
+             8ull * rows_ * (rj.q_ld + rj.k_ld + rj.v_ld) + 2ull * rows_ * (rj.k_ld + rj.v_ld));
+}
+
+void CudaRunner::exec_attention(const model::Op& op) {
+    const auto& p = op.as<model::AttentionP>();
+    const Tid o = op.outs[0].t;
+    AttnJob aj;
+    aj.q = buf(p.q);
+    aj.q_ld = static_cast<int>(prog_.width(p.q));
+    aj.out = buf(o);
+    aj.out_ld = static_cast<int>(prog_.width(o));
+    aj.k_cache = k_cache_ + layer_k_elems_ * p.kv_layer;
+    aj.v_cache = v_cache_ + layer_v_elems_ * p.kv_layer;
+    aj.n_head = p.n_head;
+    aj.n_head_kv = p.n_head_kv;
+    aj.head_dim = p.head_dim_k;
+    aj.head_dim_v = p.head_dim_v;
+    aj.scale = p.scale;
+    aj.window = p.window;
+    aj.block_size = opts_.block_size;
+    aj.row_pos = d_pos_;
+    aj.row_bt = d_rowbt_;
+    aj.bt = d_bt_;
+    aj.max_pos = opts_.max_seq_len;
+    aj.part = attn_part_;
+    aj.counters = attn_cnt_;
+    if (staged_ == o) staged_ = model::kNoTensor;
+    attention(aj, rows_, stream_);
+    // + the K/V rows read, added per step in run() (they grow with the positions, and a
+    // replayed graph's tally is the one recorded at capture)
+    launched(runtime::Op::Attention, 0, 4ull * rows_ * (aj.q_ld + aj.out_ld));
+}
+
+void CudaRunner::exec_glu(const model::Op& op, int idx) {
+    const auto& p = op.as<model::GluP>();
+    const Tid o = op.outs[0].t;
+    const int n = rows_;
+    const int dim = static_cast<int>(prog_.width(o));
+    const int ld = static_cast<int>(prog_.width(p.gate));
+    const Weight* cw = idx >= 0 ? consumer_[static_cast<size_t>(idx)] : nullptr;
+    const int type = cw ? mat(cw).type : -1;
+    RowOut out = row_out(n, type);
+    const uint64_t glu_bytes = 3ull * n * dim * sizeof(float);
+    const bool gelu = p.act == model::GluAct::GeluTanh;
+    runtime::ForwardHooks* h = opts_.hooks;
+    if (h && h->force_cpu("glu")) {
+        // ZINC_CPU_OPS=glu: act(gate) * up on the host (the CPU tier's kernel), then the packing
+        // launch the fused kernel would have done. Never inside a graph (needs_host()).
+        const size_t cnt = static_cast<size_t>(n) * dim;
+        std::vector<float> g(cnt), u(cnt);
+        float* gd = loc(p.gate);
+        cudaMemcpyAsync(g.data(), gd, cnt * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaMemcpyAsync(u.data(), loc(p.up), cnt * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+        cudaStreamSynchronize(stream_);
+        if (gelu)
+            cpu::geglu(g.data(), u.data(), g.data(), static_cast<int64_t>(cnt));
+        else
+            cpu::swiglu(g.data(), u.data(), g.data(), static_cast<int64_t>(cnt));
+        cudaMemcpyAsync(gd, g.data(), cnt * sizeof(float), cudaMemcpyHostToDevice, stream_);
+        cudaStreamSynchronize(stream_);
+        tally_.add(runtime::Device::Cpu, runtime::Op::Glu, 0, glu_bytes);
+        h->fallback("glu", op.il);
+        pack_rows(gd, n, dim, out, stream_);
+        launched(runtime::Op::Pack, 0, 2ull * cnt * sizeof(float));
+    } else {
+        glu_out(loc(p.gate), loc(p.up), ld, gelu, n, dim, out, stream_);
+        launched(runtime::Op::Glu, 0, glu_bytes);
+    }
+    staged_ = o;
+    staged_type_ = type;
+}
+
+}  // namespace zinc::cuda::runner_detail

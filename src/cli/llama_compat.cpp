@@ -1,0 +1,258 @@
+// zinc/cli/llama_compat.cpp — see llama_compat.h.
+#include "cli/llama_compat.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "cli/validators.h"
+
+namespace zinc::cli {
+
+namespace {
+
+int g_verbosity = kLogInfo;
+
+constexpr const char* kNoDownload =
+    "zinc does not download from Hugging Face; download the .gguf file yourself (e.g. "
+    "`huggingface-cli download REPO FILE.gguf --local-dir models`, or scripts/fetch-models for "
+    "the models zinc is tested with) and pass -m models/FILE.gguf";
+
+// A llama.cpp flag: its spellings, the zinc flag it becomes (tried in order: the first one the
+// subcommand has wins), or, when none applies, why zinc refuses it.
+struct LlamaFlag {
+    std::vector<std::string_view> names;
+    std::vector<std::string_view> zinc;
+    const char* refusal;  // nullptr: "zinc <cmd> has no such flag" is enough
+};
+
+const std::vector<LlamaFlag>& llama_flags() {
+    static const std::vector<LlamaFlag> flags = {
+        {{"-ngl", "--gpu-layers"}, {"--n-gpu-layers"}, nullptr},
+        {{"-sys"}, {"--system-prompt"}, nullptr},
+        {{"-np"}, {"--parallel"}, nullptr},
+        {{"--ctx-size"}, {"--context"}, nullptr},
+        {{"--no-display-prompt"}, {"--no-echo"}, nullptr},
+        {{"-lv", "--verbosity"}, {"--log-verbosity"}, nullptr},
+        {{"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hfd", "--hf-repo-draft", "-hft",
+          "--hf-token", "-hfv", "-hfrv", "--hf-repo-v", "-hffv", "--hf-file-v", "-mu",
+          "--model-url", "-dr", "--docker-repo"},
+         {},
+         kNoDownload},
+        {{"-cnv", "--conversation", "-i", "--interactive", "--interactive-first", "-if"},
+         {},
+         "zinc's conversation mode is its own command: zinc chat -m FILE (line editing, "
+         "history, multi-line input)"},
+        {{"-no-cnv", "--no-conversation"},
+         {},
+         "zinc --prompt TEXT already completes once without a conversation; drop the flag "
+         "(zinc chat is the conversation mode)"},
+        {{"-fa", "--flash-attn"},
+         {},
+         "zinc has no flash-attention switch (it chooses its attention kernels itself); drop "
+         "the flag"},
+        {{"-ctk", "--cache-type-k", "-ctv", "--cache-type-v"},
+         {},
+         "zinc's KV cache type is fixed (f16); drop the flag"},
+        {{"-tb", "--threads-batch"},
+         {},
+         "zinc uses -t threads for both prefill and decode; drop the flag"},
+        {{"-mg", "--main-gpu", "-ts", "--tensor-split", "-sm", "--split-mode", "-dev"},
+         {},
+         "zinc runs a model on one device: -d N picks the CUDA device (--tier cpu: none)"},
+        {{"-nkvo", "--no-kv-offload"},
+         {},
+         "zinc keeps the KV cache on the tier's device; use --tier cpu to run without a GPU"},
+        {{"-cb", "--cont-batching"}, {}, "zinc serve always batches continuously; drop the flag"},
+    };
+    return flags;
+}
+
+const LlamaFlag* find_llama_flag(std::string_view name) {
+    for (const auto& f : llama_flags())
+        for (auto n : f.names)
+            if (n == name) return &f;
+    return nullptr;
+}
+
+bool looks_numeric(std::string_view a) {
+    if (a.size() < 2 || a[0] != '-') return false;
+    char* end = nullptr;
+    const std::string s(a);
+    errno = 0;
+    std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size();
+}
+
+// Does the app know this flag (spelled with its dashes, no "=value")?
+const CLI::Option* known(const CLI::App& app, const std::string& name) {
+    if (name.size() < 2 || name[0] != '-') return nullptr;
+    return app.get_option_no_throw(name);
+}
+
+bool takes_value(const CLI::Option* o) {
+    return o != nullptr && o->get_items_expected_min() > 0;
+}
+
+std::string app_label(const CLI::App& app) {
+    const std::string& n = app.get_name();
+    return n.empty() ? "zinc" : n;
+}
+
+}  // namespace
+
+int log_verbosity() {
+    return g_verbosity;
+}
+
+void set_log_verbosity(int level) {
+    g_verbosity = level;
+}
+
+void add_verbosity_flags(CLI::App& app) {
+    app.add_flag_callback(
+        "-q,--quiet", [] { set_log_verbosity(std::min(log_verbosity(), kLogWarn)); },
+        "no tier, evidence, timing or note lines on stderr (warnings and errors still print)");
+    app.add_option_function<int>(
+           "--log-verbosity", [](const int& v) { set_log_verbosity(v); },
+           "stderr detail as llama.cpp's -lv: 1 errors, 2 + warnings, 3 + information "
+           "(default 3; -q is 2)")
+        ->check(int_in(0, 10));
+}
+
+void add_gpu_layers_flag(CLI::App& app, std::string& value) {
+    app.add_option("--n-gpu-layers", value,
+                   "llama.cpp's -ngl: 0 runs on the CPU tier (--tier cpu); any other value "
+                   "(99, all, auto, -1) keeps the tier choice: zinc offloads all layers or none");
+}
+
+std::string apply_gpu_layers(const std::string& value, std::string& tier) {
+    if (value.empty()) return "";
+    if (value == "all" || value == "auto") return "";
+    errno = 0;
+    char* end = nullptr;
+    const long long n = std::strtoll(value.c_str(), &end, 10);
+    if (end != value.c_str() + value.size() || errno == ERANGE || n < -1)
+        return "--n-gpu-layers/-ngl: '" + value +
+               "' is not a layer count: expected an integer >= -1, all or auto";
+    if (n == 0) {
+        if (tier == "cuda")
+            return "-ngl 0 asks for no GPU layers but --tier cuda for all of them; drop one";
+        tier = "cpu";
+        return "";
+    }
+    if (n >= 1 && n < 99 && log_warn())
+        std::fprintf(stderr,
+                     "zinc: note: -ngl %lld: zinc does not split a model between CPU and GPU; it "
+                     "runs every layer on the CUDA tier when a GPU is usable (-ngl 0 means --tier "
+                     "cpu)\n",
+                     n);
+    return "";
+}
+
+bool rewrite_llama_args(const CLI::App& app, int argc, char** argv, std::vector<std::string>& out,
+                        std::string& error) {
+    out.clear();
+    if (argc > 0) out.emplace_back(argv[0]);
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--") {  // everything after is positional
+            for (; i < argc; ++i) out.emplace_back(argv[i]);
+            break;
+        }
+        if (a.size() < 2 || a[0] != '-' || looks_numeric(a)) {
+            out.push_back(std::move(a));
+            continue;
+        }
+        const size_t eq = a.find('=');
+        const std::string name = a.substr(0, eq);
+        const std::string rest = eq == std::string::npos ? "" : a.substr(eq);
+        const CLI::Option* opt = known(app, name);
+        if (opt == nullptr) {
+            if (const LlamaFlag* f = find_llama_flag(name)) {
+                for (auto z : f->zinc)
+                    if ((opt = known(app, std::string(z))) != nullptr) {
+                        a = std::string(z) + rest;
+                        break;
+                    }
+                if (opt == nullptr) {
+                    error = name + ": " +
+                            (f->refusal ? std::string(f->refusal)
+                                        : "a llama.cpp flag that " + app_label(app) +
+                                              " does not have (see --help)");
+                    return false;
+                }
+            } else if (name.size() > 2 && name[1] != '-' && eq == std::string::npos &&
+                       known(app, "-" + name) != nullptr) {
+                // "-temp": a long flag with one dash (CLI11 would read it as -t emp).
+                error = name + ": unknown flag; did you mean -" + name + "? (see --help)";
+                return false;
+            }
+        }
+        out.push_back(std::move(a));
+        // The value of an option that takes one is never rewritten ("--prompt -hf" is a prompt).
+        if (takes_value(opt) && eq == std::string::npos && i + 1 < argc)
+            out.emplace_back(argv[++i]);
+    }
+    return true;
+}
+
+int edit_distance(const std::string& a, const std::string& b) {
+    // Optimal string alignment: insertions, deletions, substitutions and adjacent
+    // transpositions ("--tmep" is one step from "--temp") cost 1 each.
+    const size_t n = a.size(), m = b.size();
+    std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
+    for (size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
+    for (size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
+    for (size_t i = 1; i <= n; ++i)
+        for (size_t j = 1; j <= m; ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                                d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[n][m];
+}
+
+std::string unknown_flag_message(const CLI::App& app, const std::vector<std::string>& args) {
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--") break;
+        if (a.size() < 2 || a[0] != '-' || looks_numeric(a)) continue;
+        const std::string name = a.substr(0, a.find('='));
+        if (const CLI::Option* full = known(app, name)) {
+            if (takes_value(full) && a.find('=') == std::string::npos) ++i;  // its value
+            continue;
+        }
+        if (name[1] != '-' && known(app, name.substr(0, 2)))
+            continue;  // "-n5": a short flag with its value attached
+        // Closest long flag name, over a distance a typo can reach.
+        const std::string bare = name.substr(name.find_first_not_of('-'));
+        std::string best;
+        int best_d = 1 << 30;
+        for (const CLI::Option* o : app.get_options())
+            for (const auto& l : o->get_lnames()) {
+                const int d = edit_distance(bare, l);
+                if (d < best_d) best_d = d, best = "--" + l;
+            }
+        // ... and llama.cpp's spellings that this subcommand accepts ("--ngl" -> -ngl).
+        for (const auto& f : llama_flags())
+            for (auto z : f.zinc)
+                if (known(app, std::string(z)))
+                    for (auto n : f.names) {
+                        const std::string nb(n.substr(n.find_first_not_of('-')));
+                        const int d = edit_distance(bare, nb);
+                        if (d < best_d) best_d = d, best = std::string(n);
+                    }
+        const int limit = std::max<int>(2, static_cast<int>(bare.size()) / 3);
+        std::string msg = name + ": unknown flag of " + app_label(app);
+        if (!best.empty() && best_d <= limit) msg += "; did you mean " + best + "?";
+        return msg + " (see --help)";
+    }
+    return "";
+}
+
+}  // namespace zinc::cli

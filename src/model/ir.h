@@ -1,0 +1,230 @@
+// zinc/model/ir.h — the op list: an architecture written once, for every backend.
+//
+// An architecture file (src/models/) turns its config and bound weights into a Program once, at
+// load: a flat sequence of ops over named activation tensors. The Program is shape-static for a
+// given batch: every tensor is (n_rows, width) f32 row-major, the widths are fixed, and n_rows
+// (the step's batch rows) is the one runtime parameter; per-layer differences (sliding window,
+// RoPE base, optional weights) are written into each layer's ops, never decided by an executor.
+// Backends execute it: the CPU tier op by op (backend/cpu/executor.cpp), the CUDA tier as kernel
+// launches (backend/cuda/runner_exec.cpp), both wrapping every op boundary in one place for
+// evidence counting, validation captures, fault injection, layer skipping and ZINC_DUMP.
+//
+// Weights are the WeightBinder's (model/weights.h): bound declaratively by GGUF name, shape and
+// type; an op holds pointers to them and a backend finds its own copy by that pointer or name.
+//
+// Fused ops are ops too (Matmul with accumulate = the residual add inside the projection,
+// AddRmsNorm = Gemma's post-norm + residual): schedule() replaces a plain op sequence by its
+// fused form where a tier asks for it, and keeps the plain ops as the fallback, which the tier
+// runs instead whenever an intermediate the fusion would hide is wanted (captured, corrupted or
+// dumped) or the fusion's switch is off. Adding an op: a kind, a param struct, the builder call,
+// and its case in each executor.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/rope.h"
+#include "model/weights.h"
+
+namespace zinc::model {
+
+/// Index of a tensor in Program::tensors.
+using Tid = int16_t;
+inline constexpr Tid kNoTensor = -1;
+
+/// An activation buffer: (rows, width) f32, row-major. `role` names the buffer ("x": residual
+/// stream, "xn": normalised block input, "q", "k", "v", "attn", "gate", "up", "proj",
+/// "logits"); the names of the values written into it are the ops' output names.
+struct TensorDesc {
+    std::string role;
+    int64_t width = 0;
+};
+
+/// Variant order: OpKind values index OpParams.
+enum class OpKind : uint8_t {
+    Embed,       // out = table[token] * scale                                     (get_rows)
+    RmsNorm,     // out = rms_norm(in) * w, per row
+    Matmul,      // outs[i] (+)= W_i in (+ b_i), i < n_w: one grouped projection (Q/K/V, gate/up)
+    RopeKv,      // q, k (outs, in place): + per-head RMS norm, RoPE; K/V rows to the KV cache
+    Attention,   // out = causal attention of q over the layer's KV (window, scale)
+    Glu,         // out = act(gate) * up, act = SiLU | tanh-GELU
+    Add,         // out += in                                                    (residual)
+    AddRmsNorm,  // out += rms_norm(in) * w        (fused: RmsNorm in->in, Add out += in)
+    KeepRows,    // from here on only the output rows of the listed tensors matter
+    Softcap,     // out = cap * tanh(out / cap)
+    kCount
+};
+const char* op_kind_name(OpKind k);
+
+enum class GluAct : uint8_t { SiLU, GeluTanh };
+
+struct EmbedP {
+    const Weight* table = nullptr;  // (n_vocab rows, width) any matmul type
+    float scale = 1.0f;
+};
+struct RmsNormP {
+    Tid in = kNoTensor;
+    const Weight* w = nullptr;  // (width) f32
+    float eps = 1e-5f;
+};
+struct MatmulP {
+    Tid in = kNoTensor;                   // (rows, k)
+    int n_w = 0;                          // 1..3 weights, one per output
+    std::array<const Weight*, 3> w{};     // (k -> width of outs[i])
+    std::array<const Weight*, 3> bias{};  // (width of outs[i]) f32 or null
+    bool accumulate = false;              // outs[i] += instead of = (only fused, n_w == 1)
+};
+struct RopeKvP {
+    Tid v = kNoTensor;  // (rows, n_head_kv * head_dim_v), written to the cache as it is
+    const Weight* q_norm = nullptr;  // (head_dim_k) f32 per-head RMS norm before RoPE, or null
+    const Weight* k_norm = nullptr;
+    RopeParams rope;   // this layer's (base, scale, freq_factors)
+    int kv_layer = 0;  // which layer of the KV cache
+    int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+    float eps = 1e-5f;  // of the Q/K norms
+};
+struct AttentionP {
+    Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
+    int kv_layer = 0;
+    int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+    float scale = 1.0f;  // multiplies q.k
+    int window = 0;      // sliding window (0: full causal)
+};
+struct GluP {
+    Tid gate = kNoTensor, up = kNoTensor;
+    GluAct act = GluAct::SiLU;
+};
+struct AddP {
+    Tid in = kNoTensor;
+};
+struct AddRmsNormP {
+    Tid in = kNoTensor;
+    const Weight* w = nullptr;
+    float eps = 1e-5f;
+};
+struct KeepRowsP {
+    std::array<Tid, 4> t{kNoTensor, kNoTensor, kNoTensor, kNoTensor};
+    int n = 0;
+};
+struct SoftcapP {
+    float cap = 0.0f;
+};
+using OpParams = std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP,
+                              AddRmsNormP, KeepRowsP, SoftcapP>;
+
+/// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
+/// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
+/// it, "blk.<il>.<name>" for layer ops. `validate` false: ZINC_DUMP only (not captured).
+struct Output {
+    Tid t = kNoTensor;
+    const char* name = nullptr;
+    bool validate = true;
+};
+
+struct Op {
+    int il = -1;        // layer, -1 for whole-model ops
+    bool head = false;  // output head: runs on the output rows, only when logits are wanted
+    int n_outs = 0;
+    std::array<Output, 3> outs{};
+    OpParams p;
+
+    OpKind kind() const { return static_cast<OpKind>(p.index()); }
+    template <class P>
+    const P& as() const {
+        return std::get<P>(p);
+    }
+    /// Whether the op reads tensor t (outputs it updates in place count as read: Add,
+    /// AddRmsNorm, RopeKv, Softcap, accumulating Matmul; KeepRows reads what it keeps).
+    bool reads(Tid t) const;
+    bool writes(Tid t) const;
+};
+
+struct Program {
+    std::vector<TensorDesc> tensors;
+    std::vector<Op> ops;     // plain ops, in execution order; a layer's ops are contiguous
+    int n_layer = 0;         // ops with il in [0, n_layer)
+    Tid logits = kNoTensor;  // (n_out rows, n_vocab): the head's result, the caller's buffer
+
+    int64_t width(Tid t) const { return tensors[static_cast<size_t>(t)].width; }
+    /// The tensor with role `role`, or kNoTensor.
+    Tid find(std::string_view role) const;
+    /// Every weight the ops use, each once, in first-use order.
+    std::vector<const Weight*> weights() const;
+    /// One line per op, e.g. "12 L1 matmul xn -> q:Qcur k:Kcur v:Vcur [blk.1.attn_q.weight ...]"
+    std::string describe() const;
+};
+
+/// Emits ops in order. Every call checks its shapes (ZINC_CHECK: an arch file's bug).
+class ProgramBuilder {
+  public:
+    Tid tensor(std::string role, int64_t width);
+    /// Layer of the ops emitted next (-1: whole model); `head` marks the output head.
+    void set_layer(int il) { il_ = il; }
+    void set_head(bool head) { head_ = head; }
+
+    void embed(const Weight& table, float scale, Tid out, const char* name);
+    void rms_norm(Tid in, const Weight& w, float eps, Tid out, const char* name = nullptr,
+                  bool validate = true);
+    struct Proj {
+        const Weight* w = nullptr;
+        const Weight* bias = nullptr;
+        Tid out = kNoTensor;
+        const char* name = nullptr;
+    };
+    /// Up to three projections of the same input (one grouped op).
+    void matmul(Tid in, std::initializer_list<Proj> projs);
+    void rope_kv(Tid q, Tid k, Tid v, const RopeKvP& p);
+    void attention(Tid out, const AttentionP& p, const char* name);
+    void glu(Tid gate, Tid up, GluAct act, Tid out, const char* name);
+    void add(Tid acc, Tid in, const char* name);
+    void keep_rows(std::initializer_list<Tid> ts);
+    void softcap(Tid x, float cap);
+
+    /// The Program; `logits` is the head's result tensor.
+    Program finish(int n_layer, Tid logits);
+
+  private:
+    Op& emit(OpParams p);
+    void out(Op& op, Tid t, const char* name, bool validate = true);
+    Program prog_;
+    int il_ = -1;
+    bool head_ = false;
+};
+
+// ---- fusion
+
+/// The fusions a tier can perform from the op list, each with its switch.
+struct FusionOptions {
+    bool matmul_add = false;    // Matmul -> t; [KeepRows]; Add x += t  ==>  Matmul x += W in
+    bool add_rms_norm = false;  // RmsNorm t -> t; Add x += t            ==>  AddRmsNorm x += ...
+};
+/// One entry of a tier's schedule: plain ops [begin, end) of Program::ops and, where a fusion
+/// matched, the ops that replace them (`fused`, empty otherwise). `hidden` lists the named
+/// intermediates the plain ops produce and the fused ones do not: when any of them is wanted
+/// this step, the tier runs the plain ops instead.
+struct Step {
+    int begin = 0, end = 0;
+    std::vector<Op> fused;
+    std::vector<Output> hidden;
+    int il = -1;  // layer of the step's ops
+};
+std::vector<Step> schedule(const Program& prog, const FusionOptions& opts);
+
+// ---- observation (shared by the tiers' executors)
+
+/// ZINC_DUMP=<name> (e.g. "blk.3.attn_out", or "all"): print that intermediate to stderr.
+struct DumpFilter {
+    std::string name;  // empty: dumping off
+    bool wants(std::string_view n) const { return !name.empty() && (name == n || name == "all"); }
+};
+/// "blk.<il>.<name>" (il >= 0) or "<name>".
+std::string full_name(std::string_view name, int il);
+/// The ZINC_DUMP line of (n_rows, dim) values: "ZINC_DUMP <full> pos0=P shape=[dim, n_rows]: ...".
+void print_dump(std::string_view full, int64_t pos0, const float* data, int n_rows, int64_t dim);
+
+}  // namespace zinc::model

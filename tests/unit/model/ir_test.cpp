@@ -1,0 +1,216 @@
+// The op list (model/ir.h): what the architecture files emit for the real models, and the
+// fusion schedule a device tier derives from it.
+#include "model/ir.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/arch_model.h"
+#include "model/model.h"
+
+namespace zm = zinc::model;
+
+namespace {
+
+struct Loaded {
+    std::unique_ptr<zinc::gguf::File> file;
+    std::unique_ptr<zm::Model> model;
+};
+
+const zm::ArchModel* load(const std::string& name) {
+    static std::vector<std::pair<std::string, std::unique_ptr<Loaded>>> cache;
+    for (auto& [n, l] : cache)
+        if (n == name) return dynamic_cast<const zm::ArchModel*>(l->model.get());
+    auto l = std::make_unique<Loaded>();
+    auto f = zinc::gguf::File::open(std::string(ZINC_SOURCE_DIR) + "/models/" + name);
+    if (f.ok()) {
+        l->file = std::move(f.value());
+        auto m = zm::Model::load(*l->file, {});
+        if (m.ok()) l->model = std::move(m.value());
+    }
+    cache.emplace_back(name, std::move(l));
+    return dynamic_cast<const zm::ArchModel*>(cache.back().second->model.get());
+}
+
+const char* kSmol = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const char* kGemma = "gemma-3-270m-q4_k_m.gguf";
+const char* kQwen = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+
+#define NEED(var, name)                                        \
+    const zm::ArchModel* var = load(name);                     \
+    if (!var) GTEST_SKIP() << "models/" << name << " missing"; \
+    const zm::Program& P = var->program()
+
+// The kinds of the ops of layer il, in order.
+std::vector<zm::OpKind> layer_kinds(const zm::Program& P, int il) {
+    std::vector<zm::OpKind> k;
+    for (const zm::Op& op : P.ops)
+        if (op.il == il) k.push_back(op.kind());
+    return k;
+}
+
+// The names the ops of layer il produce, in order.
+std::string layer_names(const zm::Program& P, int il) {
+    std::string s;
+    for (const zm::Op& op : P.ops) {
+        if (op.il != il) continue;
+        for (int i = 0; i < op.n_outs; ++i)
+            if (op.outs[i].name) s += std::string(s.empty() ? "" : " ") + op.outs[i].name;
+    }
+    return s;
+}
+
+using K = zm::OpKind;
+
+}  // namespace
+
+TEST(OpList, PrenormDecoderLayerIsTheCpuTiersSequence) {
+    NEED(m, kSmol);
+    const int n = P.n_layer;
+    ASSERT_EQ(n, m->config().n_layer);
+    const std::vector<K> layer = {K::RmsNorm, K::Matmul, K::RopeKv, K::Attention, K::Matmul, K::Add,
+                                  K::RmsNorm, K::Matmul, K::Glu,    K::Matmul,    K::Add};
+    EXPECT_EQ(layer_kinds(P, 0), layer);
+    std::vector<K> last = layer;
+    last.insert(last.begin() + 5, K::KeepRows);  // after attention's K/V write
+    EXPECT_EQ(layer_kinds(P, n - 1), last);
+    EXPECT_EQ(layer_names(P, 3),
+              "Qcur Kcur Vcur kqv_out attn_out ffn_inp ffn_gate ffn_up ffn_glu ffn_out l_out");
+    EXPECT_EQ(P.ops.front().kind(), K::Embed);
+    EXPECT_STREQ(P.ops.front().outs[0].name, "inp_embd");
+    // Head: output norm (dump-only result_norm), LM head into the logits; SmolLM2 is tied.
+    const zm::Op& lm = P.ops.back();
+    ASSERT_EQ(lm.kind(), K::Matmul);
+    EXPECT_TRUE(lm.head);
+    EXPECT_EQ(lm.outs[0].t, P.logits);
+    EXPECT_EQ(lm.as<zm::MatmulP>().w[0]->name, "token_embd.weight");
+    EXPECT_EQ(P.width(P.logits), m->config().n_vocab);
+    const zm::Op& norm = P.ops[P.ops.size() - 2];
+    EXPECT_EQ(norm.kind(), K::RmsNorm);
+    EXPECT_STREQ(norm.outs[0].name, "result_norm");
+    EXPECT_FALSE(norm.outs[0].validate);
+}
+
+TEST(OpList, Qwen2HasBiasesAndGemma3PostNormsWindowsAndScaledEmbedding) {
+    {
+        NEED(m, kQwen);
+        const zm::Op* qkv = nullptr;
+        for (const zm::Op& op : P.ops)
+            if (op.il == 0 && op.kind() == K::Matmul) {
+                qkv = &op;
+                break;
+            }
+        ASSERT_NE(qkv, nullptr);
+        const auto& mp = qkv->as<zm::MatmulP>();
+        ASSERT_EQ(mp.n_w, 3);
+        EXPECT_EQ(mp.bias[0]->name, "blk.0.attn_q.bias");
+        EXPECT_EQ(mp.bias[2]->name, "blk.0.attn_v.bias");
+        EXPECT_EQ(P.ops.front().as<zm::EmbedP>().scale, 1.0f);
+    }
+    {
+        NEED(m, kGemma);
+        const zm::ModelConfig& c = m->config();
+        EXPECT_EQ(
+            layer_kinds(P, 0),
+            (std::vector<K>{K::RmsNorm, K::Matmul, K::RopeKv, K::Attention, K::Matmul, K::RmsNorm,
+                            K::Add, K::RmsNorm, K::Matmul, K::Glu, K::Matmul, K::RmsNorm, K::Add}));
+        EXPECT_EQ(P.ops.front().as<zm::EmbedP>().scale, std::sqrt(static_cast<float>(c.n_embd)));
+        // Per-layer variation lives in the list: the window and the RoPE base of each layer.
+        int n_local = 0;
+        for (const zm::Op& op : P.ops) {
+            if (op.kind() == K::Attention) {
+                EXPECT_EQ(op.as<zm::AttentionP>().window, c.window(op.il)) << op.il;
+                n_local += op.as<zm::AttentionP>().window > 0;
+            }
+            if (op.kind() == K::RopeKv) {
+                EXPECT_EQ(op.as<zm::RopeKvP>().rope.freq_base, c.rope(op.il).freq_base) << op.il;
+            }
+            if (op.kind() == K::Glu) {
+                EXPECT_EQ(op.as<zm::GluP>().act, zm::GluAct::GeluTanh);
+            }
+        }
+        EXPECT_GT(n_local, 0);
+        EXPECT_LT(n_local, c.n_layer);
+    }
+}
+
+TEST(OpList, ScheduleFusesResidualAddsAndHidesOnlyTheirIntermediates) {
+    NEED(m, kSmol);
+    const int n = P.n_layer;
+    // No fusions: one plain op a step.
+    const auto plain = zm::schedule(P, {});
+    ASSERT_EQ(plain.size(), P.ops.size());
+    for (const zm::Step& s : plain) EXPECT_TRUE(s.fused.empty());
+
+    zm::FusionOptions fo;
+    fo.matmul_add = fo.add_rms_norm = true;
+    const auto steps = zm::schedule(P, fo);
+    int n_fused = 0;
+    for (const zm::Step& s : steps) {
+        if (s.fused.empty()) {
+            EXPECT_EQ(s.end - s.begin, 1);
+            continue;
+        }
+        ++n_fused;
+        const zm::Op& f = s.fused.back();
+        ASSERT_EQ(f.kind(), K::Matmul);
+        EXPECT_TRUE(f.as<zm::MatmulP>().accumulate);
+        EXPECT_EQ(f.outs[0].t, P.find("x"));
+        ASSERT_EQ(s.hidden.size(), 1u);
+        const std::string inner = s.hidden[0].name, outer = f.outs[0].name;
+        EXPECT_TRUE((inner == "attn_out" && outer == "ffn_inp") ||
+                    (inner == "ffn_out" && outer == "l_out"))
+            << inner << " " << outer;
+        if (s.il == n - 1 && inner == "attn_out") {
+            // The last layer's KeepRows moves before the fused projection and keeps its input.
+            ASSERT_EQ(s.fused.size(), 2u);
+            const auto& k = s.fused[0].as<zm::KeepRowsP>();
+            EXPECT_EQ(k.t[1], P.find("attn"));
+            EXPECT_EQ(s.end - s.begin, 3);
+        }
+    }
+    EXPECT_EQ(n_fused, 2 * n);
+
+    const zm::ArchModel* g = load(kGemma);
+    if (!g) GTEST_SKIP() << "models/" << kGemma << " missing";
+    const auto gs = zm::schedule(g->program(), fo);
+    int n_post = 0;
+    for (const zm::Step& s : gs) {
+        if (s.fused.empty()) continue;
+        ASSERT_EQ(s.fused.size(), 1u);
+        EXPECT_EQ(s.fused[0].kind(), K::AddRmsNorm);  // the projections go to h, not into x
+        EXPECT_TRUE(s.hidden.empty());
+        ++n_post;
+    }
+    EXPECT_EQ(n_post, 2 * g->program().n_layer);
+}
+
+TEST(OpList, WeightsAreEachBoundTensorOnce) {
+    NEED(m, kSmol);
+    const auto ws = P.weights();
+    for (size_t i = 0; i < ws.size(); ++i)
+        for (size_t j = i + 1; j < ws.size(); ++j) EXPECT_NE(ws[i], ws[j]);
+    // 9 tensors a layer (2 norms, 7 matrices) + token_embd (tied: also the LM head) + output_norm
+    EXPECT_EQ(ws.size(), 9u * P.n_layer + 2);
+    EXPECT_NE(P.describe().find("matmul xn -> q:Qcur k:Kcur v:Vcur"), std::string::npos);
+}
+
+TEST(OpList, BuilderChecksShapes) {
+    zm::Weight w;
+    w.name = "w";
+    w.n_dims = 2;
+    w.ne[0] = 8;
+    w.ne[1] = 4;
+    w.n_rows = 4;
+    zm::ProgramBuilder b;
+    const zm::Tid a = b.tensor("a", 8), y = b.tensor("y", 4), z = b.tensor("z", 5);
+    b.matmul(a, {{&w, nullptr, y, "y"}});
+    EXPECT_DEATH(b.matmul(a, {{&w, nullptr, z, "z"}}), "");  // 4 rows into a width-5 tensor
+    EXPECT_DEATH(b.tensor("a", 3), "");                      // roles are unique
+    EXPECT_DEATH(b.add(y, z, "bad"), "");                    // widths differ
+}
