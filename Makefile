@@ -3,6 +3,12 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= The three most useful things to know about the Rust borrow checker are
 N ?= 96
+# The Python side (oracles, pytest) lives in this virtual environment, made and filled by
+# scripts/install-deps; its bin/ comes first on PATH for every target, so the python3 that ctest's
+# oracle suites, fetch-models and bench run is the venv's. ZINC_VENV=DIR picks another one.
+ZINC_VENV ?= $(CURDIR)/.venv
+export ZINC_VENV := $(abspath $(ZINC_VENV))
+export PATH := $(ZINC_VENV)/bin:$(PATH)
 
 .PHONY: all deps build models default-model run test fuzz bench clean
 
@@ -32,7 +38,7 @@ test: deps build models
 
 # zinc vs llama.cpp on the CPU (docs/benchmarks.md): microbenchmarks, server scenarios, load sweep
 # and shared prefix, each engine as a server on the same GGUF; builds llama.cpp's tools first.
-bench: build
+bench: deps build
 	./scripts/build-llama-cpp --jobs $(JOBS)
 	python3 bench/run --target cpu --zinc $(BUILD)/zinc --no-build
 
