@@ -3,6 +3,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= The three most useful things to know about the Rust borrow checker are
 N ?= 96
+# Extra flags for the first configure of $(BUILD), e.g. CMAKE_FLAGS=-DZINC_CUDA=OFF.
+CMAKE_FLAGS ?=
 # The Python side (oracles, pytest) lives in this virtual environment, made and filled by
 # scripts/install-deps; its bin/ comes first on PATH for every target, so the python3 that ctest's
 # oracle suites, fetch-models and bench run is the venv's. ZINC_VENV=DIR picks another one.
@@ -18,7 +20,7 @@ deps:
 	./scripts/install-deps
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
