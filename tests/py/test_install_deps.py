@@ -7,6 +7,7 @@ way round: every third-party module the repository's Python imports comes from a
 """
 import ast
 import importlib.metadata
+import json
 import os
 import pathlib
 import re
@@ -167,6 +168,35 @@ def test_a_half_made_venv_is_made_again(tmp_path, wheels):
     assert rc == 0, out
     assert f"install-deps: venv: {v} is broken (no working python3 with pip), making it again" in out
     assert venv_python(v, "import zinc_test_tiny").returncode == 0
+
+
+def test_the_llama_cpp_python_build_is_checked_against_the_goldens(venv, wheels):
+    # Stand-ins for llama-cpp-python (installed by hand: install-deps would insist on a source
+    # build): one reporting the goldens' feature string, one an AVX-512 build, as a wheel built
+    # with other CMAKE_ARGS (and found in pip's cache, whose key ignores them) would.
+    path, _, _ = venv
+    golden = json.loads((SRC / "tests" / "goldens" / "SmolLM2-135M-Instruct.Q4_1.json").read_text())
+    want = golden["generator"]["llama_cpp_system_info"]
+    for version, info in (("0.0.1", want), ("0.0.2", "CPU : AVX2 = 1 | AVX512 = 1 |")):
+        make_wheel(wheels, "llama-cpp-python", version, {
+            "llama_cpp/__init__.py": f"def llama_print_system_info():\n    return {info!r}.encode()\n"})
+    env = base_env(wheels)
+    pip = [str(path / "bin" / "python3"), "-m", "pip", "install", "-q", "--no-deps"]
+    try:
+        subprocess.run(pip + ["llama-cpp-python==0.0.1"], env=env, check=True, timeout=120)
+        rc, out = install_deps("--no-apt", "--venv", str(path), "--packages",
+                               f"{TINY} llama-cpp-python==0.0.1", env=env)
+        assert rc == 0, out
+        assert "install-deps: llama-cpp-python: present, built with the goldens' feature set" in out
+        assert out[-1].startswith("install-deps: ok: nothing to install, only checked"), out
+        subprocess.run(pip + ["llama-cpp-python==0.0.2"], env=env, check=True, timeout=120)
+        rc, out = install_deps("--no-apt", "--venv", str(path), "--packages",
+                               f"{TINY} llama-cpp-python==0.0.2", env=env)
+        assert_one_failure_line(rc, out, "llama-cpp-python build check", "AVX512 = 1",
+                                want, "pip cache remove llama_cpp_python")
+    finally:
+        subprocess.run([str(path / "bin" / "python3"), "-m", "pip", "uninstall", "-y", "-q",
+                        "llama-cpp-python"], env=env, timeout=120)
 
 
 def fake_commands(folder, scripts):
