@@ -22,6 +22,8 @@ from wheelmaker import make_wheel, offline_pip_env
 SRC = pathlib.Path(os.environ.get("ZINC_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 INSTALL_DEPS = SRC / "scripts" / "install-deps"
 TINY = "zinc-test-tiny==1.0"
+# Only a guard against a hang: on a loaded 2-core machine a venv alone can take minutes.
+HANG = 900
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def base_env(wheels):
     return env
 
 
-def install_deps(*args, env, timeout=300):
+def install_deps(*args, env, timeout=HANG):
     """Run install-deps; returns (exit status, output lines: stdout and stderr in order)."""
     p = subprocess.run([str(INSTALL_DEPS), *args], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=timeout)
@@ -57,7 +59,7 @@ def venv(tmp_path_factory, wheels):
 
 def venv_python(path, code):
     return subprocess.run([str(path / "bin" / "python3"), "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=60)
+                          stderr=subprocess.PIPE, timeout=HANG)
 
 
 def assert_one_failure_line(rc, out, step, *words):
@@ -98,14 +100,15 @@ def test_second_run_only_checks_and_says_so(venv, wheels):
     assert not any("installing" in line or "creating" in line for line in out), out
     assert f"install-deps: Python packages: all 1 present in {path}" in out, out
     assert re.fullmatch(r"install-deps: ok: nothing to install, only checked \(.*\)", out[-1]), out
-    assert took < 30, f"a check-only run took {took:.1f} s"
+    # About 1 s on an idle machine; the bound only catches a run that does real work.
+    assert took < 120, f"a check-only run took {took:.1f} s"
 
 
 def test_a_package_missing_from_the_environment_gets_installed(venv, wheels):
     path, _, _ = venv
     env = base_env(wheels)
     subprocess.run([str(path / "bin" / "python3"), "-m", "pip", "uninstall", "-y", "-q",
-                    "zinc-test-tiny"], env=env, check=True, timeout=120)
+                    "zinc-test-tiny"], env=env, check=True, timeout=HANG)
     assert venv_python(path, "import zinc_test_tiny").returncode != 0
     rc, out = install_deps("--no-apt", "--venv", str(path), "--packages",
                            f"{TINY} zinc-test-other", env=env)
@@ -183,20 +186,20 @@ def test_the_llama_cpp_python_build_is_checked_against_the_goldens(venv, wheels)
     env = base_env(wheels)
     pip = [str(path / "bin" / "python3"), "-m", "pip", "install", "-q", "--no-deps"]
     try:
-        subprocess.run(pip + ["llama-cpp-python==0.0.1"], env=env, check=True, timeout=120)
+        subprocess.run(pip + ["llama-cpp-python==0.0.1"], env=env, check=True, timeout=HANG)
         rc, out = install_deps("--no-apt", "--venv", str(path), "--packages",
                                f"{TINY} llama-cpp-python==0.0.1", env=env)
         assert rc == 0, out
         assert "install-deps: llama-cpp-python: present, built with the goldens' feature set" in out
         assert out[-1].startswith("install-deps: ok: nothing to install, only checked"), out
-        subprocess.run(pip + ["llama-cpp-python==0.0.2"], env=env, check=True, timeout=120)
+        subprocess.run(pip + ["llama-cpp-python==0.0.2"], env=env, check=True, timeout=HANG)
         rc, out = install_deps("--no-apt", "--venv", str(path), "--packages",
                                f"{TINY} llama-cpp-python==0.0.2", env=env)
         assert_one_failure_line(rc, out, "llama-cpp-python build check", "AVX512 = 1",
                                 want, "pip cache remove llama_cpp_python")
     finally:
         subprocess.run([str(path / "bin" / "python3"), "-m", "pip", "uninstall", "-y", "-q",
-                        "llama-cpp-python"], env=env, timeout=120)
+                        "llama-cpp-python"], env=env, timeout=HANG)
 
 
 def fake_commands(folder, scripts):
@@ -226,11 +229,11 @@ def test_an_apt_failure_is_one_line_naming_apt(tmp_path, wheels):
 def test_bad_arguments_are_a_usage_error():
     for args in (["--frobnicate"], ["--venv"], ["--packages"]):
         p = subprocess.run([str(INSTALL_DEPS), *args], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=30)
+                           stderr=subprocess.PIPE, timeout=HANG)
         assert p.returncode == 2, args
         err = p.stderr.decode().splitlines()
         assert len(err) == 1 and err[0].startswith("install-deps: "), err
-    h = subprocess.run([str(INSTALL_DEPS), "--help"], stdout=subprocess.PIPE, timeout=30)
+    h = subprocess.run([str(INSTALL_DEPS), "--help"], stdout=subprocess.PIPE, timeout=HANG)
     assert h.returncode == 0 and b"--list-packages" in h.stdout
 
 
@@ -270,7 +273,7 @@ def normalize(name):
 def test_every_imported_package_is_in_the_installers_list():
     # A package the project needs but the installer leaves out fails here (and, with the module
     # missing from the venv, in the suites that import it).
-    p = subprocess.run([str(INSTALL_DEPS), "--list-packages"], stdout=subprocess.PIPE, timeout=30,
+    p = subprocess.run([str(INSTALL_DEPS), "--list-packages"], stdout=subprocess.PIPE, timeout=HANG,
                        check=True)
     listed = {normalize(re.split(r"[<>=!~ \[;]", s, maxsplit=1)[0])
               for s in p.stdout.decode().split()}
