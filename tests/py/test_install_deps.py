@@ -38,6 +38,10 @@ def wheels(tmp_path_factory):
 def base_env(wheels):
     env = offline_pip_env(os.environ, wheels)
     env.pop("ZINC_VENV", None)
+    # The logs a failed run keeps land in pytest's temporary folder, not in /tmp.
+    logs = wheels.parent / "logs"
+    logs.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(logs)
     return env
 
 
