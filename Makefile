@@ -3,6 +3,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= The three most useful things to know about the Rust borrow checker are
 N ?= 96
+# Extra flags for the first configure of $(BUILD), e.g. CMAKE_FLAGS=-DZINC_CUDA=OFF.
+CMAKE_FLAGS ?=
+# The Python side (oracles, pytest) lives in this virtual environment, made and filled by
+# scripts/install-deps; its bin/ comes first on PATH for every target, so the python3 that ctest's
+# oracle suites, fetch-models and bench run is the venv's. ZINC_VENV=DIR picks another one.
+ZINC_VENV ?= $(CURDIR)/.venv
+export ZINC_VENV := $(abspath $(ZINC_VENV))
+export PATH := $(ZINC_VENV)/bin:$(PATH)
 
 .PHONY: all deps build models default-model run test fuzz bench clean
 
@@ -12,7 +20,7 @@ deps:
 	./scripts/install-deps
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -32,7 +40,7 @@ test: deps build models
 
 # zinc vs llama.cpp on the CPU (docs/benchmarks.md): microbenchmarks, server scenarios, load sweep
 # and shared prefix, each engine as a server on the same GGUF; builds llama.cpp's tools first.
-bench: build
+bench: deps build
 	./scripts/build-llama-cpp --jobs $(JOBS)
 	python3 bench/run --target cpu --zinc $(BUILD)/zinc --no-build
 

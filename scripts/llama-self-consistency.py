@@ -8,7 +8,8 @@ golden. If llama.cpp cannot reproduce its own 64 greedy tokens under such a chan
 identity is not a meaningful requirement for a second engine; divergence at near-ties is.
 
 Run: python3 scripts/llama-self-consistency.py [--models-dir models] [--goldens tests/goldens]
-Needs llama-cpp-python (scripts/install-deps). Takes about a minute per model on 2 cores.
+Needs llama-cpp-python (scripts/install-deps puts it in .venv: source .venv/bin/activate first).
+Takes about a minute per model on 2 cores.
 """
 import argparse
 import json
