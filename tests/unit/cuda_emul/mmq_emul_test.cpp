@@ -19,7 +19,7 @@
 #include "backend/cuda/mmq.cu"
 #pragma GCC diagnostic pop
 
-#include "backend/cuda/repack.h"  // repack.cpp is linked into test_cuda_emul (CMakeLists.txt)
+#include "backend/cuda/repack.h"  // compiled into test_cuda_emul by repack_unit.cpp
 
 #include "quant/quant.h"
 #include "quant/types.h"
