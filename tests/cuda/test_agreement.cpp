@@ -32,6 +32,7 @@
 
 #include "backend/cuda/cuda_tier.h"
 #include "gguf/gguf.h"
+#include "gpu_model.h"
 #include "gpu_test.h"
 #include "model/batch.h"
 #include "model/model.h"
@@ -39,7 +40,7 @@
 
 using namespace zinc;
 namespace cu = zinc::cuda;
-using zinc::gpu_test::fmt;
+using namespace zinc::gpu_test;
 
 namespace {
 
@@ -132,27 +133,11 @@ struct Agree {
     }
 };
 
-struct Loaded {
-    std::unique_ptr<gguf::File> file;
-    std::unique_ptr<model::Model> model;
-    std::unique_ptr<tokenizer::Tokenizer> tok;
-};
-
+using Loaded = LoadedModel;
 bool load(const std::string& path, Loaded& L) {
-    auto f = gguf::File::open(path);
-    if (!f) return report(false, "open " + path + ": " + f.error().message), false;
-    L.file = std::move(f.value());
-    auto m = model::Model::load(*L.file, {});
-    if (!m) return report(false, "load " + path + ": " + m.error().message), false;
-    L.model = std::move(m.value());
-    auto t = tokenizer::Tokenizer::from_gguf(*L.file);
-    if (!t) return report(false, "tokenizer " + path + ": " + t.error().message), false;
-    L.tok = std::move(t.value());
-    return true;
-}
-
-std::string base_name(const std::string& p) {
-    return p.substr(p.find_last_of('/') + 1);
+    const std::string err = load_model(path, L);
+    if (!err.empty()) report(false, err);
+    return err.empty();
 }
 
 int argmax(const float* l, int n) {

@@ -27,6 +27,7 @@
 
 #include "backend/cuda/cuda_tier.h"
 #include "gguf/gguf.h"
+#include "gpu_model.h"
 #include "gpu_test.h"
 #include "model/batch.h"
 #include "model/model.h"
@@ -54,23 +55,12 @@ const char* kPrompts[5] = {
     "never left their county could now read about events in distant capitals the next morning, "
     "and merchants planned shipments by timetables rather than by the seasons. Historians"};
 
-struct Loaded {
-    std::unique_ptr<gguf::File> file;
-    std::unique_ptr<model::Model> model;
-    std::unique_ptr<tokenizer::Tokenizer> tok;
-};
 
+using Loaded = LoadedModel;
 bool load(const std::string& path, Loaded& L) {
-    auto f = gguf::File::open(path);
-    if (!f) return report(false, "open " + path + ": " + f.error().message), false;
-    L.file = std::move(f.value());
-    auto m = model::Model::load(*L.file, {});
-    if (!m) return report(false, "load " + path + ": " + m.error().message), false;
-    L.model = std::move(m.value());
-    auto t = tokenizer::Tokenizer::from_gguf(*L.file);
-    if (!t) return report(false, "tokenizer " + path + ": " + t.error().message), false;
-    L.tok = std::move(t.value());
-    return true;
+    const std::string err = load_model(path, L);
+    if (!err.empty()) report(false, err);
+    return err.empty();
 }
 
 int argmax(const float* l, int n) {
@@ -91,9 +81,6 @@ void set_optouts(bool off) {
         setenv(v, off ? "0" : "1", 1);
 }
 
-std::string base_name(const std::string& p) {
-    return p.substr(p.find_last_of('/') + 1);
-}
 
 // Both tiers run free: each feeds back its own greedy token.
 void free_running(const std::string& path, int n_tokens, bool optouts) {

@@ -37,6 +37,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "tokenizer/tokenizer.h"
+#include "gpu_model.h"
 #include "gpu_test.h"
 
 using namespace zinc;
@@ -369,32 +370,12 @@ const char* kPrompts[5] = {
     "never left their county could now read about events in distant capitals the next morning, "
     "and merchants planned shipments by timetables rather than by the seasons. Historians"};
 
-struct Loaded {
-    std::unique_ptr<gguf::File> file;
-    std::unique_ptr<model::Model> model;
-    std::unique_ptr<tokenizer::Tokenizer> tok;
-};
 
+using Loaded = LoadedModel;
 bool load(const std::string& path, Loaded& L) {
-    auto f = gguf::File::open(path);
-    if (!f) {
-        report(false, "open " + path + ": " + f.error().message);
-        return false;
-    }
-    L.file = std::move(f.value());
-    auto m = model::Model::load(*L.file, {});
-    if (!m) {
-        report(false, "load " + path + ": " + m.error().message);
-        return false;
-    }
-    L.model = std::move(m.value());
-    auto t = tokenizer::Tokenizer::from_gguf(*L.file);
-    if (!t) {
-        report(false, "tokenizer " + path + ": " + t.error().message);
-        return false;
-    }
-    L.tok = std::move(t.value());
-    return true;
+    const std::string err = load_model(path, L);
+    if (!err.empty()) report(false, err);
+    return err.empty();
 }
 
 int argmax(const float* l, int n) {
