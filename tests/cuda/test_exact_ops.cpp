@@ -445,6 +445,38 @@ void test_get_rows(std::mt19937& rng, GgmlType t, int k) {
     cudaFree(did);
 }
 
+// ---- whole matrices to f16 (the cuBLAS prefill path) ---------------------------------------------
+
+// dequant_f16 writes each element as f16 of the decoded value; the decode's float operations may
+// be contracted differently from dequantize_row, so each element may be one f16 step off the
+// CPU value rounded to f16 (never more; a zero may differ in sign), and every element must be written: 37 rows so that the
+// chunk count is no multiple of a warp (the staged stores' tail).
+void test_dequant_f16(std::mt19937& rng, GgmlType t, int k) {
+    const int n = 37;
+    const size_t rb = quant::row_size(t, k);
+    const auto w = make_weights(t, n, k, rng);
+    uint8_t* dw = dev_copy(w);
+    uint16_t* dh = dev_poisoned<uint16_t>(static_cast<size_t>(n) * k);
+    cu::dequant_f16(static_cast<int>(t), dw, rb, n, k, dh, nullptr);
+    const auto got = host_copy(dh, static_cast<size_t>(n) * k);
+    std::vector<float> row(k);
+    size_t off = 0, far = 0;
+    for (int r = 0; r < n; ++r) {
+        quant::dequantize_row(t, w.data() + rb * r, row.data(), k);
+        for (int i = 0; i < k; ++i) {
+            const uint16_t want = quant::fp32_to_fp16(row[i]), g = got[static_cast<size_t>(r) * k + i];
+            if (g == want || ((g | want) & 0x7fff) == 0) continue;  // (+0 and -0 alike)
+            ++off;
+            const int d = static_cast<int>(g) - static_cast<int>(want);
+            if ((g & 0x8000) != (want & 0x8000) || d > 1 || d < -1) ++far;
+        }
+    }
+    report(far == 0, fmt("dequant_f16 %-5s %d x %d: %zu elements one f16 step off, %zu further",
+                         tname(t).c_str(), n, k, off, far));
+    cudaFree(dw);
+    cudaFree(dh);
+}
+
 }  // namespace
 
 int main(int, char**) {
@@ -466,6 +498,7 @@ int main(int, char**) {
         if (is_float_type(t))
             for (int k : {8, 40, 77, 2085}) test_dmmv_float_tail(rng, t, k, 3);
         test_get_rows(rng, t, kq ? 768 : 576);
+        if (!is_float_type(t)) test_dequant_f16(rng, t, kq ? 768 : 576);
     }
     for (int mode : {cu::kPackQ8_0, cu::kPackQ8_1, cu::kPackQ8K})
         for (int dim : {576, 2048})

@@ -14,11 +14,12 @@ namespace {
 
 using namespace dev;
 
-// One thread per 32-element chunk: decode and write 32 values.
+// One thread per 32-element chunk: decode and write 32 values (f32 output: get_rows of the
+// repacked layouts, a few rows).
 template <int T>
 __global__ void dequant_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int n_out,
                                  int n_chunks, float scale, const int32_t* rows,
-                                 uint16_t* __restrict__ h, float* __restrict__ f) {
+                                 float* __restrict__ f) {
     const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= static_cast<int64_t>(n_out) * n_chunks) return;
     const int r = static_cast<int>(t / n_chunks), c = static_cast<int>(t % n_chunks);
@@ -27,10 +28,57 @@ __global__ void dequant_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes
     decode_chunk<T>(w + static_cast<size_t>(src) * row_bytes, c, ch, n_chunks / (Traits<T>::qk / 32));
     const size_t o = static_cast<size_t>(r) * n_chunks * 32 + c * 32;
 #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const float v = chunk_value(ch, e) * scale;
-        if (h) h[o + e] = __half_as_ushort(__float2half_rn(v));
-        else f[o + e] = v;
+    for (int e = 0; e < 32; ++e) f[o + e] = chunk_value(ch, e) * scale;
+}
+
+// Whole matrices to f16 for cuBLAS (the prefill path): bandwidth-bound, so the stores must be
+// coalesced. Thread t decodes chunk t (output elements [32 t, 32 t + 32): the output is the
+// matrix row-major, so chunk t of the whole matrix lands at 32 t), stages its 64 bytes in shared
+// memory (80-byte stride: the 16-byte stores of a quarter warp hit distinct banks), and the warp
+// then writes its 2 KiB as 16-byte stores of consecutive addresses. (The earlier kernel stored
+// 2 bytes at a time with a 64-byte stride between lanes: ~230 GB/s on the H200, 0.19 ms for a
+// 4096 x 4096 matrix against cuBLAS's 0.034 ms for the 512-row product that follows.)
+constexpr int kDqThreads = 256;
+constexpr int kDqStride = 80;  // bytes per staged chunk (64 used)
+template <int T>
+__global__ void __launch_bounds__(kDqThreads)
+    dequant_h_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int n_chunks, int64_t total,
+                     float scale, const int32_t* rows, uint16_t* __restrict__ h) {
+    __shared__ __align__(16) uint8_t stage[kDqThreads / 32][32 * kDqStride];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t warp0 = static_cast<int64_t>(blockIdx.x) * kDqThreads + warp * 32;
+    const int64_t t = warp0 + lane;
+    uint8_t* mine = stage[warp] + lane * kDqStride;
+    if (t < total) {
+        const int r = static_cast<int>(t / n_chunks), c = static_cast<int>(t % n_chunks);
+        const int src = rows ? rows[r] : r;
+        Chunk ch;
+        decode_chunk<T>(w + static_cast<size_t>(src) * row_bytes, c, ch,
+                        n_chunks / (Traits<T>::qk / 32));
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            uint32_t p[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int i = g * 8 + e * 2;
+                const uint32_t lo = __half_as_ushort(__float2half_rn(chunk_value(ch, i) * scale));
+                const uint32_t hi = __half_as_ushort(__float2half_rn(chunk_value(ch, i + 1) * scale));
+                p[e] = lo | (hi << 16);
+            }
+            uint4 v;
+            v.x = p[0], v.y = p[1], v.z = p[2], v.w = p[3];
+            *reinterpret_cast<uint4*>(mine + g * 16) = v;
+        }
+    }
+    __syncwarp();
+    // The warp's 32 chunks are 128 pieces of 16 bytes; lane L stores pieces L, L + 32, ...
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int piece = k * 32 + lane, chunk = piece >> 2, part = piece & 3;
+        if (warp0 + chunk < total) {
+            const uint4 v = *reinterpret_cast<const uint4*>(stage[warp] + chunk * kDqStride + part * 16);
+            reinterpret_cast<uint4*>(h)[(warp0 + chunk) * 4 + part] = v;
+        }
     }
 }
 
@@ -140,8 +188,11 @@ template <int T>
 void launch_q(const uint8_t* w, size_t rb, int n, int k, float scale, const int32_t* rows,
               uint16_t* h, float* f, cudaStream_t s) {
     const int64_t total = static_cast<int64_t>(n) * (k / 32);
-    dequant_q_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
-        w, rb, n, k / 32, scale, rows, h, f);
+    const auto blocks = static_cast<unsigned>((total + kDqThreads - 1) / kDqThreads);
+    if (h)
+        dequant_h_kernel<T><<<blocks, kDqThreads, 0, s>>>(w, rb, k / 32, total, scale, rows, h);
+    else
+        dequant_q_kernel<T><<<blocks, kDqThreads, 0, s>>>(w, rb, n, k / 32, scale, rows, f);
 }
 template <int T>
 void launch_f(const uint8_t* w, size_t rb, int n, int k, float scale, const int32_t* rows,

@@ -219,10 +219,10 @@ class CudaRunner final : public model::Runner {
     // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:
     // it covers every matrix of the model (and each fused group shares one packing), so the f16
     // activations and the dequantized-weight scratch of the cuBLAS path are never needed.
-    // mmq_max_rows_ (ZINC_MMQ_MAX_ROWS, default 768): above it cuBLAS again, faster there on the
-    // H200 (docs/perf-notes.md "mmq": dequant + cuBLAS overtakes mmq between 560 and 870 rows).
+    // mmq_max_rows_ (ZINC_MMQ_MAX_ROWS, default 128): above it dequantize + cuBLAS, faster there
+    // since the dequantization writes at bandwidth (docs/perf-notes.md "Prefill GEMM path").
     bool mmq_ = true, mmq_all_ = false;
-    int mmq_max_rows_ = 768;
+    int mmq_max_rows_ = 128;
     int packed_mode_ = -1;  // packing of aq_/ad_ by the last row_out (-1: none; proj checks it)
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;

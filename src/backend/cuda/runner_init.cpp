@@ -249,7 +249,7 @@ Result<void> CudaRunner::init() {
     exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
     if (opts_.batch_invariant) exact_ = true;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
-    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 768));
+    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 128));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
