@@ -55,6 +55,7 @@ struct ServeOptions {
     std::vector<std::string> api_keys;
     std::string tenants_path;  // --tenants: the tenants config (docs/server.md, "Tenants")
     std::string alias;
+    bool strict_model = false;
     double max_body_mib = 8;
     int http_threads = 0;
     engine::SamplerOptions sampling;
@@ -217,6 +218,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     so.http_threads = o.http_threads;
     so.cors_origin = o.cors_origin;
     so.model_id = model_id_for(path, o.alias);
+    so.strict_model = o.strict_model;
     so.sampling = o.sampling;
     if (seed_opt->count() > 0) so.default_seed = o.sampling.seed;
     auto srv = server::HttpServer::create(std::move(sm), so);
@@ -378,6 +380,8 @@ int serve_main(int argc, char** argv) {
                    "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
                    "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
+    app.add_flag("--strict-model", o.strict_model,
+                 "refuse requests naming another model (404) instead of serving them with the loaded one");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))
         ->capture_default_str();
