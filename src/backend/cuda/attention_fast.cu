@@ -316,7 +316,10 @@ bool launch_prefill(const AttnJob& j, int row0, int n_rows, cudaStream_t s) {
                              smem) == cudaSuccess;
     if (!attr_ok) return false;
     const dim3 grid((n_rows + kBM - 1) / kBM, j.n_head);
-    fa_prefill_kernel<D><<<grid, kThreads, smem, s> > >(j, row0, row0 + n_rows);
+    constexpr auto kernel = fa_prefill_kernel<D>;
+    // clang-format off
+    kernel<<<grid, kThreads, smem, s>>>(j, row0, row0 + n_rows);
+    // clang-format on
     return true;
 }
 #endif

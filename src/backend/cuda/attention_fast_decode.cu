@@ -262,7 +262,10 @@ void launch_decode(const AttnJob& j, int row0, int n_rows, int n_split, cudaStre
     (void)s;
     zinc_simt::launch(fa_decode_kernel<D>, grid, kThreads, j, row0, n_split, nh);
 #else
-    fa_decode_kernel<D><<<grid, kThreads, 0, s> > >(j, row0, n_split, nh);
+    constexpr auto kernel = fa_decode_kernel<D>;
+    // clang-format off
+    kernel<<<grid, kThreads, 0, s>>>(j, row0, n_split, nh);
+    // clang-format on
 #endif
 }
 
