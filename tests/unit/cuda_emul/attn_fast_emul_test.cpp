@@ -118,6 +118,25 @@ TEST(AttnFastEmul, PrefillWindowSinks) {
     check(c, false, kPrefillTol);
 }
 
+TEST(AttnFastEmul, PrefillHeadDims128And256) {
+    at::Case c;
+    c.name = "gqa2 hd128 bs32";
+    c.n_head = 2;
+    c.n_kv = 1;
+    c.hd = 128;
+    c.block_size = 32;
+    c.seqs = {{90, 20}, {64, 1}};
+    check(c, true, kPrefillTol);
+    c.name = "gqa1 hd256 window 100 sinks";
+    c.n_head = 1;
+    c.hd = 256;
+    c.window = 100;
+    c.sinks = true;
+    c.block_size = 16;
+    c.seqs = {{150, 12}};
+    check(c, false, kPrefillTol);
+}
+
 TEST(AttnFastEmul, DecodeGroupsAndSplits) {
     at::Case c;
     c.name = "decode gqa 10 (two head chunks) hd64 sinks";
