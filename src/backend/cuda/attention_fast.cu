@@ -28,7 +28,17 @@
 #include "backend/cuda/attn_mma.cuh"
 #include "backend/cuda/kernels.h"
 
+#if defined(ZINC_SIMT_EMULATION)
+#include <atomic>
+#endif
+
 namespace zinc::cuda {
+#if defined(ZINC_SIMT_EMULATION)
+// The host model runs every warp through every tile (kSkip is off there); it counts the tiles a
+// warp would have skipped on the device although one of its rows attends a key of them, so the
+// skip rule is checked too (tests/unit/cuda_emul/attn_fast_emul_test.cpp expects 0).
+std::atomic<int> fa_skip_violations{0};
+#endif
 namespace {
 
 using namespace fa;
@@ -162,7 +172,8 @@ __global__ void __launch_bounds__(kThreads) fa_prefill_kernel(AttnJob j, int row
         issue(sV, vcache);
         for (int jt = 0; jt < n_tiles; ++jt) {
             const int kb = kt0 + jt * kBN;
-            const bool work = !kSkip || (whi >= kb && wlo <= kb + kBN - 1);  // warp-uniform
+            const bool needed = whi >= kb && wlo <= kb + kBN - 1;  // warp-uniform
+            const bool work = !kSkip || needed;
             cp_wait1();  // K tile jt (only V tile jt may still be in flight)
             __syncthreads();
             float s[8][4];
@@ -204,6 +215,9 @@ __global__ void __launch_bounds__(kThreads) fa_prefill_kernel(AttnJob j, int row
                             (key >= loB && key <= posB) ? s[nt][2 + e] * sl2 : -INFINITY;
                         s[nt][e] = va;
                         s[nt][2 + e] = vb;
+#if defined(ZINC_SIMT_EMULATION)
+                        if (!needed && (va != -INFINITY || vb != -INFINITY)) ++fa_skip_violations;
+#endif
                         mxA = fmaxf(mxA, va);
                         mxB = fmaxf(mxB, vb);
                     }

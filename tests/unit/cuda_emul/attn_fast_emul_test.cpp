@@ -9,6 +9,7 @@
 // the split merge in CI without a GPU; tests/cuda/test_attn.cpp checks the same on the device.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "../../cuda/attn_ref.h"
 
 namespace zinc::cuda {
+extern std::atomic<int> fa_skip_violations;  // attention_fast.cu (host model only)
 // attention.cu is not compiled here (it needs device atomics the shim lacks); its scratch
 // sizing, which attention_fast_decode.cu reads, is kernels.h's contract: kAttnChunk-position
 // chunks covering max_pos, plus two.
@@ -79,7 +81,10 @@ std::vector<float> run_fast(const at::Case& c, const at::Data& d, bool all_prefi
 void check(const at::Case& c, bool all_prefill, double tol) {
     const at::Data d = at::make_data(c, 1234);
     const std::vector<double> ref = at::reference(c, d);
+    cu::fa_skip_violations = 0;
     const std::vector<float> got = run_fast(c, d, all_prefill);
+    EXPECT_EQ(cu::fa_skip_violations.load(), 0)
+        << c.name << ": a warp would skip a key tile one of its rows attends";
     for (const at::Span& sp : at::spans(c)) {
         int worst = -1;
         const double e = at::rel_err(c, got, ref, sp.row0, sp.row0 + sp.n, &worst);
