@@ -263,6 +263,14 @@ void dmmv(int type, const MatJob* j, int n_jobs, int k, const int8_t* aq, const 
                " aq=" + sym(aq) + " ad=" + sym(ad) + " xf=" + sym(xf) + " n_act=" + I(n_act) +
                " acc=" + I(acc));
 }
+// mmq (the int8 tensor-core GEMM) is not recorded: as if it covered no type, so the fast
+// settings trace the dequantize + cuBLAS path for prefill (the same for both revisions).
+bool mmq_supports(int) {
+    return false;
+}
+bool mmq(int, const MatJob*, int, int, const int8_t*, const float4*, int, bool, cudaStream_t) {
+    return false;
+}
 bool dmmv_exact_supports(int) {
     return true;
 }
