@@ -251,7 +251,7 @@ void bench() {
         c.n_kv = 8;
         c.hd = 128;
         c.seqs = {{0, L}};
-        const at::Data d = at::make_data(c, 7);
+        const at::Data d = at::make_data(c, 7, true);
         DevCase dc = upload(c, d, L);
         const int reps_old = L >= 16384 ? 3 : 10, reps_new = 20;
         const float t_old = time_ms([&](int) { cu::attention(dc.j, L, nullptr); }, reps_old);
@@ -268,7 +268,7 @@ void bench() {
         c.n_kv = 8;
         c.hd = 128;
         for (int i = 0; i < 16; ++i) c.seqs.push_back({depth - 1, 1});
-        const at::Data d = at::make_data(c, 9);
+        const at::Data d = at::make_data(c, 9, true);
         DevCase dc = upload(c, d, 32768);  // the runner's max_pos: -c 32768
         for (int rows : {1, 16}) {
             auto shifted = [&](int i) {  // rows [r, r + rows): a different sequence each rep
