@@ -200,6 +200,10 @@ struct AttnJob {
     // its chunks in order (prefill).
     float* part = nullptr;
     unsigned* counters = nullptr;
+    // Attention sinks (gpt-oss): (n_head) f32 logits, one per query head, that join each row's
+    // softmax denominator as exp(sink - m) with no value; null: none. The fast kernels
+    // (attention_fast*.cu) honour it.
+    const float* sinks = nullptr;
 };
 /// Rows up to which attention splits the key chunks over blocks (when part/counters are set).
 constexpr int kAttnSplitRows = 16;
@@ -209,6 +213,25 @@ int attn_max_chunks(int max_pos);
 /// shared memory than the default).
 cudaError_t attention_prepare(int max_pos, int head_dim_v);
 void attention(const AttnJob& j, int n_rows, cudaStream_t s);
+
+// ---- attention_fast.cu / attention_fast_decode.cu (fast mode only; ZINC_FA=0: attention())
+// The same attention (causal, GQA, sliding window, paged f16 KV, sinks) in another summation
+// order: not bit-identical to attention(); held to a relative-error bound (tests/cuda/test_attn).
+/// Whether the fast kernels cover the job's shape: head_dim == head_dim_v in {64, 128, 256},
+/// n_head a multiple of n_head_kv, q/out/K/V rows 16-byte aligned where the kernels need it.
+bool attention_fast_covers(const AttnJob& j);
+/// Rows [row0, row0 + n_rows) of the step, prefill rows (FlashAttention-2 on tensor cores,
+/// mma.sync m16n8k16 f16 -> f32): tiles of 64 consecutive rows x one query head; the rows of a
+/// tile that share a block table (one sequence) are processed together, a tile holding several
+/// sequences walks them one after another. false: not covered, nothing launched.
+bool attention_fast_prefill(const AttnJob& j, int row0, int n_rows, cudaStream_t s);
+/// Rows [row0, row0 + n_rows), decode rows (any row works; meant for one row per sequence): a
+/// block per (row, kv head, key split) computes every query head of the GQA group, f32 math,
+/// the split partials merged by the last block to arrive (j.part / j.counters, as attention()'s
+/// split-K; launched in passes of kAttnSplitRows rows). false: not covered (or no scratch).
+bool attention_fast_decode(const AttnJob& j, int row0, int n_rows, cudaStream_t s);
+/// The number of key splits attention_fast_decode uses for n_rows rows (for measuring).
+int attention_fast_splits(const AttnJob& j, int n_rows);
 
 // ---- misc.cu
 /// out[i] = x[rows[i]] (rows of dim floats).

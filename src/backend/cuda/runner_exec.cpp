@@ -297,7 +297,19 @@ void CudaRunner::exec_attention(const model::Op& op) {
     aj.part = attn_part_;
     aj.counters = attn_cnt_;
     if (staged_ == o) staged_ = model::kNoTensor;
-    attention(aj, rows_, stream_);
+    // Fast mode: decode spans by the GQA-grouped split-K kernel, prefill spans by the
+    // tensor-core FlashAttention kernel (attention_fast*.cu); exact mode, ZINC_FA=0 or a shape
+    // they do not cover: attention.cu for the whole step.
+    bool fast = !exact_ && fa_ && rows_ == n_rows_ && attention_fast_covers(aj);
+    if (fast) {
+        for (const AttnSpan& sp : attn_spans_) {
+            fast = sp.decode ? attention_fast_decode(aj, sp.row0, sp.n, stream_)
+                             : attention_fast_prefill(aj, sp.row0, sp.n, stream_);
+            if (!fast) break;  // (attention() below then recomputes every row)
+            if (&sp != &attn_spans_.back()) ++launches_;
+        }
+    }
+    if (!fast) attention(aj, rows_, stream_);
     // + the K/V rows read, added per step in run() (they grow with the positions, and a
     // replayed graph's tally is the one recorded at capture)
     launched(runtime::Op::Attention, 0, 4ull * rows_ * (aj.q_ld + aj.out_ld));

@@ -173,6 +173,15 @@ class CudaRunner final : public model::Runner {
     // Split-K attention scratch for decode steps (kernels.h AttnJob::part / counters).
     float* attn_part_ = nullptr;
     unsigned* attn_cnt_ = nullptr;
+    // Fast attention (attention_fast*.cu; fast mode only, ZINC_FA=0: attention.cu) and the
+    // step's rows split into spans of consecutive sequences of one kind: single-row sequences
+    // (decode kernel) or multi-row ones (prefill kernel). Set by run() before enqueue_step.
+    struct AttnSpan {
+        int row0 = 0, n = 0;
+        bool decode = false;
+    };
+    bool fa_ = true;
+    std::vector<AttnSpan> attn_spans_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;
     size_t layer_k_elems_ = 0, layer_v_elems_ = 0;
