@@ -132,6 +132,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                 case GgmlType::Q3_K: set_h(q + 108); break;
                 case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(q); set_h(q + 2); break;
                 case GgmlType::Q6_K: set_h(q + 208); break;
+                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;  // 2^-28..2^11
                 default: break;
             }
         }
@@ -491,7 +492,7 @@ int main(int, char**) {
     std::mt19937 rng(20261129);
     using T = GgmlType;
     for (T t : {T::F32, T::F16, T::BF16, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q2_K,
-                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K}) {
+                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K, T::MXFP4}) {
         const bool kq = quant::type_traits(t).block_size == 256;
         for (int n_act : kActs) test_dmmv(rng, t, kq ? kKQuantK : kLegacyK, n_act);  // odd block counts
         test_dmmv(rng, t, kq ? kEvenKQuantK : kEvenLegacyK, 2);                     // even
