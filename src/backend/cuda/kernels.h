@@ -189,6 +189,9 @@ struct AttnJob {
     int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
     float scale = 1.f;
     int window = 0;  // 0: full causal
+    // (n_head) f32 attention sinks or null (gpt-oss): merged after the last key chunk as a chunk
+    // with m = sinks[h], l = 1, o = 0 (canon::merge_sink; docs/exactness.md).
+    const float* sinks = nullptr;
     int block_size = 16;
     const int32_t* row_pos = nullptr;    // (n_rows) query position
     const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`
