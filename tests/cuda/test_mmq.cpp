@@ -4,7 +4,7 @@
 //   cuda_test_mmq [--ctest] [--bench] [--bench-only] [--verbose]
 //
 // Correctness, for every type mmq covers (Q4_K, Q6_K, Q4_0, Q8_0, Q5_K, Q5_0, Q5_1, Q4_1, Q2_K,
-// Q3_K) and every tile variant: random weights (quantized Gaussians with per-row scale and offset,
+// Q3_K, MXFP4) and every tile variant: random weights (quantized Gaussians with per-row scale and offset,
 // and random payload bytes with random finite f16 scales), random activations (per-row scale,
 // outliers, zero stretches) packed on the device by pack.cu in the type's mode; one to three
 // fused jobs with odd row counts (1024 + 32, 389, 45, ...), the later ones with a bias and a
@@ -127,6 +127,9 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                     break;
                 case GgmlType::Q6_K:
                     set_h(q + 208);
+                    break;
+                case GgmlType::MXFP4:  // E8M0 scale 2^(e - 128): 2^-20 .. 2^3
+                    q[0] = static_cast<uint8_t>(108 + rng() % 24);
                     break;
                 default:
                     break;
@@ -562,7 +565,7 @@ int main(int argc, char** argv) {
     using T = GgmlType;
     if (do_tests) {
         for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q5_K, T::Q5_0, T::Q5_1, T::Q4_1, T::Q2_K,
-                    T::Q3_K}) {
+                    T::Q3_K, T::MXFP4}) {
             const bool kq = quant::type_traits(t).block_size == 256;
             // (k, job rows, act rows): partial stages (65 blocks), 3 fused jobs with odd sizes,
             // act rows not multiples of the tiles, prefill sizes, a long row.
