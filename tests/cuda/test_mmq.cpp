@@ -5,8 +5,8 @@
 //
 // Correctness, for every type mmq covers (Q4_K, Q6_K, Q4_0, Q8_0, Q5_K, Q5_0, Q5_1, Q4_1, Q2_K,
 // Q3_K, MXFP4) and every tile variant: random weights (quantized Gaussians with per-row scale
-// and offset, and random payload bytes with random finite f16 scales), random activations (per-row scale,
-// outliers, zero stretches) packed on the device by pack.cu in the type's mode; one to three
+// and offset, and random payload bytes with random finite f16 scales), random activations
+// (per-row scale, outliers, zero stretches) packed on the device by pack.cu in the type's mode; one to three
 // fused jobs with odd row counts (1024 + 32, 389, 45, ...), the later ones with a bias and a
 // row stride larger than their row count; n_act not a multiple of the tile (17, 33, 65, 100) and
 // prefill sizes (512); k not a multiple of a stage (2080 = 65 blocks) up to 14336. Each output
