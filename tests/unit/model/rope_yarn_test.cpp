@@ -124,7 +124,7 @@ TEST(RopeYarn, RampEnds) {
     zc::rope_cache(p, pos, cs.data());
     const double theta0 = pos;  // pair 0: ramp 1, the original angle
     EXPECT_NEAR(cs[0], std::cos(theta0) * r.mscale, 1e-6);
-    const int i = 40;  // above hi = 18: fully interpolated
+    const int i = 25;  // above hi = 18 (of 32 pairs): fully interpolated
     const double t = p.freq_scale * pos * std::pow(150000.0, -2.0 * i / 64);
     EXPECT_NEAR(cs[2 * i + 1], std::sin(t) * r.mscale, 1e-6);
 }
