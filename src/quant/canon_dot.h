@@ -12,10 +12,11 @@
 //    the instructions (vpmaddubsw/vpmaddwd, vpdpbusd, __dp4a), so only the lane split matters.
 //  * Lanes are converted to float (round to nearest even) and enter float chains by fused
 //    multiply-add with the block's scale product (one IEEE multiply of the two scales):
-//      - 32-element formats (Q4_0, Q5_0, Q8_0, MXFP4 x Q8_0; Q4_1, Q5_1 x Q8_1): two chains of 8 lanes,
+//      - 32-element formats (Q4_0, Q5_0, Q8_0 x Q8_0; Q4_1, Q5_1 x Q8_1): two chains of 8 lanes,
 //        even blocks in chain 0 and odd blocks in chain 1 (in increasing block order), the result
 //        tree8(chain0 + chain1, lane-wise); Q4_1/Q5_1 add a min-term chain am: per block pair
 //        am += (m_w0 s_a0 + m_w1 s_a1), a lone last block am += m_w s_a; result + am.
+//      - MXFP4 x Q8_0: Q4_0's order, the codes from the doubled E2M1 table, d_w = 2^(e - 128).
 //      - K-quants x Q8_K: one chain of 8 lanes over the super-blocks; tree8 at the end. Q2_K's
 //        min term is one more chain (st -= (d_a dmin_w) * summ per super-block; result + st),
 //        Q4_K/Q5_K's four chains am[k] = fma(-d_a * dmin_w, mins_k, am[k]) with mins_k =

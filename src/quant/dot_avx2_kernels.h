@@ -59,7 +59,8 @@ struct WeightMXFP4 {
         return _mm256_shuffle_epi8(table, unpack_nibbles(b.qs));
     }
     static float scale(const Block& b, const float*) {
-        const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (static_cast<uint32_t>(b.e - 1) << 23);
+        const uint32_t bits =
+            b.e < 2 ? (0x00200000u << b.e) : (static_cast<uint32_t>(b.e - 1) << 23);
         float f;
         std::memcpy(&f, &bits, sizeof f);
         return f;

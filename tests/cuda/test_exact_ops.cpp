@@ -132,7 +132,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                 case GgmlType::Q3_K: set_h(q + 108); break;
                 case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(q); set_h(q + 2); break;
                 case GgmlType::Q6_K: set_h(q + 208); break;
-                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;  // 2^-28..2^11
+                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;
                 default: break;
             }
         }

@@ -6,7 +6,7 @@
 // Thread mapping. Only the float chains have an order; the integer lane sums (4 products of one
 // lane of one 32-element group) are exact however they are formed, so they are done by __dp4a
 // and, where useful, split over threads and combined with integer shuffles.
-//  * 32-element formats (Q4_0, Q5_0, Q8_0, MXFP4, Q4_1, Q5_1): 8 threads per weight row, thread (p, h)
+//  * 32-element formats (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1): 8 threads per weight row, thread (p, h)
 //    owns chain p (blocks of parity p) lanes h and h + 4, which for the nibble formats are the
 //    low and high nibbles of the same 4 bytes; it walks its blocks in increasing order and keeps
 //    two accumulators per activation row. Four rows per warp, 16 per block of 128. The closing
@@ -14,6 +14,7 @@
 //    level, xor 2 and 1 the others. The min-term chain of Q4_1/Q5_1 is thread (0, 0)'s: per
 //    block pair (m0 s0 + m1 s1), a lone last block m s. Decode steps issue the loads of 8 of a
 //    thread's blocks before their chain operations (4 for 2 activation rows, 2 for 3-16).
+//  * MXFP4: Q4_0's mapping and order (Legacy<kMXFP4>: byte loads, the E8M0 scale).
 //  * K-quants (Q2_K..Q6_K): 8 threads per weight row (4 rows per warp, 16 per block); thread l
 //    owns lane l's chain and forms the whole lane integer of each super-block (its 4 elements of
 //    each of the eight 32-element groups, times their scales); the row's 8 threads read 32

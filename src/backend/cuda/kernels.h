@@ -125,9 +125,9 @@ bool dmmv_exact_gemm_variant(int variant, int type, const MatJob* jobs, int n_jo
 bool exact_gemm_enabled();
 
 // ---- mmq.cu (fast path, many activation rows: docs/cuda.md "Quantized GEMM on tensor cores")
-/// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, MXFP4 in the
-/// GGUF layouts, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not the float
-/// types).
+/// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K in the
+/// GGUF layouts, MXFP4, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not
+/// the float types).
 bool mmq_supports(int type);
 /// dmmv's contract for quantized weights (bias and accumulate honoured; not bit-identical to the
 /// CPU tier: a relative-error bound, tests/cuda/test_mmq.cpp), computed by an int8 tensor-core

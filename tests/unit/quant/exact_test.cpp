@@ -93,7 +93,8 @@ std::vector<uint8_t> rand_weights(GgmlType t, int64_t n, std::mt19937& rng) {
             case GgmlType::Q6_K: set_h(p + 208); break;
             case GgmlType::MXFP4: {  // any scale byte: 0/1 give subnormal scales, 254 near FLT_MAX
                 const uint32_t r = rng() % 8;
-                p[0] = r == 0 ? static_cast<uint8_t>(rng() % 3) : static_cast<uint8_t>(90 + rng() % 70);
+                p[0] = r == 0 ? static_cast<uint8_t>(rng() % 3)
+                              : static_cast<uint8_t>(90 + rng() % 70);
                 break;
             }
             case GgmlType::Q8_K: {

@@ -83,7 +83,10 @@ inline int __dp4a(int a, int b, int c) {
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
     unsigned r = 0;
-    for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+    for (int i = 0; i < 4; ++i) {
+        const unsigned sel = (s >> (4 * i)) & 7u;
+        r |= static_cast<unsigned>((v >> (8 * sel)) & 0xffu) << (8 * i);
+    }
     return r;
 }
 /// Per-byte subtraction modulo 256.
