@@ -113,6 +113,9 @@ std::vector<const Weight*> Program::weights() const {
             case OpKind::AddRmsNorm:
                 add(op.as<AddRmsNormP>().w);
                 break;
+            case OpKind::Attention:
+                add(op.as<AttentionP>().sinks);
+                break;
             default:
                 break;
         }

@@ -92,8 +92,9 @@ struct AttentionP {
     Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
     int kv_layer = 0;
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
-    float scale = 1.0f;  // multiplies q.k
-    int window = 0;      // sliding window (0: full causal)
+    float scale = 1.0f;             // multiplies q.k
+    int window = 0;                 // sliding window (0: full causal)
+    const Weight* sinks = nullptr;  // (n_head) f32 learned sink logits (gpt-oss), or null
 };
 struct GluP {
     Tid gate = kNoTensor, up = kNoTensor;

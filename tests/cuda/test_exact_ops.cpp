@@ -132,6 +132,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                 case GgmlType::Q3_K: set_h(q + 108); break;
                 case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(q); set_h(q + 2); break;
                 case GgmlType::Q6_K: set_h(q + 208); break;
+                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;
                 default: break;
             }
         }
@@ -490,8 +491,12 @@ int main(int, char**) {
                 d.cc_minor, d.mem_total >> 20, quant::simd_level());
     std::mt19937 rng(20261129);
     using T = GgmlType;
+    // ZINC_EXACT_OPS_ONLY=<type name> (e.g. mxfp4): that type's cases only, no packings (for the
+    // slow host emulation).
+    const char* only = std::getenv("ZINC_EXACT_OPS_ONLY");
     for (T t : {T::F32, T::F16, T::BF16, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q2_K,
-                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K}) {
+                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K, T::MXFP4}) {
+        if (only && tname(t) != only) continue;
         const bool kq = quant::type_traits(t).block_size == 256;
         for (int n_act : kActs) test_dmmv(rng, t, kq ? kKQuantK : kLegacyK, n_act);  // odd block counts
         test_dmmv(rng, t, kq ? kEvenKQuantK : kEvenLegacyK, 2);                     // even
@@ -499,6 +504,10 @@ int main(int, char**) {
             for (int k : {8, 40, 77, 2085}) test_dmmv_float_tail(rng, t, k, 3);
         test_get_rows(rng, t, kq ? 768 : 576);
         if (!is_float_type(t)) test_dequant_f16(rng, t, kq ? 768 : 576);
+    }
+    if (only) {
+        std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
+        return g_fail ? 1 : 0;
     }
     for (int mode : {cu::kPackQ8_0, cu::kPackQ8_1, cu::kPackQ8K})
         for (int dim : {576, 2048})

@@ -39,8 +39,13 @@ Workspace::Workspace(const Program& prog, int nb, int max_seq_len, int n_threads
             n_rot = std::max<int64_t>(n_rot, op.as<model::RopeKvP>().rope.n_rot);
         if (op.kind() == OpKind::Attention) {
             const auto& a = op.as<model::AttentionP>();
-            const AttentionParams p{a.n_head,     a.n_head_kv, a.head_dim_k,
-                                    a.head_dim_v, a.scale,     a.window};
+            const AttentionParams p{a.n_head,
+                                    a.n_head_kv,
+                                    a.head_dim_k,
+                                    a.head_dim_v,
+                                    a.scale,
+                                    a.window,
+                                    a.sinks ? a.sinks->f32() : nullptr};
             scratch = std::max(scratch, attention_scratch_floats(p, n_threads, max_seq_len));
         }
     }
@@ -246,8 +251,13 @@ class Executor {
         for (const AttentionSeq& s : st_.seqs)
             for (int32_t i = 0; i < s.n_tokens; ++i)
                 n_attended += runtime::attended_positions(s.pos0 + i, p.window);
-        const AttentionParams ap{p.n_head,     p.n_head_kv, p.head_dim_k,
-                                 p.head_dim_v, p.scale,     p.window};
+        const AttentionParams ap{p.n_head,
+                                 p.n_head_kv,
+                                 p.head_dim_k,
+                                 p.head_dim_v,
+                                 p.scale,
+                                 p.window,
+                                 p.sinks ? p.sinks->f32() : nullptr};
         paged_attention(st_.pool, ap, buf(p.q), q_dim, st_.seqs, st_.kv.view(p.kv_layer),
                         buf(op.outs[0].t), out_dim, st_.ws.scores.data());
         count(Op::Attention, 0, 2 * n_attended * (kd + vd) + kF32 * n * (q_dim + out_dim));

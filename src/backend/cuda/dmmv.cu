@@ -203,7 +203,7 @@ bool dmmv_supports(int type) {
     switch (type) {
         case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
         case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
-        case kQ4_0R: case kQ8_0R: case kQ6_KR:
+        case kQ4_0R: case kQ8_0R: case kQ6_KR: case kMXFP4:
             return true;
         default:
             return false;
@@ -234,6 +234,7 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
         case kQ4_0R: by_batch_q<kQ4_0R>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ8_0R: by_batch_q<kQ8_0R>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ6_KR: by_batch_q<kQ6_KR>(J, k, aq, ad, n_act, accumulate, s); break;
+        case kMXFP4: by_batch_q<kMXFP4>(J, k, aq, ad, n_act, accumulate, s); break;
         case kF32: by_batch_f<kF32>(J, k, xf, n_act, accumulate, s); break;
         case kF16: by_batch_f<kF16>(J, k, xf, n_act, accumulate, s); break;
         case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;

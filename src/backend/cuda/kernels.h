@@ -126,8 +126,8 @@ bool exact_gemm_enabled();
 
 // ---- mmq.cu (fast path, many activation rows: docs/cuda.md "Quantized GEMM on tensor cores")
 /// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K in the
-/// GGUF layouts, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not the float
-/// types).
+/// GGUF layouts, MXFP4, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not
+/// the float types).
 bool mmq_supports(int type);
 /// dmmv's contract for quantized weights (bias and accumulate honoured; not bit-identical to the
 /// CPU tier: a relative-error bound, tests/cuda/test_mmq.cpp), computed by an int8 tensor-core
@@ -189,6 +189,9 @@ struct AttnJob {
     int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
     float scale = 1.f;
     int window = 0;  // 0: full causal
+    // (n_head) f32 attention sinks or null (gpt-oss): merged after the last key chunk as a chunk
+    // with m = sinks[h], l = 1, o = 0 (canon::merge_sink; docs/exactness.md).
+    const float* sinks = nullptr;
     int block_size = 16;
     const int32_t* row_pos = nullptr;    // (n_rows) query position
     const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`

@@ -289,6 +289,7 @@ void CudaRunner::exec_attention(const model::Op& op) {
     aj.head_dim_v = p.head_dim_v;
     aj.scale = p.scale;
     aj.window = p.window;
+    aj.sinks = vec(p.sinks);
     aj.block_size = opts_.block_size;
     aj.row_pos = d_pos_;
     aj.row_bt = d_rowbt_;

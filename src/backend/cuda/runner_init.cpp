@@ -129,6 +129,9 @@ Result<void> CudaRunner::plan() {
             case ir::OpKind::AddRmsNorm:
                 ZINC_TRY(up_vec(op.as<ir::AddRmsNormP>().w));
                 break;
+            case ir::OpKind::Attention:
+                ZINC_TRY(up_vec(op.as<ir::AttentionP>().sinks));
+                break;
             default:
                 break;
         }
