@@ -190,7 +190,8 @@ struct AttnJob {
     float scale = 1.f;
     int window = 0;  // 0: full causal
     // (n_head) f32 attention sinks or null (gpt-oss): merged after the last key chunk as a chunk
-    // with m = sinks[h], l = 1, o = 0 (canon::merge_sink; docs/exactness.md).
+    // with m = sinks[h], l = 1, o = 0 (canon::merge_sink; docs/exactness.md). The fast kernels
+    // (attention_fast*.cu) add exp(sink - m) to each row's denominator in their own order.
     const float* sinks = nullptr;
     int block_size = 16;
     const int32_t* row_pos = nullptr;    // (n_rows) query position
@@ -203,10 +204,6 @@ struct AttnJob {
     // its chunks in order (prefill).
     float* part = nullptr;
     unsigned* counters = nullptr;
-    // Attention sinks (gpt-oss): (n_head) f32 logits, one per query head, that join each row's
-    // softmax denominator as exp(sink - m) with no value; null: none. The fast kernels
-    // (attention_fast*.cu) honour it.
-    const float* sinks = nullptr;
 };
 /// Rows up to which attention splits the key chunks over blocks (when part/counters are set).
 constexpr int kAttnSplitRows = 16;
