@@ -33,10 +33,21 @@ namespace {
 constexpr int kEmbd = 64, kVocab = 96, kLayers = 4, kFf = 96, kHead = 2, kHeadKv = 1, kHd = 32;
 constexpr int kConv = 4, kDk = 16, kNk = 2, kNv = 4;
 
-std::vector<uint8_t> build_qwen35() {
+// Overrides for the load-error tests.
+struct Bad {
+    std::string omit_key;  // e.g. "ssm.conv_kernel"
+    std::vector<int> sections = {2, 1, 1, 0};
+    int inner_size = kNv * kDk;
+    int n_v = kNv;
+};
+
+std::vector<uint8_t> build_qwen35(const Bad& bad = {}) {
     zinc::gguf::Writer w;
     const std::string a = "qwen35";
     w.add_kv("general.architecture", OwnedValue::string(a));
+    auto kv = [&](const std::string& k, OwnedValue v) {
+        if (k != a + "." + bad.omit_key) w.add_kv(k, std::move(v));
+    };
     w.add_kv(a + ".block_count", OwnedValue::u32(kLayers));
     w.add_kv(a + ".embedding_length", OwnedValue::u32(kEmbd));
     w.add_kv(a + ".feed_forward_length", OwnedValue::u32(kFf));
@@ -50,14 +61,14 @@ std::vector<uint8_t> build_qwen35() {
     OwnedValue sec;
     sec.type = zinc::gguf::ValueType::ARRAY;
     sec.elem_type = zinc::gguf::ValueType::INT32;
-    for (int v : {2, 1, 1, 0}) sec.arr.push_back(OwnedValue::i32(v));
+    for (int v : bad.sections) sec.arr.push_back(OwnedValue::i32(v));
     w.add_kv(a + ".rope.dimension_sections", std::move(sec));
     w.add_kv(a + ".context_length", OwnedValue::u32(512));
-    w.add_kv(a + ".ssm.conv_kernel", OwnedValue::u32(kConv));
-    w.add_kv(a + ".ssm.state_size", OwnedValue::u32(kDk));
-    w.add_kv(a + ".ssm.group_count", OwnedValue::u32(kNk));
-    w.add_kv(a + ".ssm.time_step_rank", OwnedValue::u32(kNv));
-    w.add_kv(a + ".ssm.inner_size", OwnedValue::u32(kNv * kDk));
+    kv(a + ".ssm.conv_kernel", OwnedValue::u32(kConv));
+    kv(a + ".ssm.state_size", OwnedValue::u32(kDk));
+    kv(a + ".ssm.group_count", OwnedValue::u32(kNk));
+    kv(a + ".ssm.time_step_rank", OwnedValue::u32(static_cast<uint32_t>(bad.n_v)));
+    kv(a + ".ssm.inner_size", OwnedValue::u32(static_cast<uint32_t>(bad.inner_size)));
     w.add_kv(a + ".full_attention_interval", OwnedValue::u32(4));
     std::mt19937 rng(7);
     auto add = [&](const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float sd,
@@ -221,7 +232,45 @@ std::vector<std::vector<int32_t>> prompts() {
     return ps;
 }
 
+std::string load_error(const Bad& bad) {
+    const std::vector<uint8_t> bytes = build_qwen35(bad);
+    auto f = zinc::gguf::File::from_buffer(bytes.data(), bytes.size(), "bad.gguf");
+    if (!f.ok()) return f.error().message;
+    auto m = zm::Model::load(*f.value(), {});
+    return m.ok() ? std::string("<loaded>") : m.error().message;
+}
+
 }  // namespace
+
+TEST(HybridEngine, LoadErrorsNameTheKey) {
+    Bad b;
+    b.omit_key = "ssm.conv_kernel";
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: missing metadata key qwen35.ssm.conv_kernel (integer, "
+              "required for architecture qwen35)");
+    b = Bad{};
+    b.inner_size = 48;
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.ssm.inner_size = 48, expected "
+              "ssm.time_step_rank * ssm.state_size = 64 (head_v_dim = head_k_dim, "
+              "as llama.cpp requires)");
+    b = Bad{};
+    b.n_v = 3;
+    b.inner_size = 48;
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.ssm.time_step_rank = 3, expected a "
+              "multiple of qwen35.ssm.group_count (2)");
+    b = Bad{};
+    b.sections = {1, 1, 1, 1};  // pair 3 is in the 4th section: rotated by position 0 for text
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.rope.dimension_sections puts rotary pair "
+              "3 in the 4th section (position 0 for text): not supported");
+    b = Bad{};
+    b.sections = {4, 4, 4, 0};
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.rope.dimension_sections: sum 12, expected "
+              "in [1, rope.dimension_count / 2 = 4]");
+}
 
 TEST(HybridEngine, StateBytesAndChunkedPrefillBitIdentical) {
     const Tiny& t = tiny();
