@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
+#include "model/arch_model.h"
 #include "model/batch.h"
 #include "model/model.h"
 #include "quant/quant.h"
@@ -270,6 +271,27 @@ TEST(HybridEngine, LoadErrorsNameTheKey) {
     EXPECT_EQ(load_error(b),
               "bad.gguf: metadata qwen35.rope.dimension_sections: sum 12, expected "
               "in [1, rope.dimension_count / 2 = 4]");
+}
+
+TEST(HybridEngine, OpListOfADeltaNetAndAnAttentionLayer) {
+    const auto* am = dynamic_cast<const zm::ArchModel*>(tiny().model.get());
+    ASSERT_TRUE(am);
+    const zm::Program& p = am->program();
+    auto kinds = [&](int il) {
+        std::string k;
+        for (const zm::Op& op : p.ops)
+            if (op.il == il) k += std::string(zm::op_kind_name(op.kind())) + " ";
+        return k;
+    };
+    EXPECT_EQ(kinds(0),
+              "rms_norm matmul matmul ssm_conv delta_net gated_rms_norm matmul add rms_norm "
+              "matmul glu matmul add ");
+    EXPECT_EQ(kinds(3),
+              "rms_norm matmul split_gate rope_kv attention sigmoid_mul matmul keep_rows add "
+              "rms_norm matmul glu matmul add ");
+    ASSERT_EQ(p.recurrent.size(), 3u);  // layers 0, 1, 2
+    EXPECT_EQ(p.recurrent[2].conv_floats, 3 * 128);
+    EXPECT_EQ(p.recurrent[2].ssm_floats, 4 * 16 * 16);
 }
 
 TEST(HybridEngine, StateBytesAndChunkedPrefillBitIdentical) {
