@@ -49,7 +49,11 @@ class EngineImpl : public Engine {
         : opts_(opts),
           n_vocab_(model.n_vocab()),
           runner_(std::move(runner)),
-          bm_(runner_->options().n_blocks, opts.block_size, opts.prefix_cache),
+          // Hybrid (recurrent) models: no prefix reuse. A cached block holds K/V, not the
+          // recurrent state after it, so a prefix hit could not resume the state; every prompt
+          // block then counts as prefix_miss_disabled (docs/engine.md).
+          bm_(runner_->options().n_blocks, opts.block_size,
+              opts.prefix_cache && model.recurrent_state_bytes() == 0),
           policy_(opts.policy ? opts.policy
                               : std::shared_ptr<SchedulingPolicy>(make_fcfs_policy())),
           sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens, opts.tpot_target_ms,
@@ -202,6 +206,7 @@ class EngineImpl : public Engine {
             bs.pos0 = s.n_computed;
             bs.block_table = s.blocks;
             bs.want_logits = ss.want_logits;
+            bs.state_slot = s.state_slot;
             batch_tokens_.insert(batch_tokens_.end(), s.tokens.begin() + s.n_computed,
                                  s.tokens.begin() + s.n_computed + ss.n_tokens);
             batch_seqs_.push_back(bs);
@@ -457,6 +462,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     ro.max_seq_len = opts.n_ctx;
     ro.n_threads = opts.n_threads;
     ro.batch_invariant = opts.batch_invariant;
+    ro.n_state_slots = opts.n_parallel;  // one recurrent state per running sequence
     Result<std::unique_ptr<model::Runner>> runner =
         opts.make_runner ? opts.make_runner(ro) : model::Runner::create_cpu(model, ro);
     if (!runner) return runner.error();

@@ -11,8 +11,9 @@ namespace zinc::model {
 
 const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
-        "embed", "rms_norm", "matmul",       "rope_kv",   "attention",
-        "glu",   "add",      "add_rms_norm", "keep_rows", "softcap"};
+        "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
+        "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
+        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -56,6 +57,25 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
             break;
         }
         case OpKind::Softcap:
+            reads_outs = true;
+            break;
+        case OpKind::SsmConv:
+            in.push_back(op.as<SsmConvP>().in);
+            break;
+        case OpKind::DeltaNet:
+            in.push_back(op.as<DeltaNetP>().qkv);
+            in.push_back(op.as<DeltaNetP>().beta);
+            in.push_back(op.as<DeltaNetP>().alpha);
+            break;
+        case OpKind::GatedRmsNorm:
+            in.push_back(op.as<GatedRmsNormP>().z);
+            reads_outs = true;
+            break;
+        case OpKind::SplitGate:
+            in.push_back(op.as<SplitGateP>().in);
+            break;
+        case OpKind::SigmoidMul:
+            in.push_back(op.as<SigmoidMulP>().gate);
             reads_outs = true;
             break;
         case OpKind::kCount:
@@ -115,6 +135,16 @@ std::vector<const Weight*> Program::weights() const {
                 break;
             case OpKind::Attention:
                 add(op.as<AttentionP>().sinks);
+                break;
+            case OpKind::SsmConv:
+                add(op.as<SsmConvP>().w);
+                break;
+            case OpKind::DeltaNet:
+                add(op.as<DeltaNetP>().dt_bias);
+                add(op.as<DeltaNetP>().a);
+                break;
+            case OpKind::GatedRmsNorm:
+                add(op.as<GatedRmsNormP>().w);
                 break;
             default:
                 break;
@@ -239,6 +269,50 @@ void ProgramBuilder::keep_rows(std::initializer_list<Tid> ts) {
 void ProgramBuilder::softcap(Tid x, float cap) {
     ZINC_CHECK(cap > 0.0f);
     out(emit(SoftcapP{cap}), x, nullptr);
+}
+
+void ProgramBuilder::ssm_conv(Tid in, const SsmConvP& p, Tid o, const char* name) {
+    const int64_t ch = prog_.width(in);
+    ZINC_CHECK(p.in == in && prog_.width(o) == ch && p.w && p.w->ne[1] == ch && p.w->ne[0] >= 2);
+    ZINC_CHECK(p.rs_layer >= 0);
+    if (prog_.recurrent.size() <= static_cast<size_t>(p.rs_layer))
+        prog_.recurrent.resize(static_cast<size_t>(p.rs_layer) + 1);
+    prog_.recurrent[static_cast<size_t>(p.rs_layer)].conv_floats = (p.w->ne[0] - 1) * ch;
+    out(emit(p), o, name);
+}
+
+void ProgramBuilder::delta_net(const DeltaNetP& p, Tid o, const char* name) {
+    ZINC_CHECK(p.n_k_heads > 0 && p.n_v_heads % p.n_k_heads == 0);
+    const int64_t kd = int64_t{p.n_k_heads} * p.head_k_dim;
+    const int64_t vd = int64_t{p.n_v_heads} * p.head_v_dim;
+    ZINC_CHECK(prog_.width(p.qkv) == 2 * kd + vd && prog_.width(o) == vd);
+    ZINC_CHECK(prog_.width(p.beta) == p.n_v_heads && prog_.width(p.alpha) == p.n_v_heads);
+    ZINC_CHECK(p.dt_bias && p.dt_bias->ne[0] == p.n_v_heads && p.a && p.a->ne[0] == p.n_v_heads);
+    ZINC_CHECK(p.rs_layer >= 0);
+    if (prog_.recurrent.size() <= static_cast<size_t>(p.rs_layer))
+        prog_.recurrent.resize(static_cast<size_t>(p.rs_layer) + 1);
+    prog_.recurrent[static_cast<size_t>(p.rs_layer)].ssm_floats =
+        int64_t{p.n_v_heads} * p.head_v_dim * p.head_k_dim;
+    out(emit(p), o, name);
+}
+
+void ProgramBuilder::gated_rms_norm(Tid x, const GatedRmsNormP& p, const char* name) {
+    ZINC_CHECK(p.head_dim > 0 && prog_.width(x) % p.head_dim == 0);
+    ZINC_CHECK(prog_.width(p.z) == prog_.width(x) && p.w && p.w->ne[0] == p.head_dim);
+    out(emit(p), x, name);
+}
+
+void ProgramBuilder::split_gate(const SplitGateP& p, Tid q, Tid gate) {
+    const int64_t d = int64_t{p.n_head} * p.head_dim;
+    ZINC_CHECK(prog_.width(p.in) == 2 * d && prog_.width(q) == d && prog_.width(gate) == d);
+    Op& op = emit(p);
+    out(op, q, "Qcur");
+    out(op, gate, "gate");
+}
+
+void ProgramBuilder::sigmoid_mul(Tid x, Tid gate, const char* name) {
+    ZINC_CHECK(x != gate && prog_.width(x) == prog_.width(gate));
+    out(emit(SigmoidMulP{gate}), x, name);
 }
 
 Program ProgramBuilder::finish(int n_layer, Tid logits) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backend/cpu/activations.h"
+#include "backend/cpu/delta_net.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/embedding.h"
 #include "backend/cpu/f16_vec.h"
@@ -149,6 +150,16 @@ class Executor {
                 return keep_rows(op);
             case OpKind::Softcap:
                 return softcap(op);
+            case OpKind::SsmConv:
+                return ssm_conv(op);
+            case OpKind::DeltaNet:
+                return delta_net(op);
+            case OpKind::GatedRmsNorm:
+                return gated_rms_norm(op);
+            case OpKind::SplitGate:
+                return split_gate(op);
+            case OpKind::SigmoidMul:
+                return sigmoid_mul(op);
             case OpKind::kCount:
                 break;
         }
@@ -355,6 +366,94 @@ class Executor {
         const int64_t n = static_cast<int64_t>(st_.n_tokens) * width(op.outs[0].t);
         cpu::softcap(buf(op.outs[0].t), cap, n);
         count(Op::Softcap, 0, 2 * kF32 * n);
+    }
+
+    // Recurrent ops run per sequence (its rows in order, its own state slot) and must come
+    // before KeepRows (they need every row and the sequence table).
+    void ssm_conv(const model::Op& op) {
+        const auto& p = op.as<model::SsmConvP>();
+        ZINC_CHECK(st_.rs && st_.seq_slot && !st_.seqs.empty());
+        const int64_t ch = width(p.in);
+        const int d_conv = static_cast<int>(p.w->ne[0]);
+        const float* x = buf(p.in);
+        float* y = buf(op.outs[0].t);
+        const float* w = p.w->f32();
+        st_.pool.run([&](int ith, int nth) {
+            const Range r = split_range(ch, ith, nth);
+            if (r.begin >= r.end) return;
+            for (size_t si = 0; si < st_.seqs.size(); ++si) {
+                const AttentionSeq& s = st_.seqs[si];
+                const int64_t o = static_cast<int64_t>(s.row0) * ch;
+                cpu::ssm_conv(x + o, s.n_tokens, ch, w, d_conv,
+                              st_.rs->conv(p.rs_layer, st_.seq_slot[si]), y + o, r.begin, r.end);
+            }
+        });
+        count(Op::SsmConv, mat_bytes(p.w),
+              2 * kF32 * st_.n_tokens * ch + 2 * kF32 * st_.seqs.size() * ch * (d_conv - 1));
+    }
+
+    void delta_net(const model::Op& op) {
+        const auto& p = op.as<model::DeltaNetP>();
+        ZINC_CHECK(st_.rs && st_.seq_slot && !st_.seqs.empty());
+        const float* qkv = buf(p.qkv);
+        const float* beta = buf(p.beta);
+        const float* alpha = buf(p.alpha);
+        float* out = buf(op.outs[0].t);
+        const int64_t qkv_w = width(p.qkv), out_w = width(op.outs[0].t);
+        const int64_t n_units = static_cast<int64_t>(st_.seqs.size()) * p.n_v_heads;
+        const int64_t s_floats = int64_t{p.head_k_dim} * p.head_v_dim;
+        st_.pool.run([&](int ith, int nth) {
+            std::vector<float> scratch(2 * static_cast<size_t>(p.head_k_dim) + p.head_v_dim);
+            for (int64_t u = ith; u < n_units; u += nth) {  // (sequence, v head) units
+                const size_t si = static_cast<size_t>(u / p.n_v_heads);
+                const int h = static_cast<int>(u % p.n_v_heads);
+                const AttentionSeq& s = st_.seqs[si];
+                const int64_t r0 = s.row0;
+                float* S = st_.rs->ssm(p.rs_layer, st_.seq_slot[si]) + h * s_floats;
+                delta_net_head(p, qkv + r0 * qkv_w, beta + r0 * p.n_v_heads,
+                               alpha + r0 * p.n_v_heads, s.n_tokens, h, S, out + r0 * out_w,
+                               scratch.data());
+            }
+        });
+        count(Op::DeltaNet, vec_bytes(p.dt_bias) + vec_bytes(p.a),
+              kF32 * st_.n_tokens * (qkv_w + 2 * p.n_v_heads + out_w) +
+                  2 * kF32 * n_units * s_floats);
+    }
+
+    void gated_rms_norm(const model::Op& op) {
+        const auto& p = op.as<model::GatedRmsNormP>();
+        const int64_t w = width(p.z);
+        float* x = buf(op.outs[0].t);
+        const float* z = buf(p.z);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                gated_rms_norm_row(x + r * w, z + r * w, p.w->f32(), w, p.head_dim, p.eps);
+        });
+        count(Op::RmsNorm, vec_bytes(p.w), 3 * kF32 * st_.n_tokens * w);
+    }
+
+    void split_gate(const model::Op& op) {
+        const auto& p = op.as<model::SplitGateP>();
+        const int64_t wi = width(p.in), d = wi / 2;
+        const float* in = buf(p.in);
+        float* q = buf(op.outs[0].t);
+        float* g = buf(op.outs[1].t);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                split_gate_row(in + r * wi, q + r * d, g + r * d, p.n_head, p.head_dim);
+        });
+        count(Op::Gather, 0, 2 * kF32 * st_.n_tokens * wi);
+    }
+
+    void sigmoid_mul(const model::Op& op) {
+        const Tid g = op.as<model::SigmoidMulP>().gate;
+        const int64_t w = width(g);
+        float* x = buf(op.outs[0].t);
+        const float* gate = buf(g);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            cpu::sigmoid_mul(x + r0 * w, gate + r0 * w, (r1 - r0) * w);
+        });
+        count(Op::Glu, 0, 3 * kF32 * st_.n_tokens * w);
     }
 
     const Program& prog_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/delta_net.h"
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/thread_pool.h"
@@ -51,6 +52,10 @@ struct ForwardState {
     /// Optional (RunnerOptions::hooks): the executor counts each op it runs, captures the named
     /// intermediates for validation, and honours the debug/test switches there.
     runtime::ForwardHooks* hooks = nullptr;
+    /// Recurrent models (Program::recurrent non-empty): the state pool, and the slot of each
+    /// sequence of `seqs` (same order). nullptr otherwise.
+    StatePool* rs = nullptr;
+    const int32_t* seq_slot = nullptr;
 };
 
 /// Run the op list on the step batch in st: append every row's K/V to the pool and write the

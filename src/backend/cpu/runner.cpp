@@ -28,7 +28,9 @@ class CpuRunner : public Runner {
           opts_(opts),
           pool_(opts.n_threads),
           kv_(cfg_, opts.n_blocks, opts.block_size),
-          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()) {
+          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
+          rs_(model.program(), opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs) {
+        opts_.n_state_slots = rs_.n_slots();
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
         opts_.n_threads = pool_.n_threads();
         const size_t rows = static_cast<size_t>(opts.max_batch_tokens);
@@ -36,15 +38,21 @@ class CpuRunner : public Runner {
         slot_.resize(rows);
         out_rows_.resize(rows);
         seqs_.reserve(static_cast<size_t>(opts.max_seqs));
+        seq_slot_.reserve(static_cast<size_t>(opts.max_seqs));
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
         ZINC_TRY(validate(batch));
         const int64_t bs = opts_.block_size;
         seqs_.clear();
+        seq_slot_.clear();
         int n_out = 0;
         for (const BatchSeq& s : batch.seqs) {
             seqs_.push_back({s.row0, s.n_tokens, s.pos0, s.block_table.data()});
+            if (!rs_.empty()) {
+                if (s.pos0 == 0) rs_.reset(s.state_slot);
+                seq_slot_.push_back(s.state_slot);
+            }
             for (int32_t i = 0; i < s.n_tokens; ++i) {
                 const int32_t r = s.row0 + i;
                 const int64_t p = static_cast<int64_t>(s.pos0) + i;
@@ -64,8 +72,15 @@ class CpuRunner : public Runner {
         st.logits = n_out > 0 ? logits : nullptr;
         st.dump_pos0 = pos_[0];
         st.hooks = opts_.hooks;
+        if (!rs_.empty()) {
+            st.rs = &rs_;
+            st.seq_slot = seq_slot_.data();
+        }
         if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
         cpu::execute(model_.program(), st);
+        if (!rs_.empty())
+            for (const BatchSeq& s : batch.seqs)
+                rs_.set_pos(s.state_slot, static_cast<int64_t>(s.pos0) + s.n_tokens);
         return {};
     }
 
@@ -73,6 +88,7 @@ class CpuRunner : public Runner {
     const RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cpu"; }
     size_t kv_bytes() const override { return kv_.bytes(); }
+    size_t state_bytes() const override { return rs_.empty() ? 0 : rs_.bytes(); }
 
   private:
     Result<void> validate(const Batch& batch) const {
@@ -116,6 +132,26 @@ class CpuRunner : public Runner {
                                   std::to_string(need) + " needed for " + std::to_string(end) +
                                   " positions");
             }
+            if (!rs_.empty()) {
+                if (s.state_slot < 0 || s.state_slot >= rs_.n_slots()) {
+                    return make_error(where + "state slot " + std::to_string(s.state_slot) +
+                                      " out of range [0, " + std::to_string(rs_.n_slots()) +
+                                      ") (a recurrent model needs one per sequence)");
+                }
+                for (size_t sj = 0; sj < si; ++sj) {
+                    if (batch.seqs[sj].state_slot == s.state_slot) {
+                        return make_error(where + "state slot " + std::to_string(s.state_slot) +
+                                          " is also sequence " + std::to_string(sj) + "'s");
+                    }
+                }
+                if (s.pos0 != 0 && rs_.pos(s.state_slot) != s.pos0) {
+                    return make_error(where + "the recurrent state of slot " +
+                                      std::to_string(s.state_slot) + " is at position " +
+                                      std::to_string(rs_.pos(s.state_slot)) +
+                                      ", the batch starts at " + std::to_string(s.pos0) +
+                                      " (a recurrent state cannot be rewound: restart at 0)");
+                }
+            }
             for (int64_t b = 0; b < need; ++b) {
                 if (s.block_table[b] < 0 || s.block_table[b] >= opts_.n_blocks) {
                     return make_error(where + "block id " + std::to_string(s.block_table[b]) +
@@ -138,11 +174,13 @@ class CpuRunner : public Runner {
     cpu::MatmulScratch mm_;
     cpu::KvPool kv_;
     cpu::Workspace ws_;
+    cpu::StatePool rs_;  // recurrent state slots (empty for attention-only models)
     DumpFilter dump_;
     std::vector<int32_t> pos_;             // (max_batch_tokens) position of each row
     std::vector<int64_t> slot_;            // (max_batch_tokens) physical KV row of each row
     std::vector<int32_t> out_rows_;        // rows whose logits are wanted
     std::vector<cpu::AttentionSeq> seqs_;  // this step's sequences
+    std::vector<int32_t> seq_slot_;        // their state slots (recurrent models)
 };
 
 }  // namespace
@@ -163,6 +201,8 @@ Result<std::unique_ptr<Runner>> Runner::create_cpu(const Model& model, const Run
         return bad("max_seq_len", opts.max_seq_len, "[1, 16777216]");
     if (opts.n_threads < 0 || opts.n_threads > 1024)
         return bad("n_threads", opts.n_threads, "[0, 1024]");
+    if (opts.n_state_slots < 0 || opts.n_state_slots > 65536)
+        return bad("n_state_slots", opts.n_state_slots, "[0, 65536]");
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     ZINC_CHECK(am != nullptr);
     return std::unique_ptr<Runner>(std::make_unique<CpuRunner>(*am, opts));

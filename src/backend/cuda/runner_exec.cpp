@@ -181,6 +181,11 @@ void CudaRunner::exec(const model::Op& op, int idx) {
             launched(runtime::Op::Softcap, 0, 8ull * count);
             break;
         }
+        case OpKind::SsmConv:
+        case OpKind::DeltaNet:
+        case OpKind::GatedRmsNorm:
+        case OpKind::SplitGate:
+        case OpKind::SigmoidMul:  // refused at init (runner_init.cpp): no kernels yet
         case OpKind::kCount:
             ZINC_CHECK(false && "unknown op");
     }

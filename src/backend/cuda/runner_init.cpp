@@ -258,6 +258,16 @@ Result<void> CudaRunner::init() {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
     }
+    for (const model::Op& op : model_.program().ops) {
+        // The Gated DeltaNet ops (qwen35) have CPU kernels only so far (docs/architecture.md).
+        const model::OpKind k = op.kind();
+        if (k == model::OpKind::SsmConv || k == model::OpKind::DeltaNet ||
+            k == model::OpKind::GatedRmsNorm || k == model::OpKind::SplitGate ||
+            k == model::OpKind::SigmoidMul)
+            return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
+                              model_.arch_name() +
+                              " has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
+    }
     if (c.head_dim_k > 256 || c.head_dim_v > 256)
         return make_error("cuda: head_dim " + std::to_string(c.head_dim_k) +
                           " > 256 is not supported by the attention kernel");
