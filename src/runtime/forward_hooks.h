@@ -32,27 +32,29 @@ inline const char* device_name(Device d) {
 /// The ops a forward pass issues. One count = one call of a CPU op function or one CUDA kernel
 /// launch (kernels inside a replayed CUDA graph are counted once per replay).
 enum class Op : uint8_t {
-    Embed,      // token embedding rows (get_rows)
-    RmsNorm,    // RMS norm of rows (CUDA: fused with the int8/f16 packing of its output)
-    Matmul,     // one projection call (CPU: a cpu::matmul call, which may do Q/K/V together;
-                // CUDA: one dmmv launch, which may do several matrices of one type, or one
-                // cuBLAS GEMM)
-    Dequant,    // CUDA prefill: a weight matrix dequantized to f16 before the GEMM
-    RopeKv,     // bias + per-head Q/K norm + RoPE + K/V append to the cache, per row
-    Attention,  // causal attention of every row over its sequence's KV
-    Pack,       // CUDA: activation rows quantized/converted for the next projection
-    Glu,        // gated activation act(gate) * up
-    Add,        // residual add (CUDA Gemma: fused with the post-norm)
-    Gather,     // move the output rows to the front before the LM head
-    Softcap,    // final logit soft-capping
-    Argmax,     // CUDA: argmax of each logits row
+    Embed,       // token embedding rows (get_rows)
+    RmsNorm,     // RMS norm of rows (CUDA: fused with the int8/f16 packing of its output)
+    Matmul,      // one projection call (CPU: a cpu::matmul call, which may do Q/K/V together;
+                 // CUDA: one dmmv launch, which may do several matrices of one type, or one
+                 // cuBLAS GEMM)
+    Dequant,     // CUDA prefill: a weight matrix dequantized to f16 before the GEMM
+    RopeKv,      // bias + per-head Q/K norm + RoPE + K/V append to the cache, per row
+    Attention,   // causal attention of every row over its sequence's KV
+    Pack,        // CUDA: activation rows quantized/converted for the next projection
+    Glu,         // gated activation act(gate) * up
+    Add,         // residual add (CUDA Gemma: fused with the post-norm)
+    Gather,      // move the output rows to the front before the LM head
+    Softcap,     // final logit soft-capping
+    Argmax,      // CUDA: argmax of each logits row
+    MoeRoute,    // MoE: each row's top-k experts and weights from its router logits
+    MoeCombine,  // MoE: each row's weighted sum of its experts' outputs
     kCount
 };
 inline constexpr int kNumOps = static_cast<int>(Op::kCount);
 inline const char* op_name(Op op) {
-    static constexpr const char* kNames[kNumOps] = {"embed",   "rms_norm",  "matmul",  "dequant",
-                                                    "rope_kv", "attention", "pack",    "glu",
-                                                    "add",     "gather",    "softcap", "argmax"};
+    static constexpr const char* kNames[kNumOps] = {
+        "embed", "rms_norm", "matmul", "dequant", "rope_kv", "attention", "pack",
+        "glu",   "add",      "gather", "softcap", "argmax",  "moe_route", "moe_combine"};
     return kNames[static_cast<int>(op)];
 }
 
