@@ -1,6 +1,7 @@
 // zinc/model/config.cpp — hyperparameters from GGUF metadata, validated.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -181,6 +182,22 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
                                   ", expected a finite value >= 0 (0: no soft-cap)");
             }
             *dst = static_cast<float>(*cap.value());
+        }
+    }
+
+    ZINC_TRY(read_opt_dim("expert_count", c.n_expert, 0, 0, 4096));
+    ZINC_TRY(read_opt_dim("expert_used_count", c.n_expert_used, 0, 0, std::max(c.n_expert, 0)));
+    ZINC_TRY(read_opt_dim("expert_feed_forward_length", c.n_ff_exp, 0, 0, kMaxDim));
+    {
+        auto ws = k.get_float("expert_weights_scale");
+        if (!ws.ok()) return ws.error();
+        if (ws.value()) {
+            if (!(*ws.value() >= 0 && *ws.value() < 1e6)) {
+                return make_error(file.path() + ": metadata " + k.key("expert_weights_scale") +
+                                  " = " + std::to_string(*ws.value()) +
+                                  ", expected a finite value >= 0");
+            }
+            c.expert_weights_scale = static_cast<float>(*ws.value());
         }
     }
 
