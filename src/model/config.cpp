@@ -1,7 +1,6 @@
 // zinc/model/config.cpp — hyperparameters from GGUF metadata, validated.
 #include "model/config.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -186,7 +185,11 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
     }
 
     ZINC_TRY(read_opt_dim("expert_count", c.n_expert, 0, 0, 4096));
-    ZINC_TRY(read_opt_dim("expert_used_count", c.n_expert_used, 0, 0, std::max(c.n_expert, 0)));
+    ZINC_TRY(read_opt_dim("expert_used_count", c.n_expert_used, 0, 0, 4096));
+    if (c.n_expert > 0 && c.n_expert_used > c.n_expert) {
+        return bad(file, k.key("expert_used_count"), c.n_expert_used,
+                   "at most expert_count (" + std::to_string(c.n_expert) + ")");
+    }
     ZINC_TRY(read_opt_dim("expert_feed_forward_length", c.n_ff_exp, 0, 0, kMaxDim));
     {
         auto ws = k.get_float("expert_weights_scale");
