@@ -55,6 +55,7 @@ struct Preset {
     bool tied;
     int sliding_window;     // gemma3
     float rope_scale_linear;  // 0: none
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe (0: dense)
 };
 
 // Shapes from the models' published configs (config.json / llama.cpp's GGUF metadata).
@@ -80,6 +81,11 @@ const Preset kPresets[] = {
     // The same structure, tiny: 3 DeltaNet + 1 attention layer, 2 QK / 4 V DeltaNet heads (the
     // repeat of q/k heads is exercised), a NextN block, tied embeddings.
     {"qwen35-tiny", "qwen35", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0, 0},
+    // Qwen3-30B-A3B (config.json: moe_intermediate_size 768, 128 experts, 8 per token)
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1000000.f, 1e-6f,
+     false, 0, 0, 128, 8, 768},
+    {"qwen3moe-tiny", "qwen3moe", 256, 4, 8, 2, 64, 768, 0, 2048, 1000000.f, 1e-6f, false, 0, 0,
+     16, 4, 256},
 };
 
 // The Gated DeltaNet side of the qwen35 presets (GGUF keys <arch>.ssm.*, llama.cpp's names).
@@ -214,7 +220,7 @@ void direct_row(GgmlType t, Rng& g, float sigma, uint8_t* dst, int64_t n) {
 // One tensor of the file, generated when it is written.
 struct TensorPlan {
     std::string name;
-    int64_t ne0 = 0, ne1 = 0;
+    int64_t ne0 = 0, ne1 = 0;  // ne1: all rows (ne[1] * ne[2] of a 3-D expert tensor)
     GgmlType type = GgmlType::F32;
     float mean = 0.f, sigma = 0.f;
     size_t bytes() const { return quant::row_size(type, ne0) * static_cast<size_t>(ne1); }
@@ -229,10 +235,11 @@ struct Synth {
     std::vector<TensorPlan> plan;
 
     void tensor(const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float mean,
-                float sigma) {
-        plan.push_back(TensorPlan{name, ne0, ne1, t, mean, sigma});
+                float sigma, int64_t ne2 = 1) {
+        plan.push_back(TensorPlan{name, ne0, ne1 * ne2, t, mean, sigma});
         std::vector<int64_t> ne = {ne0};
-        if (ne1 > 1) ne.push_back(ne1);
+        if (ne1 > 1 || ne2 > 1) ne.push_back(ne1);
+        if (ne2 > 1) ne.push_back(ne2);
         w.add_tensor_info(name, ne, t);
         bytes += plan.back().bytes();
     }
@@ -462,6 +469,11 @@ int synth(const Opts& o) {
         s.w.add_kv(a + ".attention.key_length", OwnedValue::u32(p->head_dim));
         s.w.add_kv(a + ".attention.value_length", OwnedValue::u32(p->head_dim));
     }
+    if (p->n_expert > 0) {
+        s.w.add_kv(a + ".expert_count", OwnedValue::u32(p->n_expert));
+        s.w.add_kv(a + ".expert_used_count", OwnedValue::u32(p->n_expert_used));
+        s.w.add_kv(a + ".expert_feed_forward_length", OwnedValue::u32(p->n_ff_exp));
+    }
     if (p->sliding_window > 0)
         s.w.add_kv(a + ".attention.sliding_window", OwnedValue::u32(p->sliding_window));
     if (o.final_softcap > 0)
@@ -517,6 +529,17 @@ int synth(const Opts& o) {
         }
         if (gemma) s.tensor(b + "post_attention_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
         s.tensor(b + "ffn_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        if (p->n_expert > 0) {
+            // The router stays f32 (llama.cpp's quantizer never quantizes ffn_gate_inp); the
+            // experts are 3-D, down as ffn_down (Q6_K on use_more_bits layers in q4_k_m).
+            const int64_t X = p->n_expert, FX = p->n_ff_exp;
+            s.tensor(b + "ffn_gate_inp.weight", E, X, GgmlType::F32, 0.f, si);
+            s.tensor(b + "ffn_gate_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_up_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_down_exps.weight", FX, E, vt, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)), X);
+            continue;
+        }
         s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
         s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
         s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
@@ -543,7 +566,7 @@ int synth_main(int argc, char** argv) {
                  "zinc synth"};
     std::string presets;
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
-    app.add_option("--arch", o.arch, "llama, qwen3, gemma3 or qwen35 (must match the preset)");
+    app.add_option("--arch", o.arch, "llama, qwen3, qwen3moe, gemma3 or qwen35 (must match the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
     app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0 or bf16")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();

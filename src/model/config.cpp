@@ -247,6 +247,26 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
         }
     }
 
+    ZINC_TRY(read_opt_dim("expert_count", c.n_expert, 0, 0, 4096));
+    ZINC_TRY(read_opt_dim("expert_used_count", c.n_expert_used, 0, 0, 4096));
+    if (c.n_expert > 0 && c.n_expert_used > c.n_expert) {
+        return bad(file, k.key("expert_used_count"), c.n_expert_used,
+                   "at most expert_count (" + std::to_string(c.n_expert) + ")");
+    }
+    ZINC_TRY(read_opt_dim("expert_feed_forward_length", c.n_ff_exp, 0, 0, kMaxDim));
+    {
+        auto ws = k.get_float("expert_weights_scale");
+        if (!ws.ok()) return ws.error();
+        if (ws.value()) {
+            if (!(*ws.value() >= 0 && *ws.value() < 1e6)) {
+                return make_error(file.path() + ": metadata " + k.key("expert_weights_scale") +
+                                  " = " + std::to_string(*ws.value()) +
+                                  ", expected a finite value >= 0");
+            }
+            c.expert_weights_scale = static_cast<float>(*ws.value());
+        }
+    }
+
     const gguf::TensorInfo* emb = file.find_tensor(tn::global(tn::kTokenEmbd));
     if (!emb) {
         return make_error(file.path() + ": missing tensor " + tn::global(tn::kTokenEmbd) +

@@ -56,6 +56,13 @@ struct ModelConfig {
     /// for gemma3; an architecture that applies it must do so in its attention).
     float final_logit_softcap = 0.0f;
     float attn_logit_softcap = 0.0f;
+    /// Mixture of experts (<arch>.expert_count, .expert_used_count,
+    /// .expert_feed_forward_length, .expert_weights_scale; 0 when absent: a dense model). The
+    /// architecture file decides whether they are required.
+    int32_t n_expert = 0;
+    int32_t n_expert_used = 0;
+    int32_t n_ff_exp = 0;
+    float expert_weights_scale = 0.0f;
 
     int32_t q_dim() const { return n_head * head_dim_k; }
     int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }

@@ -13,7 +13,7 @@ const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
         "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
         "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
-        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul"};
+        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -77,6 +77,10 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
         case OpKind::SigmoidMul:
             in.push_back(op.as<SigmoidMulP>().gate);
             reads_outs = true;
+            break;
+        case OpKind::Moe:
+            in.push_back(op.as<MoeP>().in);
+            in.push_back(op.as<MoeP>().logits);
             break;
         case OpKind::kCount:
             break;
@@ -146,6 +150,11 @@ std::vector<const Weight*> Program::weights() const {
             case OpKind::GatedRmsNorm:
                 add(op.as<GatedRmsNormP>().w);
                 break;
+            case OpKind::Moe:
+                add(op.as<MoeP>().gate_exps);
+                add(op.as<MoeP>().up_exps);
+                add(op.as<MoeP>().down_exps);
+                break;
             default:
                 break;
         }
@@ -174,6 +183,11 @@ std::string Program::describe() const {
             const auto& m = op.as<MatmulP>();
             for (int k = 0; k < m.n_w; ++k) s += " [" + m.w[k]->name + "]";
             if (m.accumulate) s += " accumulate";
+        }
+        if (op.kind() == OpKind::Moe) {
+            const auto& m = op.as<MoeP>();
+            s += " [" + m.gate_exps->name + " " + m.up_exps->name + " " + m.down_exps->name +
+                 "] top " + std::to_string(m.n_used) + "/" + std::to_string(m.n_expert);
         }
         s += "\n";
     }
@@ -313,6 +327,19 @@ void ProgramBuilder::split_gate(const SplitGateP& p, Tid q, Tid gate) {
 void ProgramBuilder::sigmoid_mul(Tid x, Tid gate, const char* name) {
     ZINC_CHECK(x != gate && prog_.width(x) == prog_.width(gate));
     out(emit(SigmoidMulP{gate}), x, name);
+}
+
+void ProgramBuilder::moe(const MoeP& p, Tid o, const char* name) {
+    const int64_t e = prog_.width(p.in);
+    ZINC_CHECK(p.gate_exps && p.up_exps && p.down_exps);
+    ZINC_CHECK(p.n_used >= 1 && p.n_used <= p.n_expert && p.n_used <= kMoeMaxUsed && p.n_ff > 0);
+    ZINC_CHECK(prog_.width(p.logits) == p.n_expert && prog_.width(o) == e && o != p.in);
+    for (const Weight* w : {p.gate_exps, p.up_exps}) {
+        ZINC_CHECK(w->ne[0] == e && w->ne[1] == p.n_ff && w->ne[2] == p.n_expert);
+    }
+    ZINC_CHECK(p.down_exps->ne[0] == p.n_ff && p.down_exps->ne[1] == e &&
+               p.down_exps->ne[2] == p.n_expert);
+    out(emit(p), o, name);
 }
 
 Program ProgramBuilder::finish(int n_layer, Tid logits) {

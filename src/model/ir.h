@@ -65,6 +65,7 @@ enum class OpKind : uint8_t {
     GatedRmsNorm,  // out = rms_norm_per_head(out) * w * silu(z)
     SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
     SigmoidMul,    // out *= sigmoid(gate)
+    Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -123,6 +124,23 @@ struct KeepRowsP {
 struct SoftcapP {
     float cap = 0.0f;
 };
+/// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
+/// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
+/// their probabilities as weights, renormalised to sum 1 when norm_w); TopKSoftmax (gpt-oss: the
+/// k largest logits, softmax over those k).
+enum class MoeGating : uint8_t { SoftmaxTopK, TopKSoftmax };
+inline constexpr int kMoeMaxUsed = 32;  // most experts one row may use (backend/moe_route.h)
+struct MoeP {
+    Tid in = kNoTensor;      // (rows, n_embd) the normalised FFN input
+    Tid logits = kNoTensor;  // (rows, n_expert) router logits (a Matmul by ffn_gate_inp before it)
+    const Weight* gate_exps = nullptr;  // (n_embd, n_ff, n_expert): expert e's rows [e n_ff, ...)
+    const Weight* up_exps = nullptr;    // (n_embd, n_ff, n_expert)
+    const Weight* down_exps = nullptr;  // (n_ff, n_embd, n_expert)
+    int n_expert = 0, n_used = 0, n_ff = 0;
+    MoeGating gating = MoeGating::SoftmaxTopK;
+    bool norm_w = false;   // renormalise the k weights (sum clamped below at 2^-14, as llama.cpp)
+    float w_scale = 0.0f;  // multiplies the weights (0 or 1: none; <arch>.expert_weights_scale)
+};
 /// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
 /// inputs before its first row taken from the sequence's conv state (zeros at position 0), then
 /// SiLU: y[t, c] = silu(sum_k w[c, k] * x[t - (d_conv - 1) + k, c]) (ggml_ssm_conv + ggml_silu).
@@ -162,7 +180,8 @@ struct SigmoidMulP {
 };
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
-                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP>;
+                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP,
+                 MoeP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -244,6 +263,8 @@ class ProgramBuilder {
     void gated_rms_norm(Tid x, const GatedRmsNormP& p, const char* name);
     void split_gate(const SplitGateP& p, Tid q, Tid gate);
     void sigmoid_mul(Tid x, Tid gate, const char* name);
+    /// Routed experts (p.in, p.logits) -> out (width n_embd).
+    void moe(const MoeP& p, Tid out, const char* name);
 
     /// The Program; `logits` is the head's result tensor.
     Program finish(int n_layer, Tid logits);

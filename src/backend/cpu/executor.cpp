@@ -49,6 +49,10 @@ Workspace::Workspace(const Program& prog, int nb, int max_seq_len, int n_threads
                                     a.sinks ? a.sinks->f32() : nullptr};
             scratch = std::max(scratch, attention_scratch_floats(p, n_threads, max_seq_len));
         }
+        if (op.kind() == OpKind::Moe) {
+            const auto& m = op.as<model::MoeP>();
+            moe.reserve(nb, m.n_used, prog.width(m.in), m.n_ff, m.n_expert);
+        }
     }
     rope_cs.resize(n * static_cast<size_t>(n_rot));
     scores.resize(static_cast<size_t>(scratch));
@@ -160,6 +164,8 @@ class Executor {
                 return split_gate(op);
             case OpKind::SigmoidMul:
                 return sigmoid_mul(op);
+            case OpKind::Moe:
+                return moe(op);
             case OpKind::kCount:
                 break;
         }
@@ -454,6 +460,33 @@ class Executor {
             cpu::sigmoid_mul(x + r0 * w, gate + r0 * w, (r1 - r0) * w);
         });
         count(Op::Glu, 0, 3 * kF32 * st_.n_tokens * w);
+    }
+
+    // Routed experts (backend/cpu/moe.h): counted as the routing, one matmul per expert
+    // projection call (with the bytes of the experts used), the GLUs and the weighted sum.
+    void moe(const model::Op& op) {
+        const auto& p = op.as<model::MoeP>();
+        MoeArgs a;
+        a.x = buf(p.in);
+        a.logits = buf(p.logits);
+        a.out = buf(op.outs[0].t);
+        a.n_rows = st_.n_tokens;
+        a.n_embd = width(p.in);
+        a.n_ff = p.n_ff;
+        a.n_expert = p.n_expert;
+        a.k = p.n_used;
+        a.softmax_first = p.gating == model::MoeGating::SoftmaxTopK;
+        a.norm_w = p.norm_w;
+        a.w_scale = p.w_scale;
+        a.gate = &st_.ws.mat(p.gate_exps);
+        a.up = &st_.ws.mat(p.up_exps);
+        a.down = &st_.ws.mat(p.down_exps);
+        const MoeStats ms = moe_ffn(st_.pool, st_.mm, a, st_.ws.moe);
+        const uint64_t n = static_cast<uint64_t>(st_.n_tokens), k = p.n_used;
+        count(Op::MoeRoute, 0, kF32 * n * (p.n_expert + 2 * k));
+        for (int i = 0; i < ms.n_matmuls; ++i) count(Op::Matmul, i == 0 ? ms.weight_bytes : 0, 0);
+        if (ms.n_experts_used) count(Op::Glu, 0, 3 * kF32 * n * k * p.n_ff);
+        count(Op::MoeCombine, 0, kF32 * n * (k + 1) * a.n_embd);
     }
 
     const Program& prog_;

@@ -17,6 +17,7 @@
 #include "backend/cpu/delta_net.h"
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/thread_pool.h"
 #include "model/ir.h"
 #include "runtime/forward_hooks.h"
@@ -30,6 +31,7 @@ struct Workspace {
     std::vector<float> rope_cs;         // (n_batch, n_rot)     cos/sin per row
     std::vector<float> scores;          // attention scratch (attention_scratch_floats)
     std::unordered_map<const model::Weight*, MatView> mats;  // every weight's matmul view
+    MoeScratch moe;  // MoE ops' routing and expert buffers (sized at creation)
     const MatView& mat(const model::Weight* w) const { return mats.at(w); }
 };
 

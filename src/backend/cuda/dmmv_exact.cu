@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(kThreads)
     const int sub = threadIdx.x & 7, p = sub >> 2, h = sub & 3;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const size_t k = static_cast<size_t>(nb) * 32;
     const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * h;
@@ -349,8 +349,8 @@ __global__ void __launch_bounds__(kThreads)
     const int l = threadIdx.x & 7;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const int n_grp = nsb * 8;  // 32-element groups per row
     const size_t k = static_cast<size_t>(nsb) * 256;
@@ -463,8 +463,8 @@ __global__ void __launch_bounds__(kThreads)
     const int t = threadIdx.x & 31;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const float* xb = x + static_cast<size_t>(a0) * k;
     float acc[NB];
@@ -526,7 +526,8 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const floa
 template <int T>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
               bool acc, cudaStream_t s) {
-    if (n_act == 1) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
+    // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
+    if (n_act == 1 || J.m[0].expert) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act == 2) launch<T, 2>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act <= 4) launch<T, 4>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act <= 8) launch<T, 8>(J, k, aq, ad, xf, n_act, acc, s);
@@ -548,7 +549,7 @@ bool dmmv_exact_supports(int type) {
 void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                 const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     // Prefill: the tiled GEMM (dmmv_exact_gemm.cu, same bits) for the types it covers.
-    if (n_act > 16 && exact_gemm_enabled() &&
+    if (n_act > 16 && !jobs[0].expert && exact_gemm_enabled() &&
         dmmv_exact_gemm(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s))
         return;
     Jobs J{};

@@ -61,6 +61,19 @@ struct MatJob {
     float* y = nullptr;
     int ldy = 0;
     const float* bias = nullptr;  // (n_out) or null
+    // Expert gathering (MoE): activation row j is multiplied by the matrix of expert expert[j],
+    // at w + expert[j] * expert_stride bytes (a 3-D GGUF tensor: n_expert matrices of n_out
+    // rows). Null: every activation row uses w. Gathered calls run one activation row per block
+    // (dmmv_v2 and dmmv_exact's kernels; never dmmv_fast, mmq or the tiled exact GEMM), and all
+    // jobs of one call must agree on being gathered.
+    const int32_t* expert = nullptr;  // (n_act) device
+    size_t expert_stride = 0;
+#if defined(__CUDACC__)
+    __host__ __device__ __forceinline__
+#endif
+    const uint8_t* matrix(int act_row) const {
+        return expert ? w + static_cast<size_t>(expert[act_row]) * expert_stride : w;
+    }
 };
 /// Whether dmmv has a kernel for ggml type id `type`.
 bool dmmv_supports(int type);
@@ -245,6 +258,17 @@ void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, 
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
 /// Convert f32 to f16 (n elements).
 void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+
+// ---- moe.cu (Mixture of experts; docs/cuda.md "MoE")
+/// Per row t of logits (n_rows, n_expert): its k experts and weights (backend/moe_route.h, the
+/// CPU tier's routine, same bits) into ids / w (n_rows * k, slot-major per row), and
+/// src_row[t * k + s] = t (the gather list of the experts' input rows). One thread per row.
+void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
+               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row,
+               cudaStream_t s);
+/// out[t] = sum_s w[t k + s] * ys[t k + s] (rows of dim floats), slots added in order.
+void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
+                 cudaStream_t s);
 
 // ---- sampling.cu
 /// One logits row's sampling settings (engine/sampler.h's chain; model::RowSampling with the

@@ -121,6 +121,7 @@ class CudaRunner final : public model::Runner {
     void exec_rope_kv(const model::Op& op);
     void exec_attention(const model::Op& op);
     void exec_glu(const model::Op& op, int idx);
+    void exec_moe(const model::Op& op);
     void gather_head(model::Tid x);
     bool wants(const char* name, int il) const;
     bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
@@ -200,6 +201,16 @@ class CudaRunner final : public model::Runner {
     model::Tid head_x_ = model::kNoTensor;    // the tensor gathered into xo_
     std::vector<const float*> pending_bias_;  // per tensor: a bias the projection did not add
     std::vector<LastName> last_name_;         // per tensor
+    // MoE (exec_moe): V = R * (most experts a row uses) expert slots; per slot the gathered
+    // input / GLU result (moe_x_, f32, and packed in moe_aq_/moe_ad_), gate and up (moe_g_,
+    // moe_u_), the down projection (moe_y_); per slot the expert id, weight and source row.
+    struct MoeBufs {
+        int max_slots = 0, wide = 0;
+        float *x = nullptr, *g = nullptr, *u = nullptr, *y = nullptr, *w = nullptr;
+        int8_t* aq = nullptr;
+        float4* ad = nullptr;
+        int32_t *ids = nullptr, *src = nullptr;
+    } moe_;
     uint16_t* xh_ = nullptr;
     int8_t* aq_ = nullptr;
     float4* ad_ = nullptr;
