@@ -11,8 +11,8 @@ namespace zinc::model {
 
 const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
-        "embed", "rms_norm", "matmul",       "rope_kv",   "attention",
-        "glu",   "add",      "add_rms_norm", "keep_rows", "softcap"};
+        "embed", "rms_norm",     "matmul",    "rope_kv", "attention", "glu",
+        "add",   "add_rms_norm", "keep_rows", "softcap", "all_reduce"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -56,6 +56,7 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
             break;
         }
         case OpKind::Softcap:
+        case OpKind::AllReduce:
             reads_outs = true;
             break;
         case OpKind::kCount:
@@ -238,6 +239,11 @@ void ProgramBuilder::softcap(Tid x, float cap) {
     out(emit(SoftcapP{cap}), x, nullptr);
 }
 
+void ProgramBuilder::all_reduce(Tid x, int n_ranks, const char* name) {
+    ZINC_CHECK(n_ranks >= 1);
+    out(emit(AllReduceP{n_ranks}), x, name);
+}
+
 Program ProgramBuilder::finish(int n_layer, Tid logits) {
     prog_.n_layer = n_layer;
     prog_.logits = logits;
@@ -273,6 +279,11 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     if (m.n_w != 1 || m.bias[0] || m.accumulate) return false;
     const Tid t = mm.outs[0].t;
     size_t j = i + 1;
+    // A one-rank AllReduce (the shard transform at N = 1) is the identity: fuse across it.
+    const Op* reduce = nullptr;
+    if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::AllReduce &&
+        prog.ops[j].as<AllReduceP>().n_ranks == 1 && prog.ops[j].outs[0].t == t)
+        reduce = &prog.ops[j++];
     const Op* keep = nullptr;
     if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::KeepRows) keep = &prog.ops[j++];
     if (j >= prog.ops.size()) return false;
@@ -295,6 +306,7 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     f.outs[0] = add.outs[0];  // x, named as the add's result
     s.fused.push_back(f);
     if (mm.outs[0].name) s.hidden.push_back(mm.outs[0]);
+    if (reduce && reduce->outs[0].name) s.hidden.push_back(reduce->outs[0]);
     return true;
 }
 

@@ -57,6 +57,8 @@ enum class OpKind : uint8_t {
     AddRmsNorm,  // out += rms_norm(in) * w        (fused: RmsNorm in->in, Add out += in)
     KeepRows,    // from here on only the output rows of the listed tensors matter
     Softcap,     // out = cap * tanh(out / cap)
+    AllReduce,   // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
+                 // for one rank, which is also what a single executor does with it
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -114,8 +116,11 @@ struct KeepRowsP {
 struct SoftcapP {
     float cap = 0.0f;
 };
+struct AllReduceP {
+    int n_ranks = 1;  // shards whose partial sums of outs[0] are added (model/shard.h)
+};
 using OpParams = std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP,
-                              AddRmsNormP, KeepRowsP, SoftcapP>;
+                              AddRmsNormP, KeepRowsP, SoftcapP, AllReduceP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -184,6 +189,8 @@ class ProgramBuilder {
     void add(Tid acc, Tid in, const char* name);
     void keep_rows(std::initializer_list<Tid> ts);
     void softcap(Tid x, float cap);
+    /// x = sum of x over n_ranks tensor-parallel ranks, in place (model/shard.h emits it).
+    void all_reduce(Tid x, int n_ranks, const char* name);
 
     /// The Program; `logits` is the head's result tensor.
     Program finish(int n_layer, Tid logits);
