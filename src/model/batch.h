@@ -106,6 +106,8 @@ class Runner {
     virtual const RunnerOptions& options() const = 0;
     /// "cpu" or "cuda".
     virtual std::string tier() const = 0;
+    /// Ranks the forward is split over (model/shard.h; --tensor-parallel N), 1 otherwise.
+    virtual int tensor_parallel() const { return 1; }
     /// Bytes of KV storage for all blocks.
     virtual size_t kv_bytes() const = 0;
     /// Whether this Runner computes the CPU tier's bits exactly (every intermediate and logit
