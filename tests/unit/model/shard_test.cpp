@@ -206,3 +206,28 @@ TEST(Shard, TensorParallelRunnerRefusesWhatTheTransformRefuses) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("9 attention heads and 3 KV heads"), std::string::npos);
 }
+
+// A device tier's fusions see through the one-rank AllReduce: the same fused steps as the
+// source, and the reduced name (attn_out / ffn_out) is among the hidden ones.
+TEST(Shard, OneRankFusesLikeTheSource) {
+    NEED(m, kSmol);
+    auto r = zm::shard_program(m->program(), m->config(), 1);
+    ASSERT_TRUE(r.ok());
+    zm::FusionOptions fo;
+    fo.matmul_add = true;
+    fo.add_rms_norm = true;
+    const auto a = zm::schedule(m->program(), fo);
+    const auto b = zm::schedule(r.value()->shards[0].program, fo);
+    ASSERT_EQ(a.size(), b.size());
+    int fused = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(a[i].fused.size(), b[i].fused.size()) << "step " << i;
+        if (b[i].fused.empty()) continue;
+        ++fused;
+        bool named = false;
+        for (const zm::Output& o : b[i].hidden)
+            named |= std::string(o.name) == "attn_out" || std::string(o.name) == "ffn_out";
+        EXPECT_TRUE(named) << "step " << i;
+    }
+    EXPECT_EQ(fused, 2 * m->config().n_layer);
+}
