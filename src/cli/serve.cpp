@@ -64,6 +64,8 @@ struct ServeOptions {
     int device = -1;                // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
     std::string gpu_layers;         // -ngl N (llama_compat.h)
+    TensorParallelFlags tp_flags;   // --tensor-parallel/-tp, -sm, -ts (llama_compat.h)
+    int tensor_parallel = 0;        // apply_tensor_parallel: 0 off, -1 every device
     double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
 };
 
@@ -170,6 +172,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         runtime::runtime_options(o.tier, o.device, [](const char* k) { return std::getenv(k); });
     if (!ropts) return report_error(ropts.error().message);
     if (o.exact) ropts.value().exact = true;
+    ropts.value().tensor_parallel = o.tensor_parallel;
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
     runtime::DeviceMemory device_memory;
@@ -397,9 +400,12 @@ int serve_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
     add_gpu_layers_flag(app, o.gpu_layers);
+    add_tensor_parallel_flags(app, o.tp_flags);
     add_verbosity_flags(app);  // -q: no tier line (the listening line stays)
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
+    if (auto e = apply_tensor_parallel(o.tp_flags, o.tensor_parallel); !e.empty())
+        return report_error(e);
     return serve(o, seed_opt);
 }
 

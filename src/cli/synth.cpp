@@ -404,8 +404,11 @@ int synth(const Opts& o) {
         base = out_t = more = GgmlType::Q8_0, ftype = 7;
     } else if (o.type == "bf16") {
         base = out_t = more = GgmlType::BF16, ftype = 32;
+    } else if (o.type == "f32") {  // no activation packing: exact-arithmetic checks (shard tests)
+        base = out_t = more = GgmlType::F32, ftype = 0;
     } else {
-        return report_error("--type " + o.type + ": unknown (one of q4_k_m, q4_0, q8_0, bf16)");
+        return report_error("--type " + o.type +
+                            ": unknown (one of q4_k_m, q4_0, q8_0, bf16, f32)");
     }
     std::string vocab_path = o.vocab_from.empty() ? find_default_model() : o.vocab_from;
     if (vocab_path.empty())
@@ -568,7 +571,7 @@ int synth_main(int argc, char** argv) {
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
     app.add_option("--arch", o.arch, "llama, qwen3, qwen3moe, gemma3 or qwen35 (must match the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
-    app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0 or bf16")->capture_default_str();
+    app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0, bf16 or f32")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();
     app.add_option("-o,--output", o.out, "output GGUF file")->required();
     app.add_option("--vocab-from", o.vocab_from,

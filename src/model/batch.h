@@ -116,6 +116,8 @@ class Runner {
     virtual const RunnerOptions& options() const = 0;
     /// "cpu" or "cuda".
     virtual std::string tier() const = 0;
+    /// Ranks the forward is split over (model/shard.h; --tensor-parallel N), 1 otherwise.
+    virtual int tensor_parallel() const { return 1; }
     /// Bytes of KV storage for all blocks.
     virtual size_t kv_bytes() const = 0;
     /// Bytes of recurrent state for all slots (0 for attention-only models).

@@ -13,7 +13,7 @@ const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
         "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
         "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
-        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe"};
+        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe", "all_reduce"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -57,6 +57,7 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
             break;
         }
         case OpKind::Softcap:
+        case OpKind::AllReduce:
             reads_outs = true;
             break;
         case OpKind::SsmConv:
@@ -342,6 +343,11 @@ void ProgramBuilder::moe(const MoeP& p, Tid o, const char* name) {
     out(emit(p), o, name);
 }
 
+void ProgramBuilder::all_reduce(Tid x, int n_ranks, const char* name) {
+    ZINC_CHECK(n_ranks >= 1);
+    out(emit(AllReduceP{n_ranks}), x, name);
+}
+
 Program ProgramBuilder::finish(int n_layer, Tid logits) {
     prog_.n_layer = n_layer;
     prog_.logits = logits;
@@ -377,6 +383,11 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     if (m.n_w != 1 || m.bias[0] || m.accumulate) return false;
     const Tid t = mm.outs[0].t;
     size_t j = i + 1;
+    // A one-rank AllReduce (the shard transform at N = 1) is the identity: fuse across it.
+    const Op* reduce = nullptr;
+    if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::AllReduce &&
+        prog.ops[j].as<AllReduceP>().n_ranks == 1 && prog.ops[j].outs[0].t == t)
+        reduce = &prog.ops[j++];
     const Op* keep = nullptr;
     if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::KeepRows) keep = &prog.ops[j++];
     if (j >= prog.ops.size()) return false;
@@ -399,6 +410,7 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     f.outs[0] = add.outs[0];  // x, named as the add's result
     s.fused.push_back(f);
     if (mm.outs[0].name) s.hidden.push_back(mm.outs[0]);
+    if (reduce && reduce->outs[0].name) s.hidden.push_back(reduce->outs[0]);
     return true;
 }
 

@@ -66,6 +66,8 @@ enum class OpKind : uint8_t {
     SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
     SigmoidMul,    // out *= sigmoid(gate)
     Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
+    AllReduce,   // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
+                 // for one rank, which is also what a single executor does with it
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -124,6 +126,9 @@ struct KeepRowsP {
 struct SoftcapP {
     float cap = 0.0f;
 };
+struct AllReduceP {
+    int n_ranks = 1;  // shards whose partial sums of outs[0] are added (model/shard.h)
+};
 /// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
 /// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
 /// their probabilities as weights, renormalised to sum 1 when norm_w); TopKSoftmax (gpt-oss: the
@@ -181,7 +186,7 @@ struct SigmoidMulP {
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
                  SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP,
-                 MoeP>;
+                 MoeP, AllReduceP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -265,6 +270,8 @@ class ProgramBuilder {
     void sigmoid_mul(Tid x, Tid gate, const char* name);
     /// Routed experts (p.in, p.logits) -> out (width n_embd).
     void moe(const MoeP& p, Tid out, const char* name);
+    /// x = sum of x over n_ranks tensor-parallel ranks, in place (model/shard.h emits it).
+    void all_reduce(Tid x, int n_ranks, const char* name);
 
     /// The Program; `logits` is the head's result tensor.
     Program finish(int n_layer, Tid logits);

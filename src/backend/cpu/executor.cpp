@@ -90,10 +90,11 @@ class Executor {
   public:
     Executor(const Program& prog, ForwardState& st) : prog_(prog), st_(st) {}
 
-    void run() {
+    void run(size_t begin, size_t end) {
         int il = -2;
         bool skip = false;
-        for (const model::Op& op : prog_.ops) {
+        for (size_t i = begin; i < end; ++i) {
+            const model::Op& op = prog_.ops[i];
             if (op.il != il) {  // a layer boundary: ZINC_SKIP_LAYERS (debug) skips it whole
                 il = op.il;
                 skip = il >= 0 && st_.hooks && st_.hooks->skip_layer(il, prog_.n_layer);
@@ -166,6 +167,8 @@ class Executor {
                 return sigmoid_mul(op);
             case OpKind::Moe:
                 return moe(op);
+            case OpKind::AllReduce:  // one executor is one rank: the sum over one rank
+                return;              // (backend/cpu/tp_runner.cpp sums N shards around it)
             case OpKind::kCount:
                 break;
         }
@@ -496,7 +499,12 @@ class Executor {
 }  // namespace
 
 void execute(const Program& prog, ForwardState& st) {
-    Executor(prog, st).run();
+    Executor(prog, st).run(0, prog.ops.size());
+}
+
+void execute_ops(const Program& prog, ForwardState& st, size_t begin, size_t end) {
+    ZINC_CHECK(begin <= end && end <= prog.ops.size());
+    Executor(prog, st).run(begin, end);
 }
 
 }  // namespace zinc::cpu

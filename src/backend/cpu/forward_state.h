@@ -19,6 +19,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/moe.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/batch.h"
 #include "model/ir.h"
 #include "runtime/forward_hooks.h"
 
@@ -63,5 +64,14 @@ struct ForwardState {
 /// Run the op list on the step batch in st: append every row's K/V to the pool and write the
 /// logits of st.out_rows. The caller (the CPU Runner) has validated ids, positions and tables.
 void execute(const model::Program& prog, ForwardState& st);
+/// Run ops [begin, end) only (the tensor-parallel runner stops each shard at its AllReduce ops;
+/// st carries the rows kept by KeepRows from one call to the next).
+void execute_ops(const model::Program& prog, ForwardState& st, size_t begin, size_t end);
+
+/// The CPU Runners' checks (backend/cpu/runner.cpp): a step batch against the options (ids in
+/// [0, n_vocab), rows, positions, block tables), and the options themselves.
+Result<void> validate_batch(const model::Batch& batch, const model::RunnerOptions& opts,
+                            int32_t n_vocab);
+Result<void> validate_options(const model::RunnerOptions& opts);
 
 }  // namespace zinc::cpu

@@ -308,7 +308,8 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +
                           ") has " + fmt_mib(dev->mem_free) + " free; lower -c or use --tier cpu");
-    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device, copts.exact);
+    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device, copts.exact, copts.shards,
+                                          copts.rank);
     if (auto st = r->init(); !st) return st.error();
     return std::unique_ptr<model::Runner>(std::move(r));
 }

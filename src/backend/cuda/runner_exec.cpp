@@ -181,6 +181,9 @@ void CudaRunner::exec(const model::Op& op, int idx) {
             launched(runtime::Op::Softcap, 0, 8ull * count);
             break;
         }
+        case OpKind::AllReduce:  // one device is one rank: the identity (model/shard.h)
+            ZINC_CHECK(op.as<model::AllReduceP>().n_ranks == 1);
+            break;
         case OpKind::Moe:
             exec_moe(op);
             break;

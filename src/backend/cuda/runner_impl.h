@@ -77,13 +77,15 @@ struct SampleState;  // runner_sample.cpp: device buffers of forward_sample
 
 class CudaRunner final : public model::Runner {
   public:
-    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact)
+    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact,
+               std::shared_ptr<const model::ShardSet> shards = nullptr, int rank = 0)
         : model_(m),
           cfg_(m.config()),
           opts_(o),
           device_(device),
           exact_opt_(exact),
-          prog_(m.program()) {}
+          shards_(std::move(shards)),
+          prog_(shards_ ? shards_->shards[static_cast<size_t>(rank)].program : m.program()) {}
     ~CudaRunner() override;
 
     Result<void> init();
@@ -156,6 +158,7 @@ class CudaRunner final : public model::Runner {
     model::RunnerOptions opts_;
     int device_;
     int exact_opt_;  // CudaOptions::exact
+    std::shared_ptr<const model::ShardSet> shards_;  // tensor parallel: owns prog_ (or null)
     const model::Program& prog_;
     std::vector<model::Step> steps_;  // the op list with this tier's fusions (model::schedule)
     // Per plain op (index into prog_.ops): the weight of the projection that consumes a
