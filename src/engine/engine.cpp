@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -212,7 +213,7 @@ class EngineImpl : public Engine {
         const bool on_device =
             device_sampling_ &&
             std::none_of(plan.seqs.begin(), plan.seqs.end(), [](const ScheduledSeq& ss) {
-                return ss.want_logits && ss.seq->params.top_logprobs >= 0;
+                return ss.want_logits && (ss.seq->params.top_logprobs >= 0 || ss.seq->grammar);
             });
         if (on_device) {
             sample_rows_.clear();
@@ -293,7 +294,39 @@ class EngineImpl : public Engine {
     bool is_eog(int32_t t) const { return std::binary_search(eog_.begin(), eog_.end(), t); }
 
     void on_logits(Sequence& s, std::span<const float> logits) {
+        if (s.grammar) return on_grammar_logits(s, logits);
         on_token(s, s.sampler.sample(logits, s.tokens), logits);
+    }
+
+    // A grammar-constrained sample: the logits of tokens the grammar does not allow next are
+    // -inf. Greedy requests first try the unmasked argmax (the same token when it is allowed,
+    // which it usually is) before computing the whole mask.
+    void on_grammar_logits(Sequence& s, std::span<const float> logits) {
+        GrammarMatcher& g = *s.grammar;
+        int32_t tok = -1;
+        if (s.sampler.options().temperature <= 0.0f) {
+            const int32_t t = s.sampler.sample(logits, s.tokens);
+            if (g.allows(t)) tok = t;
+        }
+        if (tok < 0) {
+            const std::vector<uint8_t>& ok = g.allowed();
+            masked_.assign(logits.begin(), logits.end());
+            bool any = false;
+            for (size_t i = 0; i < masked_.size(); ++i) {
+                if (!ok[i]) masked_[i] = -std::numeric_limits<float>::infinity();
+                any = any || ok[i];
+            }
+            if (!any) {
+                // Complete, and the vocabulary has no end-of-generation token to say so.
+                if (g.complete()) return finish(s, FinishReason::Eog);
+                return finish(s, FinishReason::Error,
+                              "the grammar allows no token of the vocabulary at this point");
+            }
+            tok = s.sampler.sample(masked_, s.tokens);
+        }
+        if (!is_eog(tok) && !g.accept(tok))
+            return finish(s, FinishReason::Error, "internal: a sampled token broke the grammar");
+        on_token(s, tok, logits);
     }
 
     // The sequence's next token; `logits` (its row, for logprobs) is empty when the token was
@@ -395,6 +428,7 @@ class EngineImpl : public Engine {
     bool device_sampling_ = false;                 // runner_->samples_on_device()
     std::vector<model::RowSampling> sample_rows_;  // the step's rows, forward_sample
     std::vector<model::SampledToken> sampled_;     // its results
+    std::vector<float> masked_;                    // a grammar request's masked logits
     std::vector<uint64_t> step_rows_;              // rows per sequence of the step being attributed
     uint64_t last_step_index_ = 0;                 // StepRecord::index last attributed
     EngineStats counters_;  // cumulative counters (the gauges are filled by publish)
