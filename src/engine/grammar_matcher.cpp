@@ -130,6 +130,7 @@ void GrammarMatcher::advance_char(const State& in, uint32_t cp, State& out) cons
     out.stacks.clear();
     out.partial_bits = 0;
     out.partial_left = 0;
+    out.partial_min = 0;
     std::vector<const GrammarElem*> st;
     for (const auto& s : in.stacks) {
         if (s.empty()) continue;
@@ -164,20 +165,27 @@ bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out) const {
         out.stacks = in.stacks;
         out.partial_bits = bits;
         out.partial_left = need;
+        out.partial_min = need == 1 ? 0x80u : need == 2 ? 0x800u : 0x10000u;
     } else {
         if ((b & 0xC0u) != 0x80u) return false;
         const uint32_t bits = (in.partial_bits << 6) | (b & 0x3Fu);
         if (in.partial_left == 1) {
+            // Overlong encodings, surrogates and values past U+10FFFF are not characters.
+            if (bits < in.partial_min || bits > 0x10FFFFu || (bits >= 0xD800u && bits <= 0xDFFFu))
+                return false;
             advance_char(in, bits, out);
             return !out.stacks.empty();
         }
         out.stacks = in.stacks;
         out.partial_bits = bits;
         out.partial_left = static_cast<uint8_t>(in.partial_left - 1);
+        out.partial_min = in.partial_min;
     }
     // The character is unfinished: alive if some stack can match one of its completions.
     const unsigned shift = 6u * out.partial_left;
-    const uint32_t lo = out.partial_bits << shift, hi = lo | ((1u << shift) - 1u);
+    const uint32_t lo = std::max(out.partial_bits << shift, out.partial_min);
+    const uint32_t hi = std::min((out.partial_bits << shift) | ((1u << shift) - 1u), 0x10FFFFu);
+    if (lo > hi) return false;
     bool any = false;
     for (const auto& s : out.stacks)
         if (!s.empty() && match_range(s.back(), lo, hi)) any = true;
@@ -229,6 +237,7 @@ std::string GrammarMatcher::cache_key() const {
     std::string k;
     k.push_back(static_cast<char>(state_.partial_left));
     k.append(reinterpret_cast<const char*>(&state_.partial_bits), sizeof(uint32_t));
+    k.append(reinterpret_cast<const char*>(&state_.partial_min), sizeof(uint32_t));
     for (const auto& st : s) {
         const auto n = static_cast<uint32_t>(st.size());
         k.append(reinterpret_cast<const char*>(&n), sizeof n);

@@ -57,6 +57,7 @@ class GrammarMatcher {
         std::vector<std::vector<const GrammarElem*>> stacks;
         uint32_t partial_bits = 0;  // code point bits of an unfinished UTF-8 character
         uint8_t partial_left = 0;   // continuation bytes it still needs (0: none pending)
+        uint32_t partial_min = 0;   // its smallest code point (longer encodings are overlong)
     };
 
   private:

@@ -170,6 +170,14 @@ TEST(GrammarMatcher, SplitUtf8Characters) {
     EXPECT_TRUE(m2.allows(0xC3));   // U+00C0..U+00FF overlaps the class
     EXPECT_FALSE(m2.allows(0xE2));  // U+2000.. does not
     EXPECT_FALSE(m2.allows(0xA9));  // a stray continuation byte
+
+    // Overlong encodings of ASCII (E0 81 A6 would be 'f', C1 A6 too) are not characters.
+    Fixture h(R"(root ::= "f" | [\u0800-\uffff])");
+    GrammarMatcher m3(h.c);
+    EXPECT_FALSE(m3.allows(0xC1));
+    ASSERT_TRUE(m3.accept(0xE0));
+    EXPECT_FALSE(m3.allows(0x81));  // below U+0800 whatever follows
+    EXPECT_TRUE(m3.allows(0xA0));
 }
 
 TEST(GrammarMatcher, MaskAgreesWithSingleChecks) {
