@@ -65,8 +65,11 @@ Value messages_value(const std::vector<Message>& messages) {
     std::vector<Value> list;
     list.reserve(messages.size());
     for (const auto& m : messages) {
-        list.push_back(Value::dict({{Value::string("role"), Value::data_string(m.role)},
-                                    {Value::string("content"), Value::data_string(m.content)}}));
+        std::vector<std::pair<Value, Value>> items = {
+            {Value::string("role"), Value::data_string(m.role)},
+            {Value::string("content"), Value::data_string(m.content)}};
+        for (const auto& [k, v] : m.extra) items.emplace_back(Value::string(k), mark_data(v));
+        list.push_back(Value::dict(std::move(items)));
     }
     return Value::list(std::move(list));
 }
@@ -80,7 +83,8 @@ Result<RenderedPrompt> ChatTemplate::apply_prompt(const std::vector<Message>& me
     vars.emplace_back("add_generation_prompt", Value::boolean(opt.add_generation_prompt));
     vars.emplace_back("bos_token", Value::string(opt.bos_token));
     vars.emplace_back("eos_token", Value::string(opt.eos_token));
-    if (opt.enable_thinking) vars.emplace_back("enable_thinking", Value::boolean(*opt.enable_thinking));
+    if (opt.enable_thinking)
+        vars.emplace_back("enable_thinking", Value::boolean(*opt.enable_thinking));
     for (const auto& kv : opt.extra_vars) vars.push_back(kv);
     return render_prompt(vars, opt.render);
 }

@@ -40,16 +40,21 @@ struct Node;
 
 /// One chat turn. `role` is usually "system", "user", "assistant" or "tool".
 struct Message {
+    Message() = default;
+    Message(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
     std::string role;
     std::string content;
+    /// Further keys of the message dict, e.g. an assistant turn's "tool_calls" or a tool turn's
+    /// "tool_call_id" and "name" (OpenAI's fields, as HF templates read them). Data, as content.
+    std::vector<std::pair<std::string, Value>> extra;
 };
 
 struct RenderOptions {
     /// Clock for strftime_now(): seconds since the Unix epoch, formatted in local time; the
     /// real clock when absent. Tests pin it.
     std::optional<int64_t> now_unix;
-    uint64_t max_steps = 50'000'000;          // evaluation budget (statements + expressions)
-    size_t max_output_bytes = 256u << 20;     // rendered text cap
+    uint64_t max_steps = 50'000'000;       // evaluation budget (statements + expressions)
+    size_t max_output_bytes = 256u << 20;  // rendered text cap
 };
 
 struct ApplyOptions {
@@ -71,7 +76,7 @@ struct RenderedPrompt {
 
 /// A parsed template, cheap to copy (shared, immutable) and safe to render from several threads.
 class ChatTemplate {
-public:
+  public:
     /// Parse `source`. `name` prefixes error messages (e.g. "tokenizer.chat_template").
     static Result<ChatTemplate> parse(std::string_view source, std::string name = "chat template");
 
@@ -90,7 +95,7 @@ public:
 
     const std::string& name() const { return name_; }
 
-private:
+  private:
     std::shared_ptr<const Node> root_;
     std::string name_;
 };

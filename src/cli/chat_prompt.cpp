@@ -18,13 +18,15 @@ Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m) {
 
 Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,
                                          const std::vector<chat::Message>& messages,
-                                         std::optional<bool> enable_thinking) {
+                                         std::optional<bool> enable_thinking,
+                                         const chat::Value* tools) {
     const tokenizer::Tokenizer& tok = *m.tok;
     chat::ApplyOptions ao;
     ao.add_generation_prompt = true;
     ao.enable_thinking = enable_thinking;
     if (tok.bos() >= 0) ao.bos_token = std::string(tok.token_text(tok.bos()));
     if (tok.eos() >= 0) ao.eos_token = std::string(tok.token_text(tok.eos()));
+    if (tools) ao.extra_vars.emplace_back("tools", *tools);
     auto rendered = tmpl.apply_prompt(messages, ao);
     if (!rendered) return rendered.error();
     // The trust boundary: special-token text in the template's own text becomes special tokens;

@@ -22,10 +22,12 @@ Result<chat::ChatTemplate> parse_model_template(const LoadedModel& m);
 /// passed only when set) and tokenize: special-token text is parsed in the template's own text
 /// only, never in the messages' roles and content (they are data). The template writes BOS
 /// itself where the model wants it (e.g. Gemma's "{{ bos_token }}"), so BOS is only added when
-/// the model asks for it and the rendering did not start with it.
+/// the model asks for it and the rendering did not start with it. `tools`: the template's
+/// `tools` variable (a list of OpenAI tool objects, data), None when null.
 Result<std::vector<int32_t>> chat_tokens(const LoadedModel& m, const chat::ChatTemplate& tmpl,
                                          const std::vector<chat::Message>& messages,
-                                         std::optional<bool> enable_thinking);
+                                         std::optional<bool> enable_thinking,
+                                         const chat::Value* tools = nullptr);
 
 /// Stop strings implied by the template, added to the user's --stop ones: with the ChatML
 /// fallback on a model whose vocabulary lacks ChatML's special tokens (e.g. Gemma 3 here), the

@@ -204,6 +204,11 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.render_chat = [lm, chat_tmpl](const std::vector<chat::Message>& msgs) {
         return chat_tokens(*lm, chat_tmpl, msgs, std::nullopt);
     };
+    sm.render_chat_tools = [lm, chat_tmpl](const std::vector<chat::Message>& msgs,
+                                           const chat::Value& tools) {
+        return chat_tokens(*lm, chat_tmpl, msgs, std::nullopt, &tools);
+    };
+    sm.chat_template_source = m.chat_template.text;
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
     sm.evidence = evidence;

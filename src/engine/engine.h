@@ -28,6 +28,7 @@ namespace zinc::engine {
 
 using RequestId = uint64_t;
 class SchedulingPolicy;
+struct GrammarConstraint;
 
 struct EngineOptions {
     int32_t n_parallel = 4;          // most sequences running at once (slots)
@@ -74,6 +75,10 @@ struct RequestParams {
     /// Prefix-cache namespace: cached blocks are shared only between requests with the same
     /// value ("" is the default namespace). Tenancy sets one per tenant or sharing group.
     std::string cache_namespace;
+    /// Grammar-constrained sampling (engine/grammar_matcher.h): each token is sampled from the
+    /// tokens the grammar allows next, end of generation only once the text is complete. Such
+    /// requests sample on the host. Null: unconstrained.
+    std::shared_ptr<const GrammarConstraint> grammar;
 };
 
 enum class FinishReason {

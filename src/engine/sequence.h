@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar_matcher.h"
 #include "engine/prefix_cache.h"
 #include "engine/sampler.h"
 
@@ -23,7 +25,9 @@ struct Sequence {
           n_prompt(static_cast<int32_t>(params.prompt.size())),
           hash_root(params.cache_namespace.empty() ? kRootHash
                                                    : namespace_root(params.cache_namespace)),
-          sampler(params.sampling) {}
+          sampler(params.sampling) {
+        if (params.grammar) grammar = std::make_unique<GrammarMatcher>(params.grammar);
+    }
 
     RequestId id;
     uint64_t arrival;  // submission order (FCFS key)
@@ -55,6 +59,8 @@ struct Sequence {
     Usage usage;
     runtime::RequestEvidence evidence;  // accumulated per step when the engine has step evidence
     Sampler sampler;
+    /// The grammar constraining its tokens (RequestParams::grammar), advanced per sampled token.
+    std::unique_ptr<GrammarMatcher> grammar;
 
     int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
     /// Tokens still to run through the model before the next sample.

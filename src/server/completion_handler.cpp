@@ -17,6 +17,7 @@
 #include "server/serving_context.h"
 #include "server/sse.h"
 #include "server/tenancy.h"
+#include "server/tool_calls.h"
 
 namespace zinc::server {
 
@@ -33,7 +34,11 @@ ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
     const tokenizer::Tokenizer& tok = *ctx.model.tok;
     std::vector<std::vector<int32_t>> out;
     if (cr.kind == ApiKind::Chat) {
-        auto t = ctx.model.render_chat(cr.messages);
+        if (cr.use_tools && !ctx.model.render_chat_tools)
+            return invalid_value("tools", "this server's chat renderer does not take tools");
+        auto t = cr.use_tools ? ctx.model.render_chat_tools(
+                                    cr.messages, json_to_template_value(cr.tools.tools))
+                              : ctx.model.render_chat(cr.messages);
         if (!t.ok())
             return bad_request("the chat template failed on these messages: " + t.error().message,
                                std::string("messages"), std::string("invalid_value"));
@@ -110,6 +115,28 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
     return specs;
 }
 
+// A reply's tool calls (tool_calls.h) in OpenAI's shape, or null when it made none; `content`
+// gets the text outside the calls. Streamed deltas carry "index" per call.
+json tool_calls_json(ServingContext& ctx, const CompletionRequest& cr, const std::string& text,
+                     std::string& content, bool with_index) {
+    const ParsedReply p = parse_tool_calls(
+        text, tool_format_for_template(ctx.model.chat_template_source), cr.tools.names);
+    if (p.calls.empty()) {
+        content = text;
+        return nullptr;
+    }
+    content = p.content;
+    json calls = json::array();
+    for (size_t i = 0; i < p.calls.size(); ++i) {
+        json c = {{"id", ctx.new_id("call_")},
+                  {"type", "function"},
+                  {"function", {{"name", p.calls[i].name}, {"arguments", p.calls[i].arguments}}}};
+        if (with_index) c["index"] = static_cast<int>(i);
+        calls.push_back(std::move(c));
+    }
+    return calls;
+}
+
 json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLogprobs* acc,
                   const std::vector<engine::GeneratedToken>& tokens) {
     if (!cr.logprobs || tokens.empty()) return nullptr;
@@ -136,6 +163,7 @@ struct StreamState {
     ResponseMeta meta;
     int32_t prompt_tokens = 0;
     std::vector<CompletionLogprobs> lp;  // completions format, per choice
+    std::vector<std::string> held_text;  // with tools: each choice's text, parsed at its end
     // Each choice's finish chunk, held until the engine's final event for it is in (a stop
     // string cancels the engine request; its evidence arrives within a step). The last one
     // written carries the request's evidence unless a usage chunk follows.
@@ -191,6 +219,15 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
         }
     }
     if (gen.failure()) return send_error(res, *gen.failure());
+    if (cr.use_tools)
+        for (auto& r : results) {
+            std::string content;
+            r.tool_calls = tool_calls_json(ctx, cr, r.text, content, false);
+            if (!r.tool_calls.is_null()) {
+                r.text = content;
+                r.finish_reason = "tool_calls";
+            }
+        }
     for (size_t i = 0; i < results.size(); ++i) {
         if (!cr.logprobs) {
             results[i].logprobs = nullptr;
@@ -227,6 +264,26 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
     auto deltas = st.gen->poll(wait);
     for (auto& d : deltas) {
         if (d.text.empty() && d.tokens.empty() && !d.finish_reason) continue;
+        if (st.cr.use_tools) {
+            // With tools the reply is held back to its end, then sent as content or calls.
+            std::string& held = st.held_text[static_cast<size_t>(d.index)];
+            held += d.text;
+            if (!d.finish_reason) continue;
+            std::string content;
+            json calls = tool_calls_json(ctx, st.cr, held, content, true);
+            json chunk = stream_chunk(st.meta, d.index, content, false, nullptr, std::nullopt,
+                                      st.cr.include_usage);
+            if (!calls.is_null()) {
+                chunk["choices"][0]["delta"]["tool_calls"] = std::move(calls);
+                d.finish_reason = "tool_calls";
+            }
+            if ((!content.empty() || chunk["choices"][0]["delta"].contains("tool_calls")) &&
+                !write(sse_event(dump(chunk))))
+                return false;
+            st.finish_chunk[static_cast<size_t>(d.index)] = stream_chunk(
+                st.meta, d.index, "", false, nullptr, d.finish_reason, st.cr.include_usage);
+            continue;
+        }
         if (!d.text.empty() || !d.tokens.empty()) {
             json lp = logprobs_for(ctx, st.cr, &st.lp[static_cast<size_t>(d.index)], d.tokens);
             if (!write(sse_event(dump(stream_chunk(st.meta, d.index, d.text, false, std::move(lp),
@@ -321,6 +378,27 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     if (!prompts.ok()) return send_error(res, prompts.error());
     auto specs = choice_specs(ctx, cr, prompts.value());
     if (!specs.ok()) return send_error(res, specs.error());
+    if (cr.use_tools &&
+        (cr.tools.choice == ToolChoice::Required || cr.tools.choice == ToolChoice::Named)) {
+        // The reply must be a call (of the named function): its format's grammar.
+        if (!cr.grammar.empty())
+            return send_error(res, invalid_value("tool_choice", "cannot be combined with '" +
+                                                                    cr.grammar_param + "'"));
+        auto g = tool_call_grammar(cr.tools,
+                                   tool_format_for_template(ctx.model.chat_template_source));
+        if (!g.ok()) return send_error(res, g.error());
+        cr.grammar = std::move(g.value());
+        cr.grammar_param = "tool_choice";
+    }
+    if (!cr.grammar.empty()) {
+        // Structured output (engine/grammar_matcher.h): one parsed grammar for every choice.
+        auto g = engine::parse_grammar(cr.grammar);
+        if (!g.ok()) return send_error(res, invalid_value(cr.grammar_param, g.error().message));
+        auto c = std::make_shared<engine::GrammarConstraint>();
+        c->grammar = std::make_shared<const engine::Grammar>(std::move(g.value()));
+        c->vocab = ctx.grammar_vocab();
+        for (auto& s : specs.value()) s.params.grammar = c;
+    }
     int32_t n_prompt_tokens = 0;
     for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());
 
@@ -361,6 +439,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->meta = std::move(meta);
     st->prompt_tokens = n_prompt_tokens;
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
+    st->held_text.resize(static_cast<size_t>(st->gen->n_choices()));
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
     st->lease = std::move(lease);

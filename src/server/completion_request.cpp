@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "server/json_fields.h"
+#include "server/json_schema_grammar.h"
 
 namespace zinc::server {
 
@@ -81,9 +82,8 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
             if (!v.is_string()) return r.fail(wrong_type(path, "a string", v));
             std::string str = v.get<std::string>();
             if (str.size() > limits.max_stop_bytes)
-                return r.fail(invalid_value(path, "is longer than " +
-                                                      std::to_string(limits.max_stop_bytes) +
-                                                      " bytes"));
+                return r.fail(invalid_value(
+                    path, "is longer than " + std::to_string(limits.max_stop_bytes) + " bytes"));
             if (!str.empty()) out.stop.push_back(std::move(str));
         };
         if (s->is_string()) {
@@ -104,8 +104,7 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
         if (!so->is_object()) {
             r.fail(wrong_type(p, "an object", *so));
         } else {
-            if (!out.stream)
-                r.fail(invalid_value(p, "is only allowed when 'stream' is true"));
+            if (!out.stream) r.fail(invalid_value(p, "is only allowed when 'stream' is true"));
             FieldReader sr(*so, p);
             sr.get_bool("include_usage", out.include_usage);
             if (sr.error()) r.fail(*sr.error());
@@ -113,6 +112,42 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
     }
     r.get_string("user", out.user);
     r.get_bool("ignore_eos", out.ignore_eos);
+    // Structured output fields of llama.cpp's server (grammar, json_schema) and vLLM's
+    // (guided_grammar, guided_json): at most one, as GBNF.
+    auto set_grammar = [&](const char* key, std::string gbnf) {
+        if (!out.grammar_param.empty())
+            return r.fail(invalid_value(r.path_of(key), "cannot be combined with '" +
+                                                            out.grammar_param +
+                                                            "'; give one structured-output field"));
+        out.grammar = std::move(gbnf);
+        out.grammar_param = r.path_of(key);
+    };
+    for (const char* key : {"grammar", "guided_grammar"}) {
+        if (const json* g = r.find(key)) {
+            if (!g->is_string())
+                r.fail(wrong_type(r.path_of(key), "a string (a GBNF grammar)", *g));
+            else if (!g->get<std::string>().empty())
+                set_grammar(key, g->get<std::string>());
+        }
+    }
+    for (const char* key : {"json_schema", "guided_json"}) {
+        if (const json* g = r.find(key)) {
+            json schema = *g;
+            if (g->is_string()) {  // vLLM accepts the schema as JSON text too
+                auto parsed = json::parse(g->get<std::string>(), nullptr, false);
+                if (parsed.is_discarded()) {
+                    r.fail(invalid_value(r.path_of(key), "is a string that is not valid JSON"));
+                    continue;
+                }
+                schema = std::move(parsed);
+            }
+            auto gbnf = json_schema_to_gbnf(schema, r.path_of(key));
+            if (!gbnf.ok())
+                r.fail(gbnf.error());
+            else
+                set_grammar(key, std::move(gbnf.value()));
+        }
+    }
     // Known OpenAI fields this server does not implement: refuse rather than ignore them.
     if (const json* lb = r.find("logit_bias")) {
         if (!lb->is_object())
@@ -180,11 +215,17 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
         if (!out.logprobs)
             r.fail(invalid_value(r.path_of("top_logprobs"), "requires 'logprobs' to be true"));
     }
-    if (const json* t = r.find("tools")) {
-        if (!t->is_array())
-            r.fail(wrong_type(r.path_of("tools"), "an array", *t));
-        else if (!t->empty())
-            r.fail(invalid_value(r.path_of("tools"), "tool calling is not supported by this server"));
+    {
+        auto t = parse_tools(r.find("tools"), r.find("tool_choice"));
+        if (!t.ok()) {
+            r.fail(t.error());
+        } else {
+            out.tools = std::move(t.value());
+            out.use_tools = !out.tools.names.empty() && out.tools.choice != ToolChoice::None;
+        }
+        // parallel_tool_calls: several calls are always allowed; false is not enforced.
+        bool parallel = true;
+        r.get_bool("parallel_tool_calls", parallel);
     }
     if (const json* f = r.find("response_format")) {
         const std::string p = r.path_of("response_format");
@@ -193,10 +234,53 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
         } else {
             FieldReader fr(*f, p);
             std::string type;
-            if (fr.get_string("type", type) && type != "text")
+            if (!fr.get_string("type", type) && !fr.error())
+                fr.fail(invalid_value(fr.path_of("type"), "is required"));
+            std::string gbnf;
+            if (fr.error() || type == "text") {
+            } else if (type == "json_object") {
+                gbnf = json_object_gbnf();
+            } else if (type == "json_schema") {
+                // {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
+                const json* js = fr.find("json_schema");
+                const std::string jp = fr.path_of("json_schema");
+                if (!js) {
+                    fr.fail(invalid_value(jp, "is required when type is 'json_schema'"));
+                } else if (!js->is_object()) {
+                    fr.fail(wrong_type(jp, "an object", *js));
+                } else {
+                    FieldReader jr(*js, jp);
+                    std::string name;
+                    bool strict = false;
+                    jr.get_string("name", name);
+                    jr.get_bool("strict", strict);
+                    const json* schema = jr.find("schema");
+                    if (!jr.error()) {
+                        // No schema: any JSON value (OpenAI's reading of a missing schema).
+                        auto g = json_schema_to_gbnf(schema ? *schema : json::object(),
+                                                     jr.path_of("schema"));
+                        if (!g.ok())
+                            jr.fail(g.error());
+                        else
+                            gbnf = std::move(g.value());
+                    }
+                    if (jr.error()) fr.fail(*jr.error());
+                }
+            } else {
                 fr.fail(invalid_value(fr.path_of("type"),
-                                      "'" + type + "' is not supported; only 'text' is"));
-            if (fr.error()) r.fail(*fr.error());
+                                      "'" + type +
+                                          "' is not supported; expected 'text', 'json_object' or "
+                                          "'json_schema'"));
+            }
+            if (fr.error()) {
+                r.fail(*fr.error());
+            } else if (!gbnf.empty()) {
+                if (!out.grammar_param.empty())
+                    r.fail(invalid_value(p, "cannot be combined with '" + out.grammar_param +
+                                                "'; give one structured-output field"));
+                out.grammar = std::move(gbnf);
+                out.grammar_param = p;
+            }
         }
     }
 
@@ -232,6 +316,22 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
                 break;
             }
             read_content(r, m, mp, msg.role, msg.content);
+            // Tool calling history: an assistant turn's calls, a tool turn's id and name.
+            if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+                if (msg.role != "assistant" || !tc->is_array())
+                    r.fail(invalid_value(path_join(mp, "tool_calls"),
+                                         "must be an array, on an assistant message"));
+                else
+                    msg.extra.emplace_back("tool_calls", tool_calls_value(*tc));
+            }
+            for (const char* key : {"tool_call_id", "name"}) {
+                if (auto v = m.find(key); v != m.end() && !v->is_null()) {
+                    if (!v->is_string())
+                        r.fail(wrong_type(path_join(mp, key), "a string", *v));
+                    else
+                        msg.extra.emplace_back(key, json_to_template_value(*v));
+                }
+            }
             out.messages.push_back(std::move(msg));
         }
     }
@@ -264,7 +364,8 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body,
     if (r.get_string("suffix", suffix) && !suffix.empty())
         r.fail(invalid_value(r.path_of("suffix"), "is not supported by this server"));
     if (r.get_int("best_of", 1, limits.max_n, i) && i != out.n)
-        r.fail(invalid_value(r.path_of("best_of"), "must equal n (best-of sampling is not supported)"));
+        r.fail(invalid_value(r.path_of("best_of"),
+                             "must equal n (best-of sampling is not supported)"));
 
     auto token_list = [&](const json& a, const std::string& path, PromptInput& p) {
         p.is_tokens = true;
@@ -292,10 +393,9 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body,
             out.prompts.push_back(std::move(p));
         } else {
             if (pr->size() > static_cast<size_t>(limits.max_prompts))
-                r.fail(invalid_value("prompt", "has " + std::to_string(pr->size()) +
-                                                   " prompts; at most " +
-                                                   std::to_string(limits.max_prompts) +
-                                                   " are allowed"));
+                r.fail(invalid_value("prompt",
+                                     "has " + std::to_string(pr->size()) + " prompts; at most " +
+                                         std::to_string(limits.max_prompts) + " are allowed"));
             for (size_t k = 0; k < pr->size() && !r.error(); ++k) {
                 const json& e = (*pr)[k];
                 const std::string path = path_index("prompt", k);

@@ -4,8 +4,10 @@
 // Field names, types and ranges follow OpenAI's API reference (plus vLLM's common extensions
 // top_k, min_p, repetition_penalty). Unknown top-level fields are ignored, as vLLM and
 // llama.cpp's server do (clients send provider-specific extras); fields we know but do not
-// implement (tools, a non-text response_format, logit_bias, echo, suffix, best_of != n) are a 400
-// rather than silently dropped. Every error names the JSON path of the bad field.
+// implement (tools, logit_bias, echo, suffix, best_of != n) are a 400 rather than silently
+// dropped. Structured output (response_format, grammar, json_schema, guided_json,
+// guided_grammar) becomes one GBNF grammar (server/json_schema_grammar.h). Every error names the
+// JSON path of the bad field.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "chat/chat_template.h"
 #include "engine/sampler.h"
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 
 namespace zinc::server {
 
@@ -50,15 +53,23 @@ struct CompletionRequest {
     int32_t top_logprobs = 0;  // alternatives per token (0..20) when logprobs
     std::string user;
     bool ignore_eos = false;  // llama.cpp / vLLM extension: generate past end-of-generation
+    /// Structured output: GBNF the generated text must match ("" none), from response_format,
+    /// or llama.cpp's grammar / json_schema, or vLLM's guided_json / guided_grammar fields.
+    std::string grammar;
+    std::string grammar_param;  // the field it came from, for errors ("response_format")
+    /// Chat: the request's tools and tool_choice (tool_calls.h); `use_tools` when there are
+    /// tools and tool_choice is not "none" (they are rendered and calls parsed back).
+    ToolsRequest tools;
+    bool use_tools = false;
 };
 
 /// Limits on what one request may ask for (docs/server.md, "Limits").
 struct RequestLimits {
-    int32_t max_n = 64;             // n
-    int32_t max_prompts = 64;       // prompts in one completions request
-    int32_t max_stop = 16;          // stop strings
-    size_t max_stop_bytes = 1024;   // bytes in one stop string
-    int32_t max_logprobs = 20;      // top_logprobs / completions logprobs
+    int32_t max_n = 64;            // n
+    int32_t max_prompts = 64;      // prompts in one completions request
+    int32_t max_stop = 16;         // stop strings
+    size_t max_stop_bytes = 1024;  // bytes in one stop string
+    int32_t max_logprobs = 20;     // top_logprobs / completions logprobs
 };
 
 /// Parse a request body: malformed JSON (with the byte offset) or a non-object is a 400.

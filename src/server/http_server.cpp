@@ -26,6 +26,21 @@ namespace zinc::server {
 
 using nlohmann::json;
 
+std::shared_ptr<const engine::GrammarVocab> ServingContext::grammar_vocab() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!grammar_vocab_) {
+        const tokenizer::Tokenizer& tok = *model.tok;
+        std::vector<std::string> pieces(static_cast<size_t>(tok.n_vocab()));
+        std::vector<int32_t> eog;
+        for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+            pieces[static_cast<size_t>(id)] = tok.token_to_piece(id, false);
+            if (tok.is_eog(id)) eog.push_back(id);
+        }
+        grammar_vocab_ = std::make_shared<engine::GrammarVocab>(std::move(pieces), std::move(eog));
+    }
+    return grammar_vocab_;
+}
+
 uint64_t ServingContext::random_u64() {
     std::lock_guard<std::mutex> lk(mu_);
     return rng_();

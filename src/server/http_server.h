@@ -32,6 +32,10 @@ class Tenancy;
 using ChatRenderer =
     std::function<Result<std::vector<int32_t>>(const std::vector<chat::Message>& messages)>;
 
+/// As ChatRenderer, with the template's `tools` variable (tool calling; docs/server.md).
+using ChatToolsRenderer = std::function<Result<std::vector<int32_t>>(
+    const std::vector<chat::Message>& messages, const chat::Value& tools)>;
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (see HttpServer::port())
@@ -64,6 +68,10 @@ struct ServedModel {
     engine::Engine* engine = nullptr;
     const tokenizer::Tokenizer* tok = nullptr;
     ChatRenderer render_chat;
+    /// Optional: rendering with tools; empty: requests with tools are a 400.
+    ChatToolsRenderer render_chat_tools;
+    /// The chat template's source, to tell how the model writes tool calls (tool_calls.h).
+    std::string chat_template_source;
     /// Stop strings the template implies (e.g. ChatML markers as text), added to every chat
     /// request's own.
     std::vector<std::string> chat_stop_strings;

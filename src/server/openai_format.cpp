@@ -5,7 +5,9 @@ namespace zinc::server {
 
 using nlohmann::json;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 json usage_json(const UsageCounts& u) {
     return {{"prompt_tokens", u.prompt_tokens},
@@ -80,8 +82,8 @@ json CompletionLogprobs::whole() const {
             {"text_offset", text_offset}};
 }
 
-json stream_chunk(const ResponseMeta& meta, int32_t index, const std::string& text,
-                  bool role_delta, json logprobs, const std::optional<std::string>& finish_reason,
+json stream_chunk(const ResponseMeta& meta, int32_t index, const std::string& text, bool role_delta,
+                  json logprobs, const std::optional<std::string>& finish_reason,
                   bool with_usage_null) {
     json choice;
     choice["index"] = index;
@@ -119,9 +121,13 @@ json whole_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& c
     for (size_t i = 0; i < choices.size(); ++i) {
         const ChoiceResult& c = choices[i];
         json choice = {{"index", static_cast<int>(i)}};
-        if (meta.kind == ApiKind::Chat)
+        if (meta.kind == ApiKind::Chat) {
             choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-        else
+            if (!c.tool_calls.is_null()) {
+                if (c.text.empty()) choice["message"]["content"] = nullptr;
+                choice["message"]["tool_calls"] = c.tool_calls;
+            }
+        } else
             choice["text"] = c.text;
         choice["logprobs"] = c.logprobs;
         choice["finish_reason"] = c.finish_reason;

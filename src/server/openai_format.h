@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "server/completion_request.h"
@@ -64,7 +63,8 @@ nlohmann::json usage_chunk(const ResponseMeta& meta, const UsageCounts& u);
 struct ChoiceResult {
     std::string text;
     std::string finish_reason;
-    nlohmann::json logprobs;  // null or the per-kind object
+    nlohmann::json logprobs;    // null or the per-kind object
+    nlohmann::json tool_calls;  // null, or chat's message.tool_calls (content null when empty)
 };
 nlohmann::json whole_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                               const UsageCounts& u);

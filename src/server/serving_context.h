@@ -6,12 +6,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "engine/grammar_matcher.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -39,9 +40,13 @@ class ServingContext {
     /// "PREFIX" + 24 random hex digits, e.g. "chatcmpl-3f9a...".
     std::string new_id(const char* prefix);
 
+    /// The vocabulary as bytes for grammar-constrained requests, built on first use (once).
+    std::shared_ptr<const engine::GrammarVocab> grammar_vocab();
+
   private:
     std::mutex mu_;
     std::mt19937_64 rng_;
+    std::shared_ptr<const engine::GrammarVocab> grammar_vocab_;  // guarded by mu_
 };
 
 /// Write `e` as the response: status, OpenAI error body, Retry-After when set.

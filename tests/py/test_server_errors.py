@@ -131,10 +131,11 @@ def test_unknown_fields_are_ignored(server):
                                     messages=[{"role": "user", "content": "Hi"}],
                                     extra_body={"unknown_knob": 3})
     assert out.choices[0].message.content
-    # Known but unimplemented features are refused rather than ignored.
-    assert_error(server.post("/v1/chat/completions",
-                             chat_body(tools=[{"type": "function", "function": {"name": "f"}}])),
-                 400, param="tools")
+    # Known fields are checked, not ignored (tool calling: tests/py/test_tools.py).
+    assert_error(server.post("/v1/chat/completions", chat_body(tools=[{"type": "function"}])),
+                 400, param="tools[0].function")
+    assert_error(server.post("/v1/chat/completions", chat_body(logit_bias={"1": 5})),
+                 400, param="logit_bias")
 
 
 def test_404_routes_and_models(server):

@@ -200,8 +200,14 @@ TEST(ServerParse, OutOfRangeAndSemanticErrors) {
         {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
         {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
          "messages[0].content[0].type"},
-        {{{"tools", {{{"type", "function"}}}}}, "tools"},
-        {{{"response_format", {{"type", "json_object"}}}}, "response_format.type"},
+        {{{"tools", {{{"type", "function"}}}}}, "tools[0].function"},
+        {{{"tool_choice", "required"}}, "tool_choice"},  // without tools
+        {{{"response_format", {{"type", "xml"}}}}, "response_format.type"},
+        {{{"response_format",
+           {{"type", "json_schema"},
+            {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"pattern", "a+"}}}}}}}},
+         "response_format.json_schema.schema.pattern"},
+        {{{"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "integer"}}}}, "json_schema"},
         {{{"logit_bias", {{"50256", -100}}}}, "logit_bias"},
         {{{"stop", std::vector<std::string>(17, "x")}}, "stop"},
     };

@@ -1,0 +1,215 @@
+"""Structured output on `zinc serve` with the real SmolLM2 model: response_format json_schema /
+json_object, llama.cpp's `grammar` and `json_schema` fields, vLLM's `guided_json`, through the
+openai client and raw HTTP, greedy and sampled, several requests batched at once.
+
+Oracle: every answer must parse as JSON and validate against its schema (the `jsonschema`
+package), or match the grammar (checked by hand for the small grammars used); bad schemas and
+grammars are 400s naming the field and the place.
+"""
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from server_harness import MODEL_ID, Server
+
+jsonschema = pytest.importorskip("jsonschema")
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer"},
+        "city": {"enum": ["Paris", "London", "Rome"]},
+        "member": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 3},
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string", "maxLength": 16},
+                           "zip": {"type": ["integer", "null"]}},
+            "required": ["street", "zip"],
+            "additionalProperties": False,
+        },
+        "nickname": {"type": "string", "maxLength": 8},
+    },
+    "required": ["name", "age", "city", "member", "tags", "address"],
+    "additionalProperties": False,
+}
+PROMPT = "Describe a person living in Paris as JSON with name, age, city, member, tags, address."
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--parallel", "4", "-c", 1024)
+    yield s
+    assert s.stop() == 0, s.stderr()
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return server.client()
+
+
+def schema_format(schema, name="person"):
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def chat(client, schema, temperature=0.0, seed=1, prompt=PROMPT, max_tokens=300):
+    r = client.chat.completions.create(
+        model=MODEL_ID, temperature=temperature, seed=seed, max_tokens=max_tokens,
+        messages=[{"role": "user", "content": prompt}], response_format=schema_format(schema))
+    return r.choices[0]
+
+
+@pytest.mark.parametrize("temperature,seed", [(0.0, 1), (0.8, 1), (1.2, 7), (1.0, 42)])
+def test_json_schema_output_validates(client, temperature, seed):
+    c = chat(client, PERSON, temperature, seed)
+    assert c.finish_reason == "stop", c.message.content
+    obj = json.loads(c.message.content)
+    jsonschema.validate(obj, PERSON)
+
+
+def test_json_schema_batched_sequences_keep_their_own_state(client):
+    # Four different schemas at once: each sequence's matcher state is its own.
+    schemas = [
+        PERSON,
+        {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4},
+        {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "number"}},
+         "required": ["ok", "n"]},
+        {"enum": ["yes", "no", 3, None]},
+    ]
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(lambda s: chat(client, s[1], 0.9, s[0]), enumerate(schemas)))
+    for s, c in zip(schemas, outs):
+        assert c.finish_reason == "stop", c.message.content
+        jsonschema.validate(json.loads(c.message.content), s)
+
+
+def test_json_schema_streamed(client):
+    stream = client.chat.completions.create(
+        model=MODEL_ID, temperature=0.7, seed=3, max_tokens=300, stream=True,
+        messages=[{"role": "user", "content": PROMPT}], response_format=schema_format(PERSON))
+    text, finish = "", None
+    for ch in stream:
+        if ch.choices:
+            text += ch.choices[0].delta.content or ""
+            finish = ch.choices[0].finish_reason or finish
+    assert finish == "stop"
+    jsonschema.validate(json.loads(text), PERSON)
+
+
+def test_refs_recursion_anyof_and_optional_properties(client):
+    schema = {
+        # (A recursive $ref is checked in tests/unit/server/test_tool_calls.cpp: a 135M model
+        # nests a recursive schema until max_tokens.)
+        "$defs": {"node": {"type": "object",
+                           "properties": {"v": {"type": "integer"},
+                                          "kids": {"type": "array", "items": {"$ref": "#/$defs/leaf"},
+                                                   "maxItems": 2}},
+                           "required": ["v"]},
+                  "leaf": {"type": "object", "properties": {"w": {"type": "boolean"}},
+                           "required": ["w"], "additionalProperties": False}},
+        "type": "object",
+        "properties": {"a": {"type": "string", "maxLength": 5}, "b": {"type": "integer"},
+                       "root": {"$ref": "#/$defs/node"},
+                       "x": {"anyOf": [{"type": "null"}, {"const": "fixed"}]}},
+        "required": ["root", "x"],
+        "additionalProperties": False,
+    }
+    for seed in (1, 2, 3):
+        c = chat(client, schema, 1.0, seed, prompt="Give me a small tree as JSON.")
+        assert c.finish_reason == "stop", c.message.content
+        jsonschema.validate(json.loads(c.message.content), schema)
+
+
+def test_json_object(client):
+    for temperature in (0.0, 0.9):
+        r = client.chat.completions.create(
+            model=MODEL_ID, temperature=temperature, seed=5, max_tokens=400,
+            messages=[{"role": "user", "content": "Reply with a JSON object with a key 'color'."}],
+            response_format={"type": "json_object"})
+        c = r.choices[0]
+        if c.finish_reason == "stop":
+            assert isinstance(json.loads(c.message.content), dict)
+        else:  # cut by max_tokens: still a prefix of an object
+            assert c.message.content.startswith("{")
+
+
+def test_gbnf_grammar_field(server):
+    grammar = r'''root ::= "The answer is " answer "."
+answer ::= ("yes" | "no") (", " [a-z]{1,6}){0,2}'''
+    for temperature in (0, 1.0):
+        for path, key in (("/v1/chat/completions", "messages"), ("/v1/completions", "prompt")):
+            body = {"model": MODEL_ID, "temperature": temperature, "seed": 9, "max_tokens": 40,
+                    "grammar": grammar}
+            body[key] = ([{"role": "user", "content": "Is the sky blue?"}]
+                         if key == "messages" else "Q: Is the sky blue?\nA:")
+            r = server.post(path, body)
+            assert r.status == 200, r.text
+            c = r.json()["choices"][0]
+            text = c["message"]["content"] if key == "messages" else c["text"]
+            assert c["finish_reason"] == "stop"
+            assert re.fullmatch(r"The answer is (yes|no)(, [a-z]{1,6}){0,2}\.", text), text
+
+
+def test_llama_cpp_json_schema_and_vllm_guided_json(server):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    for field, value in (("json_schema", schema), ("guided_json", schema),
+                         ("guided_json", json.dumps(schema))):
+        r = server.post("/v1/chat/completions", {
+            "model": MODEL_ID, "temperature": 0, "max_tokens": 60, field: value,
+            "messages": [{"role": "user", "content": "Pick a number."}]})
+        assert r.status == 200, r.text
+        jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), schema)
+
+
+def test_unicode_in_strings_and_enums(server):
+    schema = {"type": "object", "properties": {"w": {"enum": ["café", "naïve", "日本"]},
+                                               "s": {"type": "string", "maxLength": 10}},
+              "required": ["w", "s"]}
+    r = server.post("/v1/chat/completions", {
+        "model": MODEL_ID, "temperature": 1.0, "seed": 4, "max_tokens": 80,
+        "response_format": schema_format(schema),
+        "messages": [{"role": "user", "content": "Un mot français, s'il vous plaît."}]})
+    assert r.status == 200, r.text
+    jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), schema)
+
+
+BAD = [
+    ({"grammar": "root ::= foo"}, "grammar", "line 1, column 10: rule 'foo' is referenced but never defined"),
+    ({"grammar": "root ::= \"a\" (\"b\""}, "grammar", "expected ')' to close the group"),
+    ({"grammar": "root ::= root \"a\""}, "grammar", "left-recursive"),
+    ({"grammar": 5}, "grammar", "expected a string (a GBNF grammar)"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "string", "pattern": "^a+$"}}}},
+     "response_format.json_schema.schema.pattern", "'pattern' is not supported"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}}}}},
+     "response_format.json_schema.schema.properties.a.minimum", "'minimum' is not supported"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "strin"}}}},
+     "response_format.json_schema.schema.type", "unknown type 'strin'"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"$ref": "#/$defs/missing"}}}},
+     "response_format.json_schema.schema.$ref", "names no definition"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "required": ["a"]}}}},
+     "response_format.json_schema.schema.required[0]", "'a' is required but not in 'properties'"),
+    ({"response_format": {"type": "json_schema"}}, "response_format.json_schema", "is required"),
+    ({"response_format": {"type": "xml"}}, "response_format.type", "'xml' is not supported"),
+    ({"response_format": {"type": "json_object"}, "grammar": "root ::= \"a\""}, "response_format",
+     "cannot be combined with 'grammar'"),
+]
+
+
+@pytest.mark.parametrize("extra,param,message", BAD)
+def test_bad_schema_or_grammar_is_400(server, extra, param, message):
+    body = {"model": MODEL_ID, "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    body.update(extra)
+    r = server.post("/v1/chat/completions", body)
+    assert r.status == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param, err
+    assert message in err["message"], err
