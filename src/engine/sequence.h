@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/engine.h"
 #include "engine/prefix_cache.h"
 #include "engine/sampler.h"
@@ -52,6 +53,11 @@ struct Sequence {
     Usage usage;
     runtime::RequestEvidence evidence;  // accumulated per step when the engine has step evidence
     Sampler sampler;
+    /// Speculative decoding: this step's draft (tokens after the pending one; the engine fills
+    /// it before each schedule(), the scheduler may run fewer: ScheduledSeq::n_draft) and the
+    /// adaptive draft length.
+    std::vector<int32_t> draft;
+    DraftLength draft_len;
 
     int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
     /// Tokens still to run through the model before the next sample.
