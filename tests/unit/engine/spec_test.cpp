@@ -24,6 +24,8 @@
 #include "engine/draft_model.h"
 #include "engine/drafter.h"
 #include "engine/engine.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
 #include "engine/spec_verify.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -631,5 +633,100 @@ TEST(SpecEngine, SampledTwoTokenDistributionKept) {
     for (auto f : {ze::SpecFault::AcceptAll, ze::SpecFault::ResampleFromP}) {
         const auto bad = chi_of(drafter, f, nullptr);
         EXPECT_GT(bad.first, bad.second) << "a broken acceptance rule passed";
+    }
+}
+
+// ---- the scheduler's side: draft rows, rolled-back blocks, the prefix cache ----
+
+namespace {
+
+struct SchedFixture {
+    SchedFixture(int max_batch, int n_blocks, int bs)
+        : bm(n_blocks, bs, true),
+          fcfs(ze::make_fcfs_policy()),
+          sched({1, max_batch}, bm, *fcfs, [](int32_t, int32_t) {}) {}
+    ze::Sequence* add(int n_prompt, int max_tokens) {
+        ze::RequestParams p;
+        for (int i = 0; i < n_prompt; ++i) p.prompt.push_back(100 + i);
+        p.max_tokens = max_tokens;
+        seq = std::make_unique<ze::Sequence>(1, 1, p, nullptr);
+        sched.add(seq.get());
+        return seq.get();
+    }
+    ze::BlockManager bm;
+    std::unique_ptr<ze::SchedulingPolicy> fcfs;
+    ze::Scheduler sched;
+    std::unique_ptr<ze::Sequence> seq;
+};
+
+}  // namespace
+
+TEST(SpecScheduler, RejectedDraftBlocksReleasedCacheSeesAcceptedOnly) {
+    SchedFixture f(64, 32, 4);
+    ze::Sequence* s = f.add(8, 32);
+    ze::StepPlan p = f.sched.schedule();
+    f.sched.commit(p);
+    s->tokens.push_back(7);  // the first generated token: pending
+    EXPECT_EQ(f.bm.cache().n_registered(), 2);
+    // A 7-token draft: positions 8..15, two blocks more.
+    s->draft = {20, 21, 22, 23, 24, 25, 26};
+    p = f.sched.schedule();
+    ASSERT_EQ(p.seqs.size(), 1u);
+    EXPECT_EQ(p.seqs[0].n_tokens, 8);
+    EXPECT_EQ(p.seqs[0].n_draft, 7);
+    EXPECT_EQ(p.n_draft_rows, 7);
+    EXPECT_EQ(p.n_decode_rows, 8);
+    EXPECT_EQ(s->blocks.size(), 4u);
+    f.sched.commit(p);
+    EXPECT_EQ(s->n_computed, 9);  // only the pending token; drafts wait for acceptance
+    // One draft kept (20), then the target's own token (9).
+    s->tokens.push_back(20);
+    s->tokens.push_back(9);
+    f.sched.accept_drafts(*s, 1);
+    EXPECT_EQ(s->n_computed, 10);
+    EXPECT_EQ(s->blocks.size(), 3u);  // the block of positions 12..15 held rejected drafts only
+    EXPECT_EQ(f.bm.n_used(), 3);
+    EXPECT_EQ(f.bm.cache().n_registered(), 2);  // block 2 is not full of accepted tokens
+    f.sched.check_invariants();
+    // Next: 3 drafts kept fill block 2 (positions 8..11 = 7 20 9 30): registered under the
+    // accepted tokens' hash.
+    s->draft = {30, 31, 32};
+    p = f.sched.schedule();
+    EXPECT_EQ(p.seqs[0].n_draft, 3);
+    f.sched.commit(p);
+    for (int32_t t : {30, 31, 32, 5}) s->tokens.push_back(t);
+    f.sched.accept_drafts(*s, 3);
+    EXPECT_EQ(s->n_computed, 14);
+    EXPECT_EQ(f.bm.cache().n_registered(), 3);
+    const std::vector<int32_t> b2 = {7, 20, 9, 30};
+    EXPECT_TRUE(f.bm.cache().contains(ze::chain_hash(s->block_hashes[1], b2)));
+    f.sched.check_invariants();
+    f.sched.remove(s);
+    EXPECT_EQ(f.bm.n_used(), 0);
+}
+
+TEST(SpecScheduler, DraftRowsCutByBudgetAndBlocksNeverPreempt) {
+    {
+        SchedFixture f(5, 32, 4);  // budget 5: one decode row + 4 draft rows
+        ze::Sequence* s = f.add(5, 32);
+        f.sched.commit(f.sched.schedule());
+        s->tokens.push_back(1);
+        s->draft = {2, 3, 4, 5, 6, 7};
+        const ze::StepPlan p = f.sched.schedule();
+        EXPECT_EQ(p.seqs[0].n_draft, 4);
+        EXPECT_EQ(p.n_draft_cut, 2);
+        EXPECT_EQ(p.n_tokens, 5);
+    }
+    {
+        SchedFixture f(64, 3, 4);  // 3 blocks: 12 positions
+        ze::Sequence* s = f.add(7, 5);
+        f.sched.commit(f.sched.schedule());
+        s->tokens.push_back(1);            // 8 tokens: 2 blocks used, 1 free
+        s->draft = {2, 3, 4, 5, 6, 7, 8};  // would need positions up to 14: 4 blocks
+        const ze::StepPlan p = f.sched.schedule();
+        ASSERT_EQ(p.seqs.size(), 1u);
+        EXPECT_EQ(p.seqs[0].n_draft, 0);  // no room: a plain decode, nothing preempted
+        EXPECT_EQ(p.n_draft_cut, 7);
+        EXPECT_TRUE(p.preempted.empty());
     }
 }
