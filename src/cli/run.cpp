@@ -178,13 +178,17 @@ int generate(const RunOptions& o) {
     bool done = false;
     while (!done && !sigint.fired()) {
         for (const int32_t tok : next) {
-            if ((o.n_predict >= 0 && n_gen >= o.n_predict) || m.tok->is_eog(tok)) {
+            if (o.n_predict >= 0 && n_gen >= o.n_predict) {
+                done = true;
+                break;
+            }
+            if (n_forward > 0) ++n_decode;  // a token a decode forward produced (EOG included)
+            if (m.tok->is_eog(tok)) {
                 done = true;
                 break;
             }
             history.push_back(tok);
             ++n_gen;
-            if (n_gen > 1) ++n_decode;
             const tokenizer::StreamStep step = stream.push(tok);
             write_out(step.text);
             if (step.status != tokenizer::StreamStatus::Continue) {
@@ -251,9 +255,9 @@ int generate(const RunOptions& o) {
             n_drafted > 0 ? 100.0 * n_accepted / n_drafted : 0.0,
             n_spec_steps > 0 ? static_cast<double>(n_accepted + n_spec_steps) / n_spec_steps : 0.0,
             n_forward, n_decode);
-    // Decode counts the tokens generated after the first (each from a forward of the token
-    // before it, or kept from a verified draft); its time includes sampling and streaming, as a
-    // user experiences it.
+    // Decode counts the tokens decode forwards produced (without speculation one per forward,
+    // an end-of-generation token included, as before; with it, kept drafts too); its time
+    // includes sampling and streaming, as a user experiences it.
     std::fprintf(stderr,
                  "prefill: %d tok in %.2f s (%.1f tok/s) | decode: %d tok in %.2f s (%.1f tok/s)\n",
                  n_prompt, s_prefill, rate(n_prompt, s_prefill), n_decode, s_decode,
