@@ -255,4 +255,16 @@ ZINC_HD float merge_value(float va, float fa, float vb, float fb) {
     return add(mul(va, fa), mul(vb, fb));
 }
 
+/// Attention sinks (gpt-oss): after the last key chunk the sink logit is merged as one more
+/// chunk with m = sink, l = 1, o = 0: mn = m > sink ? m : sink (the chunk merges' rule),
+/// fa = merge_factor(m, mn), fb = merge_factor(sink, mn), l = merge_value(l, fa, 1, fb); the
+/// caller then sets each o[d] = merge_value(o[d], fa, 0, fb). The output is o / l as without.
+ZINC_HD void merge_sink(float& m, float& l, float sink, float& fa, float& fb) {
+    const float mn = m > sink ? m : sink;
+    fa = merge_factor(m, mn);
+    fb = merge_factor(sink, mn);
+    l = merge_value(l, fa, 1.0f, fb);
+    m = mn;
+}
+
 }  // namespace zinc::canon

@@ -48,6 +48,7 @@ struct BenchOptions {
     std::string tier;    // --tier; empty: ZINC_TIER or auto
     bool exact = false;  // --exact
     int device = -1;     // -d/--device; < 0: ZINC_DEVICE, else 0
+    int tensor_parallel = 0;  // --tensor-parallel/-tp, -sm, -ts: apply_tensor_parallel
 };
 
 struct TestResult {
@@ -188,9 +189,13 @@ int bench_main(int argc, char** argv) {
         ->check(int_in(0, 1023));
     std::string gpu_layers;
     add_gpu_layers_flag(app, gpu_layers);
+    TensorParallelFlags tp_flags;
+    add_tensor_parallel_flags(app, tp_flags);
     add_verbosity_flags(app);
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     if (auto e = apply_gpu_layers(gpu_layers, o.tier); !e.empty()) return report_error(e);
+    if (auto e = apply_tensor_parallel(tp_flags, o.tensor_parallel); !e.empty())
+        return report_error(e);
 
     if (o.n_prompt == 0 && o.n_gen == 0)
         return report_error("-p 0 and -n 0 leave nothing to measure; set -p or -n above 0");
@@ -226,6 +231,7 @@ int bench_main(int argc, char** argv) {
         rco.tier_flag = o.tier;
         rco.device_flag = o.device;
         rco.exact_flag = o.exact;
+        rco.tensor_parallel = o.tensor_parallel;
         auto ctx_r = runtime::create_run_context(*m.model, rco);
         if (!ctx_r) return report_error(ctx_r.error().message);
         rc = std::move(ctx_r.value());

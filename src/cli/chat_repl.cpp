@@ -119,6 +119,10 @@ class ChatSession {
         while (keep < in_ctx_.size() && keep < tokens.size() && in_ctx_[keep] == tokens[keep])
             ++keep;
         if (keep == tokens.size()) --keep;
+        // A recurrent (hybrid) model's state cannot be rewound (docs/engine.md): keep all of
+        // the context or none of it.
+        if (m_.model->recurrent_state_bytes() > 0 && static_cast<int>(keep) != ctx_.n_past())
+            keep = 0;
         ctx_.truncate(static_cast<int>(keep));
         in_ctx_.resize(keep);
         messages_.push_back({"user", user});

@@ -60,9 +60,13 @@ const std::vector<LlamaFlag>& llama_flags() {
         {{"-tb", "--threads-batch"},
          {},
          "zinc uses -t threads for both prefill and decode; drop the flag"},
-        {{"-mg", "--main-gpu", "-ts", "--tensor-split", "-sm", "--split-mode", "-dev"},
+        {{"-tp"}, {"--tensor-parallel"}, nullptr},
+        {{"-sm", "--split-mode"}, {"--split-mode"}, nullptr},
+        {{"-ts", "--tensor-split"}, {"--tensor-split"}, nullptr},
+        {{"-mg", "--main-gpu", "-dev"},
          {},
-         "zinc runs a model on one device: -d N picks the CUDA device (--tier cpu: none)"},
+         "zinc picks devices 0..N-1 for --tensor-parallel N, or one with -d N (--tier cpu: "
+         "none)"},
         {{"-nkvo", "--no-kv-offload"},
          {},
          "zinc keeps the KV cache on the tier's device; use --tier cpu to run without a GPU"},
@@ -150,6 +154,65 @@ std::string apply_gpu_layers(const std::string& value, std::string& tier) {
                      "runs every layer on the CUDA tier when a GPU is usable (-ngl 0 means --tier "
                      "cpu)\n",
                      n);
+    return "";
+}
+
+void add_tensor_parallel_flags(CLI::App& app, TensorParallelFlags& f) {
+    app.add_option("--tensor-parallel", f.tensor_parallel,
+                   "split attention heads and FFN columns over N ranks (-tp N): N GPUs on the "
+                   "CUDA tier (N = 1 today), N shards summed in lockstep on the CPU tier (a "
+                   "correctness mode); docs/cuda.md")
+        ->check(int_in(1, 1024));
+    app.add_option("--split-mode", f.split_mode,
+                   "llama.cpp's -sm: row = tensor parallel over every usable GPU (or "
+                   "--tensor-parallel N), none = one device; layer is not supported");
+    app.add_option("--tensor-split", f.tensor_split,
+                   "llama.cpp's -ts: equal proportions only (1,1 = --tensor-parallel 2)");
+}
+
+std::string apply_tensor_parallel(const TensorParallelFlags& f, int& n) {
+    n = f.tensor_parallel;
+    if (!f.tensor_split.empty()) {
+        std::vector<double> parts;
+        std::string cur;
+        for (size_t i = 0; i <= f.tensor_split.size(); ++i) {
+            const char c = i < f.tensor_split.size() ? f.tensor_split[i] : ',';
+            if (c != ',' && c != '/') {
+                cur += c;
+                continue;
+            }
+            char* end = nullptr;
+            const double v = std::strtod(cur.c_str(), &end);
+            if (cur.empty() || end != cur.c_str() + cur.size() || !(v >= 0))
+                return "--tensor-split/-ts: '" + f.tensor_split +
+                       "' is not a list of proportions (e.g. 1,1)";
+            parts.push_back(v);
+            cur.clear();
+        }
+        for (double v : parts)
+            if (v != parts[0] || v == 0)
+                return "--tensor-split " + f.tensor_split +
+                       ": zinc splits attention heads and FFN columns evenly over the ranks; "
+                       "unequal splits are not supported (use --tensor-parallel N)";
+        const int k = static_cast<int>(parts.size());
+        if (n != 0 && n != k)
+            return "--tensor-split " + f.tensor_split + " names " + std::to_string(k) +
+                   " ranks but --tensor-parallel is " + std::to_string(n);
+        n = k;
+    }
+    if (f.split_mode.empty()) return "";
+    if (f.split_mode == "none") {
+        if (n > 1)
+            return "--split-mode none (one device) contradicts --tensor-parallel " +
+                   std::to_string(n);
+        return "";
+    }
+    if (f.split_mode == "layer")
+        return "--split-mode layer (layers spread over GPUs) is not supported: zinc splits "
+               "each layer's heads and FFN columns (--split-mode row, --tensor-parallel N)";
+    if (f.split_mode != "row")
+        return "--split-mode/-sm: '" + f.split_mode + "': expected none, layer or row";
+    if (n == 0) n = -1;  // every usable device, counted when the tier is chosen
     return "";
 }
 

@@ -39,6 +39,19 @@ void add_gpu_layers_flag(CLI::App& app, std::string& value);
 /// "all" and change nothing. Returns an error message, or "" when fine.
 std::string apply_gpu_layers(const std::string& value, std::string& tier);
 
+/// --tensor-parallel N (-tp N), and llama.cpp's --split-mode/-sm and --tensor-split/-ts.
+struct TensorParallelFlags {
+    int tensor_parallel = 0;   // 0: not given
+    std::string split_mode;    // none | layer | row; empty: not given
+    std::string tensor_split;  // "1,1" or "1/1"; empty: not given
+};
+void add_tensor_parallel_flags(CLI::App& app, TensorParallelFlags& f);
+
+/// After parsing: the rank count in `n` (0: tensor parallel off; -1: every usable CUDA device,
+/// from --split-mode row alone). Equal --tensor-split proportions give their count; unequal
+/// ones, --split-mode layer, and contradictions are refused. Returns an error message or "".
+std::string apply_tensor_parallel(const TensorParallelFlags& f, int& n);
+
 /// Rewrite llama.cpp spellings in argv[1..] for `app` (names only; option values are left
 /// alone). On a llama.cpp flag zinc refuses, returns false with `error` set (one line).
 bool rewrite_llama_args(const CLI::App& app, int argc, char** argv, std::vector<std::string>& out,

@@ -3,6 +3,7 @@
 // model (and says so in one line) unless a flag only generation has (-f, -n, --chat, ...) is
 // there. Each subcommand owns its own flags.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -59,6 +60,9 @@ int main(int argc, char** argv) {
     // Allocations that can be large (the KV cache, scratch) are checked up front and caught where
     // they happen; this is the last resort, so an allocation failure anywhere is still one line
     // and status 2 rather than an abort.
+    // NVLink multicast (NVLS) stays off in every process zinc starts, as the device machines'
+    // docs require; the multi-GPU tensor-parallel path (docs/cuda.md) would use NCCL.
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
     try {
         return dispatch(argc, argv);
     } catch (const std::bad_alloc&) {

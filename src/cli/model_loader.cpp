@@ -121,13 +121,14 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
 
 Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
                                              const std::string& tier_flag, int device_flag,
-                                             bool exact) {
+                                             bool exact, int tensor_parallel) {
     runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;
     co.tier_flag = tier_flag;
     co.device_flag = device_flag;
     co.exact_flag = exact;
+    co.tensor_parallel = tensor_parallel;
     try {
         return runtime::create_run_context(model, co);
     } catch (const std::bad_alloc&) {

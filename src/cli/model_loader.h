@@ -57,10 +57,11 @@ Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n
 /// The one-sequence Context of `zinc --prompt` and `zinc chat` on the tier chosen from `tier_flag`
 /// (then ZINC_TIER, then auto; runtime/run_context.h), with its evidence. Errors (one line): a
 /// bad tier request, runner creation, or an allocation failure with the KV cache size.
-/// `device_flag`: the -d/--device value, < 0 when not given (then ZINC_DEVICE, else 0).
-Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx,
-                                             int n_threads, const std::string& tier_flag,
-                                             int device_flag = -1, bool exact = false);
+/// `device_flag`: the -d/--device value, < 0 when not given (then ZINC_DEVICE, else 0);
+/// `tensor_parallel`: apply_tensor_parallel's rank count (0: off).
+Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
+                                             const std::string& tier_flag, int device_flag = -1,
+                                             bool exact = false, int tensor_parallel = 0);
 
 /// Touch every page of the tensor data (so the first forward pass does not pay for page
 /// faults), drawing a progress bar on stderr when it is a terminal.

@@ -57,9 +57,11 @@ struct RunOptions {
     std::vector<std::string> stops;  // stop strings (not printed)
     bool check = false;
     bool version = false;
-    std::string tier;    // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
-    bool exact = false;  // --exact (docs/exactness.md)
-    int device = -1;     // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;              // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;            // --exact (docs/exactness.md)
+    int device = -1;               // -d/--device; < 0: ZINC_DEVICE, else 0
+    TensorParallelFlags tp_flags;  // --tensor-parallel/-tp, -sm, -ts (llama_compat.h)
+    int tensor_parallel = 0;       // apply_tensor_parallel: 0 off, -1 every device
     engine::SamplerOptions sampling;
     SpecFlags spec;  // --spec, --draft, --spec-max (cli/spec_flags.h)
 };
@@ -143,7 +145,8 @@ int generate(const RunOptions& o) {
     int n_spec_steps = 0, n_drafted = 0, n_accepted = 0;
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact);
+    auto rc_r =
+        open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact, o.tensor_parallel);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);
@@ -368,6 +371,7 @@ int run_main(int argc, char** argv) {
                    "CUDA device index for the cuda tier (default: ZINC_DEVICE, else 0)")
         ->check(int_in(0, 1023));
     add_gpu_layers_flag(app, o.gpu_layers);
+    add_tensor_parallel_flags(app, o.tp_flags);
     add_verbosity_flags(app);
     app.add_flag("--check", o.check, "check host, model and memory fit; print READY/WARN/FAIL");
     app.add_flag("--version", o.version, "print version, build flags and CPU features");
@@ -386,6 +390,8 @@ int run_main(int argc, char** argv) {
         return kExitOk;
     }
     if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
+    if (auto e = apply_tensor_parallel(o.tp_flags, o.tensor_parallel); !e.empty())
+        return report_error(e);
     if (o.check) {
         // --check loads the model but never generates; a prompt or -n would be silently dropped.
         if (app.count("--prompt") || app.count("--file") || app.count("--n-predict") || o.chat)

@@ -56,6 +56,7 @@ struct ServeOptions {
     std::vector<std::string> api_keys;
     std::string tenants_path;  // --tenants: the tenants config (docs/server.md, "Tenants")
     std::string alias;
+    bool strict_model = false;
     double max_body_mib = 8;
     int http_threads = 0;
     engine::SamplerOptions sampling;
@@ -64,6 +65,8 @@ struct ServeOptions {
     int device = -1;                // -d/--device; < 0: ZINC_DEVICE, else 0
     std::string cors_origin = "*";  // Access-Control-Allow-Origin; "": no CORS headers
     std::string gpu_layers;         // -ngl N (llama_compat.h)
+    TensorParallelFlags tp_flags;   // --tensor-parallel/-tp, -sm, -ts (llama_compat.h)
+    int tensor_parallel = 0;        // apply_tensor_parallel: 0 off, -1 every device
     double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
     SpecFlags spec;                 // --spec, --draft, --spec-max (cli/spec_flags.h)
 };
@@ -177,6 +180,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         runtime::runtime_options(o.tier, o.device, [](const char* k) { return std::getenv(k); });
     if (!ropts) return report_error(ropts.error().message);
     if (o.exact) ropts.value().exact = true;
+    ropts.value().tensor_parallel = o.tensor_parallel;
     std::shared_ptr<runtime::Evidence> evidence;
     runtime::TierChoice tier_choice;
     runtime::DeviceMemory device_memory;
@@ -225,6 +229,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     so.http_threads = o.http_threads;
     so.cors_origin = o.cors_origin;
     so.model_id = model_id_for(path, o.alias);
+    so.strict_model = o.strict_model;
     so.sampling = o.sampling;
     if (seed_opt->count() > 0) so.default_seed = o.sampling.seed;
     auto srv = server::HttpServer::create(std::move(sm), so);
@@ -386,6 +391,8 @@ int serve_main(int argc, char** argv) {
                    "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
                    "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
+    app.add_flag("--strict-model", o.strict_model,
+                 "refuse requests naming another model (404) instead of serving them with the loaded one");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))
         ->capture_default_str();
@@ -402,9 +409,12 @@ int serve_main(int argc, char** argv) {
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
     add_gpu_layers_flag(app, o.gpu_layers);
+    add_tensor_parallel_flags(app, o.tp_flags);
     add_verbosity_flags(app);  // -q: no tier line (the listening line stays)
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
     if (auto e = apply_gpu_layers(o.gpu_layers, o.tier); !e.empty()) return report_error(e);
+    if (auto e = apply_tensor_parallel(o.tp_flags, o.tensor_parallel); !e.empty())
+        return report_error(e);
     return serve(o, seed_opt);
 }
 

@@ -47,7 +47,7 @@ using quant::GgmlType;
 
 struct Preset {
     const char* name;
-    const char* arch;  // llama, qwen3, gemma3
+    const char* arch;  // llama, qwen3, gemma3, qwen35
     int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     int n_vocab;  // 0: the tokenizer's
     int n_ctx;
@@ -55,6 +55,7 @@ struct Preset {
     bool tied;
     int sliding_window;     // gemma3
     float rope_scale_linear;  // 0: none
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe (0: dense)
 };
 
 // Shapes from the models' published configs (config.json / llama.cpp's GGUF metadata).
@@ -70,7 +71,38 @@ const Preset kPresets[] = {
     {"gemma3-12b", "gemma3", 3840, 48, 16, 8, 256, 15360, 262144, 131072, 1000000.f, 1e-6f, true,
      1024, 8.f},
     {"gemma3-tiny", "gemma3", 256, 7, 4, 1, 64, 768, 0, 2048, 1000000.f, 1e-6f, true, 32, 0},
+    // Qwen3.5-9B: the model card (32 layers = 8 x (3 Gated DeltaNet + 1 gated attention), hidden
+    // 4096, FFN 12288, attention 16 Q / 4 KV heads of 256, RoPE on 64 dims, DeltaNet 32 V / 16
+    // QK heads of 128, vocab 248320 padded, MTP), its HF config.json text_config (rope_theta 1e7,
+    // mrope_section [11, 11, 10], rms_norm_eps 1e-6, conv kernel 4, untied) and llama.cpp's
+    // qwen35 loader for the GGUF keys; block_count 33 = 32 + 1 NextN block.
+    {"qwen3.5-9b", "qwen35", 4096, 32, 16, 4, 256, 12288, 248320, 262144, 10000000.f, 1e-6f,
+     false, 0, 0},
+    // The same structure, tiny: 3 DeltaNet + 1 attention layer, 2 QK / 4 V DeltaNet heads (the
+    // repeat of q/k heads is exercised), a NextN block, tied embeddings.
+    {"qwen35-tiny", "qwen35", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0, 0},
+    // Qwen3-30B-A3B (config.json: moe_intermediate_size 768, 128 experts, 8 per token)
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1000000.f, 1e-6f,
+     false, 0, 0, 128, 8, 768},
+    {"qwen3moe-tiny", "qwen3moe", 256, 4, 8, 2, 64, 768, 0, 2048, 1000000.f, 1e-6f, false, 0, 0,
+     16, 4, 256},
 };
+
+// The Gated DeltaNet side of the qwen35 presets (GGUF keys <arch>.ssm.*, llama.cpp's names).
+struct HybridShape {
+    const char* preset;
+    int d_conv, head_k_dim, n_k_heads, n_v_heads, interval, n_rot, n_nextn;
+    int sections[4];
+};
+const HybridShape kHybrid[] = {
+    {"qwen3.5-9b", 4, 128, 16, 32, 4, 64, 1, {11, 11, 10, 0}},
+    {"qwen35-tiny", 4, 64, 2, 4, 4, 16, 1, {3, 3, 2, 0}},
+};
+const HybridShape* hybrid_shape(const std::string& preset) {
+    for (const auto& h : kHybrid)
+        if (preset == h.preset) return &h;
+    return nullptr;
+}
 
 uint64_t splitmix(uint64_t& s) {
     uint64_t z = (s += 0x9e3779b97f4a7c15ull);
@@ -188,7 +220,7 @@ void direct_row(GgmlType t, Rng& g, float sigma, uint8_t* dst, int64_t n) {
 // One tensor of the file, generated when it is written.
 struct TensorPlan {
     std::string name;
-    int64_t ne0 = 0, ne1 = 0;
+    int64_t ne0 = 0, ne1 = 0;  // ne1: all rows (ne[1] * ne[2] of a 3-D expert tensor)
     GgmlType type = GgmlType::F32;
     float mean = 0.f, sigma = 0.f;
     size_t bytes() const { return quant::row_size(type, ne0) * static_cast<size_t>(ne1); }
@@ -203,10 +235,11 @@ struct Synth {
     std::vector<TensorPlan> plan;
 
     void tensor(const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float mean,
-                float sigma) {
-        plan.push_back(TensorPlan{name, ne0, ne1, t, mean, sigma});
+                float sigma, int64_t ne2 = 1) {
+        plan.push_back(TensorPlan{name, ne0, ne1 * ne2, t, mean, sigma});
         std::vector<int64_t> ne = {ne0};
-        if (ne1 > 1) ne.push_back(ne1);
+        if (ne1 > 1 || ne2 > 1) ne.push_back(ne1);
+        if (ne2 > 1) ne.push_back(ne2);
         w.add_tensor_info(name, ne, t);
         bytes += plan.back().bytes();
     }
@@ -286,6 +319,56 @@ bool use_more_bits(int i, int n) {
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+// qwen35 layers (llama.cpp's llama_model_qwen35::load_arch_tensors): DeltaNet layers il with
+// (il + 1) % interval != 0, gated attention (joint Q + gate: 2 * q_dim rows) otherwise, then the
+// NextN blocks. ssm_a is -exp(A_log) < 0 (a decay below 1): drawn around -1; ssm_dt.bias ~ 0.
+void qwen35_tensors(Synth& s, const Preset& p, const HybridShape& hy, GgmlType base,
+                    GgmlType more) {
+    const int64_t E = p.n_embd, F = p.n_ff;
+    const int64_t qd = static_cast<int64_t>(p.n_head) * p.head_dim;
+    const int64_t kvd = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
+    const int64_t kd = static_cast<int64_t>(hy.n_k_heads) * hy.head_k_dim;
+    const int64_t vd = static_cast<int64_t>(hy.n_v_heads) * hy.head_k_dim;
+    const float si = 1.0f / std::sqrt(static_cast<float>(E));
+    const int n_all = p.n_layer + hy.n_nextn;
+    auto attention = [&](const std::string& b, GgmlType vt) {
+        s.tensor(b + "attn_q.weight", E, 2 * qd, base, 0.f, si);
+        s.tensor(b + "attn_k.weight", E, kvd, base, 0.f, si);
+        s.tensor(b + "attn_v.weight", E, kvd, vt, 0.f, si);
+        s.tensor(b + "attn_output.weight", qd, E, base, 0.f, 1.0f / std::sqrt(static_cast<float>(qd)));
+        s.tensor(b + "attn_q_norm.weight", p.head_dim, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "attn_k_norm.weight", p.head_dim, 1, GgmlType::F32, 1.f, 0.1f);
+    };
+    for (int il = 0; il < n_all; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        const GgmlType vt = use_more_bits(il, p.n_layer) ? more : base;
+        s.tensor(b + "attn_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "post_attention_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        if (il < p.n_layer && (il + 1) % hy.interval != 0) {
+            s.tensor(b + "attn_qkv.weight", E, 2 * kd + vd, base, 0.f, si);
+            s.tensor(b + "attn_gate.weight", E, vd, base, 0.f, si);
+            s.tensor(b + "ssm_conv1d.weight", hy.d_conv, 2 * kd + vd, GgmlType::F32, 0.f, 0.5f);
+            s.tensor(b + "ssm_dt.bias", hy.n_v_heads, 1, GgmlType::F32, 0.f, 0.5f);
+            s.tensor(b + "ssm_a", hy.n_v_heads, 1, GgmlType::F32, -1.f, 0.2f);
+            s.tensor(b + "ssm_beta.weight", E, hy.n_v_heads, base, 0.f, si);
+            s.tensor(b + "ssm_alpha.weight", E, hy.n_v_heads, base, 0.f, si);
+            s.tensor(b + "ssm_norm.weight", hy.head_k_dim, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "ssm_out.weight", vd, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(vd)));
+        } else {
+            attention(b, vt);
+        }
+        s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
+        s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
+        s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
+        if (il >= p.n_layer) {  // NextN: eh_proj (2 E -> E), the norms of its two inputs
+            s.tensor(b + "nextn.eh_proj.weight", 2 * E, E, base, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(2 * E)));
+            s.tensor(b + "nextn.enorm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "nextn.hnorm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        }
+    }
+}
+
 struct Opts {
     std::string arch, preset, type = "q4_k_m", out, vocab_from;
     uint64_t seed = 1;
@@ -321,8 +404,11 @@ int synth(const Opts& o) {
         base = out_t = more = GgmlType::Q8_0, ftype = 7;
     } else if (o.type == "bf16") {
         base = out_t = more = GgmlType::BF16, ftype = 32;
+    } else if (o.type == "f32") {  // no activation packing: exact-arithmetic checks (shard tests)
+        base = out_t = more = GgmlType::F32, ftype = 0;
     } else {
-        return report_error("--type " + o.type + ": unknown (one of q4_k_m, q4_0, q8_0, bf16)");
+        return report_error("--type " + o.type +
+                            ": unknown (one of q4_k_m, q4_0, q8_0, bf16, f32)");
     }
     std::string vocab_path = o.vocab_from.empty() ? find_default_model() : o.vocab_from;
     if (vocab_path.empty())
@@ -356,18 +442,40 @@ int synth(const Opts& o) {
     s.w.add_kv("general.quantization_version", OwnedValue::u32(2));
     s.w.add_kv(a + ".context_length", OwnedValue::u32(p->n_ctx));
     s.w.add_kv(a + ".embedding_length", OwnedValue::u32(p->n_embd));
-    s.w.add_kv(a + ".block_count", OwnedValue::u32(p->n_layer));
+    const HybridShape* hy = hybrid_shape(o.preset);
+    // qwen35: block_count includes the NextN blocks
+    s.w.add_kv(a + ".block_count", OwnedValue::u32(p->n_layer + (hy ? hy->n_nextn : 0)));
     s.w.add_kv(a + ".feed_forward_length", OwnedValue::u32(p->n_ff));
     s.w.add_kv(a + ".attention.head_count", OwnedValue::u32(p->n_head));
     s.w.add_kv(a + ".attention.head_count_kv", OwnedValue::u32(p->n_head_kv));
     s.w.add_kv(a + ".attention.layer_norm_rms_epsilon", OwnedValue::f32(p->eps));
     s.w.add_kv(a + ".rope.freq_base", OwnedValue::f32(p->rope_base));
     s.w.add_kv(a + ".vocab_size", OwnedValue::u32(n_vocab));
+    if (hy) {
+        s.w.add_kv(a + ".nextn_predict_layers", OwnedValue::u32(hy->n_nextn));
+        s.w.add_kv(a + ".ssm.conv_kernel", OwnedValue::u32(hy->d_conv));
+        s.w.add_kv(a + ".ssm.state_size", OwnedValue::u32(hy->head_k_dim));
+        s.w.add_kv(a + ".ssm.group_count", OwnedValue::u32(hy->n_k_heads));
+        s.w.add_kv(a + ".ssm.time_step_rank", OwnedValue::u32(hy->n_v_heads));
+        s.w.add_kv(a + ".ssm.inner_size", OwnedValue::u32(hy->n_v_heads * hy->head_k_dim));
+        s.w.add_kv(a + ".full_attention_interval", OwnedValue::u32(hy->interval));
+        s.w.add_kv(a + ".rope.dimension_count", OwnedValue::u32(hy->n_rot));
+        OwnedValue sec;
+        sec.type = gguf::ValueType::ARRAY;
+        sec.elem_type = gguf::ValueType::INT32;
+        for (int v : hy->sections) sec.arr.push_back(OwnedValue::i32(v));
+        s.w.add_kv(a + ".rope.dimension_sections", std::move(sec));
+    }
     if (a == "llama") {
         s.w.add_kv(a + ".rope.dimension_count", OwnedValue::u32(p->head_dim));
     } else {
         s.w.add_kv(a + ".attention.key_length", OwnedValue::u32(p->head_dim));
         s.w.add_kv(a + ".attention.value_length", OwnedValue::u32(p->head_dim));
+    }
+    if (p->n_expert > 0) {
+        s.w.add_kv(a + ".expert_count", OwnedValue::u32(p->n_expert));
+        s.w.add_kv(a + ".expert_used_count", OwnedValue::u32(p->n_expert_used));
+        s.w.add_kv(a + ".expert_feed_forward_length", OwnedValue::u32(p->n_ff_exp));
     }
     if (p->sliding_window > 0)
         s.w.add_kv(a + ".attention.sliding_window", OwnedValue::u32(p->sliding_window));
@@ -408,7 +516,8 @@ int synth(const Opts& o) {
     s.tensor("output_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
     if (!p->tied) s.tensor("output.weight", E, V, out_t, 0.f, se);
     const bool gemma = a == "gemma3", qk_norm = a != "llama";
-    for (int il = 0; il < p->n_layer; ++il) {
+    if (hy) qwen35_tensors(s, *p, *hy, base, more);
+    for (int il = 0; il < (hy ? 0 : p->n_layer); ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         const GgmlType vt = use_more_bits(il, p->n_layer) ? more : base;
         const float si = 1.0f / std::sqrt(static_cast<float>(E));
@@ -423,6 +532,17 @@ int synth(const Opts& o) {
         }
         if (gemma) s.tensor(b + "post_attention_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
         s.tensor(b + "ffn_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        if (p->n_expert > 0) {
+            // The router stays f32 (llama.cpp's quantizer never quantizes ffn_gate_inp); the
+            // experts are 3-D, down as ffn_down (Q6_K on use_more_bits layers in q4_k_m).
+            const int64_t X = p->n_expert, FX = p->n_ff_exp;
+            s.tensor(b + "ffn_gate_inp.weight", E, X, GgmlType::F32, 0.f, si);
+            s.tensor(b + "ffn_gate_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_up_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_down_exps.weight", FX, E, vt, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)), X);
+            continue;
+        }
         s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
         s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
         s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
@@ -449,9 +569,9 @@ int synth_main(int argc, char** argv) {
                  "zinc synth"};
     std::string presets;
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
-    app.add_option("--arch", o.arch, "llama, qwen3 or gemma3 (must match the preset)");
+    app.add_option("--arch", o.arch, "llama, qwen3, qwen3moe, gemma3 or qwen35 (must match the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
-    app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0 or bf16")->capture_default_str();
+    app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0, bf16 or f32")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();
     app.add_option("-o,--output", o.out, "output GGUF file")->required();
     app.add_option("--vocab-from", o.vocab_from,

@@ -50,7 +50,11 @@ class EngineImpl : public Engine {
           n_vocab_(model.n_vocab()),
           runner_(std::move(runner)),
           drafter_(opts.drafter),
-          bm_(runner_->options().n_blocks, opts.block_size, opts.prefix_cache),
+          // Hybrid (recurrent) models: no prefix reuse. A cached block holds K/V, not the
+          // recurrent state after it, so a prefix hit could not resume the state; every prompt
+          // block then counts as prefix_miss_disabled (docs/engine.md).
+          bm_(runner_->options().n_blocks, opts.block_size,
+              opts.prefix_cache && model.recurrent_state_bytes() == 0),
           policy_(opts.policy ? opts.policy
                               : std::shared_ptr<SchedulingPolicy>(make_fcfs_policy())),
           sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens, opts.tpot_target_ms,
@@ -207,6 +211,7 @@ class EngineImpl : public Engine {
             bs.pos0 = s.n_computed;
             bs.block_table = s.blocks;
             bs.want_logits = ss.want_logits;
+            bs.state_slot = s.state_slot;
             bs.all_logits = ss.n_draft > 0;  // a draft: every row's logits are verified
             const int32_t n_real = ss.n_tokens - ss.n_draft;
             batch_tokens_.insert(batch_tokens_.end(), s.tokens.begin() + s.n_computed,
@@ -511,6 +516,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     if (opts.min_prefill_chunk < 1 || opts.min_prefill_chunk > (1 << 20))
         return bad("min_prefill_chunk", opts.min_prefill_chunk, "[1, 1048576]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
+    if (opts.drafter && model.recurrent_state_bytes() > 0)
+        return make_error(
+            "engine: speculative decoding is not supported for hybrid models with "
+            "recurrent state (" +
+            model.arch_name() +
+            "): rejected drafts would need the state rolled back (not implemented)");
     if (opts.spec_max < 1 || opts.spec_max > kSpecMaxDraft)
         return bad("spec_max", opts.spec_max, "[1, 16]");
     if (opts.n_threads < 0 || opts.n_threads > 1024)
@@ -534,6 +545,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     ro.max_seq_len = opts.n_ctx;
     ro.n_threads = opts.n_threads;
     ro.batch_invariant = opts.batch_invariant;
+    ro.n_state_slots = opts.n_parallel;  // one recurrent state per running sequence
     Result<std::unique_ptr<model::Runner>> runner =
         opts.make_runner ? opts.make_runner(ro) : model::Runner::create_cpu(model, ro);
     if (!runner) return runner.error();

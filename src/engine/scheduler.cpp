@@ -63,6 +63,7 @@ Scheduler::Scheduler(const SchedulerOptions& opts, BlockManager& blocks, Schedul
       copy_block_(std::move(copy_block)),
       budgeter_(budget_options(opts)) {
     ZINC_CHECK(opts.n_parallel > 0 && opts.max_batch_tokens > 0 && opts.min_prefill_chunk > 0);
+    for (int32_t i = opts.n_parallel - 1; i >= 0; --i) free_slots_.push_back(i);
 }
 
 void Scheduler::insert_waiting(Sequence* s) {
@@ -89,6 +90,8 @@ void Scheduler::remove(Sequence* s) {
     if (s->state == SeqState::Running) {
         running_.erase(std::find(running_.begin(), running_.end(), s));
         policy_.on_release(*s);
+        free_slots_.push_back(s->state_slot);
+        s->state_slot = -1;
     } else if (s->state == SeqState::Waiting) {
         waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
     }
@@ -135,6 +138,8 @@ void Scheduler::preempt(Sequence& s, StepPlan& plan) {
     running_.erase(std::find(running_.begin(), running_.end(), &s));
     policy_.on_release(s);
     release_blocks(s);
+    free_slots_.push_back(s.state_slot);
+    s.state_slot = -1;
     s.state = SeqState::Waiting;
     ++s.usage.preemptions;
     ++counters_.preemptions;
@@ -211,6 +216,9 @@ bool Scheduler::try_admit(Sequence& s, int32_t max_n, StepPlan& plan) {
     }
 
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &s));
+    ZINC_CHECK(!free_slots_.empty() && s.state_slot < 0);  // running < n_parallel here
+    s.state_slot = free_slots_.back();
+    free_slots_.pop_back();
     s.state = SeqState::Running;
     running_.push_back(&s);
     policy_.on_admit(s);
@@ -485,7 +493,14 @@ void Scheduler::check_invariants() const {
         ZINC_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
         for (int32_t b : s->blocks) ++owners[b];
     }
+    // State slots: each running sequence holds a distinct one, the rest are free.
+    std::vector<int32_t> slots = free_slots_;
+    for (const Sequence* s : running_) slots.push_back(s->state_slot);
+    std::sort(slots.begin(), slots.end());
+    ZINC_CHECK(static_cast<int32_t>(slots.size()) == opts_.n_parallel);
+    for (int32_t i = 0; i < opts_.n_parallel; ++i) ZINC_CHECK(slots[static_cast<size_t>(i)] == i);
     for (const Sequence* s : waiting_) {
+        ZINC_CHECK(s->state_slot < 0);
         ZINC_CHECK(s->state == SeqState::Waiting && s->blocks.empty() && s->n_computed == 0);
         ZINC_CHECK(std::find(running_.begin(), running_.end(), s) == running_.end());
     }

@@ -28,6 +28,10 @@
 //      longest chain of the sequence's full blocks in the prefix cache (in the sequence's cache
 //      namespace) and shares those blocks; when every token is cached, the last one is
 //      recomputed (its logits are needed) in a private copy of the last block.
+//   Each running sequence holds one state slot of n_parallel (Sequence::state_slot, the Runner's
+//   recurrent state of hybrid models; unused by others), taken at admission and given back at
+//   preemption or removal; a re-admitted sequence restarts at position 0, so its state is
+//   recomputed with its K/V.
 // commit() then records the step's K/V as computed and offers newly full blocks to the cache.
 // The scheduler never runs the model and never samples: engine.cpp does.
 #pragma once
@@ -142,6 +146,9 @@ class Scheduler {
     StepBudgeter budgeter_;
     std::vector<Sequence*> running_;  // sorted by policy at each schedule()
     std::vector<Sequence*> waiting_;  // kept sorted by policy
+    /// State slots [0, n_parallel) not held by a running sequence (Sequence::state_slot): the
+    /// Runner's recurrent state of hybrid models, one per running sequence.
+    std::vector<int32_t> free_slots_;
     PrefixCounters counters_;
     uint64_t step_ = 0;  // schedule() calls (Sequence::planned_step)
 };

@@ -45,6 +45,9 @@ struct Sequence {
     /// Parent hash of block 0: kRootHash, or one per cache namespace (RequestParams), so blocks
     /// of different namespaces never match.
     uint64_t hash_root;
+    /// Recurrent (hybrid) models: the Runner state slot this sequence holds while Running (-1
+    /// otherwise); given at admission, returned at preemption and removal (engine/scheduler.h).
+    int32_t state_slot = -1;
     /// Scheduler only: the step number it was last planned in (one entry per step).
     uint64_t planned_step = 0;
 

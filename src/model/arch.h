@@ -18,7 +18,7 @@ class File;
 
 namespace zinc::model {
 
-enum class Arch { Llama, Gemma3, Qwen2, Qwen3 };
+enum class Arch { Llama, Gemma3, Qwen2, Qwen3, Qwen35, Qwen3Moe };
 
 class Model;
 struct ModelConfig;
@@ -38,7 +38,7 @@ struct ArchInfo {
 /// Row for `name`, or nullptr when the architecture is not supported.
 const ArchInfo* find_arch(std::string_view name);
 const ArchInfo& arch_info(Arch arch);
-/// "llama, gemma3, qwen2, qwen3" (for error messages).
+/// "llama, gemma3, qwen2, qwen3, qwen35" (for error messages).
 std::string supported_arch_list();
 
 }  // namespace zinc::model

@@ -25,6 +25,12 @@ class ArchModel : public Model {
     }
     int32_t n_vocab() const override { return cfg_.n_vocab; }
     int32_t n_ctx_train() const override { return cfg_.n_ctx_train; }
+    size_t recurrent_state_bytes() const override {
+        size_t b = 0;
+        for (const auto& l : program_.recurrent)
+            b += static_cast<size_t>(l.conv_floats + l.ssm_floats) * sizeof(float);
+        return b;
+    }
 
     /// The forward pass of a step batch as an op list, built once at load by the arch file.
     const Program& program() const { return program_; }

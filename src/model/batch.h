@@ -38,6 +38,11 @@ struct BatchSeq {
     std::span<const int32_t> block_table;
     bool want_logits = true;  // produce logits for this sequence's last row
     bool all_logits = false;  // produce logits for every row (implies want_logits)
+    /// Recurrent (hybrid) models: the Runner's state slot of this sequence, in [0,
+    /// RunnerOptions::n_state_slots), distinct within a batch. The slot's state must be at
+    /// exactly pos0 (pos0 == 0 resets it): a recurrent state cannot be rewound or shared, so
+    /// truncation and prefix reuse are refused (docs/engine.md). Ignored by other models.
+    int32_t state_slot = -1;
 };
 
 /// A step batch. Sequences must not share a physical block that this step writes (the block
@@ -48,12 +53,15 @@ struct Batch {
 };
 
 struct RunnerOptions {
-    int32_t n_blocks = 0;          // physical KV blocks to allocate
-    int32_t block_size = 16;       // positions per block
+    int32_t n_blocks = 0;            // physical KV blocks to allocate
+    int32_t block_size = 16;         // positions per block
     int32_t max_batch_tokens = 512;  // most rows in one forward (larger batches are an error)
-    int32_t max_seqs = 16;         // most sequences in one forward
-    int32_t max_seq_len = 4096;    // longest sequence (positions) the attention scratch allows
-    int n_threads = 0;             // CPU tier: 0 = all hardware threads
+    int32_t max_seqs = 16;           // most sequences in one forward
+    int32_t max_seq_len = 4096;      // longest sequence (positions) the attention scratch allows
+    /// Recurrent (hybrid) models: per-sequence state slots (conv + DeltaNet state of every
+    /// recurrent layer, Model::recurrent_state_bytes() each), allocated once. 0: max_seqs.
+    int32_t n_state_slots = 0;
+    int n_threads = 0;  // CPU tier: 0 = all hardware threads
     /// A row's results must not depend on which other rows share the step (EngineOptions::
     /// batch_invariant). The CPU tier is batch-invariant always (docs/engine.md); a tier whose
     /// fast kernels are not must switch to ones that are when this is set.
@@ -91,13 +99,15 @@ struct SampledToken {
 class Runner {
   public:
     /// The CPU tier (the oracle). Errors: invalid options (non-positive sizes).
-    static Result<std::unique_ptr<Runner>> create_cpu(const Model& model, const RunnerOptions& opts);
+    static Result<std::unique_ptr<Runner>> create_cpu(const Model& model,
+                                                      const RunnerOptions& opts);
     virtual ~Runner() = default;
 
     /// Run one step: append every row's K/V at its position and write logits into `logits`,
     /// (n_vocab) f32 per row, in batch order: all rows of a sequence with all_logits, the last
-    /// row of one with want_logits, nothing for the others. Errors: a token id out of range, a block id out of range, a
-    /// block table too short for pos0 + n_tokens, more rows or sequences than the options allow.
+    /// row of one with want_logits, nothing for the others. Errors: a token id out of range, a
+    /// block id out of range, a block table too short for pos0 + n_tokens, more rows or sequences
+    /// than the options allow.
     virtual Result<void> forward(const Batch& batch, float* logits) = 0;
 
     /// Copy every layer's K/V of physical block src into dst (copy-on-write).
@@ -106,8 +116,12 @@ class Runner {
     virtual const RunnerOptions& options() const = 0;
     /// "cpu" or "cuda".
     virtual std::string tier() const = 0;
+    /// Ranks the forward is split over (model/shard.h; --tensor-parallel N), 1 otherwise.
+    virtual int tensor_parallel() const { return 1; }
     /// Bytes of KV storage for all blocks.
     virtual size_t kv_bytes() const = 0;
+    /// Bytes of recurrent state for all slots (0 for attention-only models).
+    virtual size_t state_bytes() const { return 0; }
     /// Whether this Runner computes the CPU tier's bits exactly (every intermediate and logit
     /// bit-identical to Runner::create_cpu's for the same batches): the CUDA tier in its default
     /// ZINC_EXACT=1 mode (docs/exactness.md). Validation against the CPU oracle is then bitwise

@@ -43,6 +43,62 @@ Error bad(const gguf::File& f, const std::string& key, int64_t v, const std::str
                       expected);
 }
 
+// YaRN's parameters as llama.cpp derives them (llama-model.cpp load_hparams, llama-context.cpp):
+// n_ctx_orig = rope.scaling.original_context_length (default context_length); ext_factor 1
+// (rope.scaling.yarn_ext_factor may override it); beta_fast 32 / beta_slow 1 (yarn_beta_fast /
+// yarn_beta_slow may override them; llama.cpp itself reads those keys for grok only); with
+// factor = 1 / freq_scale and ext_factor != 0, attn_factor = (0.1 ln(factor) + 1) (1 if factor
+// <= 1) times 1 / (1 + 0.1 ln(factor)) (cancelling the factor rope_yarn applies), times
+// rope.scaling.attn_factor. rope.scaling.yarn_log_multiplier (DeepSeek's mscale_all_dim) is
+// refused: it changes attn_factor in ways no supported architecture needs.
+Result<void> read_yarn(const gguf::File& file, const KeyReader& k, ModelConfig& c) {
+    c.n_ctx_orig_yarn = c.n_ctx_train;
+    auto orig = k.get_int("rope.scaling.original_context_length");
+    if (!orig.ok()) return orig.error();
+    if (orig.value()) {
+        if (*orig.value() < 1 || *orig.value() > (int64_t{1} << 30))
+            return bad(file, k.key("rope.scaling.original_context_length"), *orig.value(),
+                       "a value in [1, 2^30]");
+        c.n_ctx_orig_yarn = static_cast<int32_t>(*orig.value());
+    }
+    float ext = 1.0f;
+    for (auto [suffix, dst] : {std::pair{"rope.scaling.yarn_ext_factor", &ext},
+                               std::pair{"rope.scaling.yarn_beta_fast", &c.yarn_beta_fast},
+                               std::pair{"rope.scaling.yarn_beta_slow", &c.yarn_beta_slow}}) {
+        auto v = k.get_float(suffix);
+        if (!v.ok()) return v.error();
+        if (!v.value()) continue;
+        if (!std::isfinite(*v.value()) || *v.value() < 0)
+            return make_error(file.path() + ": metadata " + k.key(suffix) + " = " +
+                              std::to_string(*v.value()) + ", expected a finite value >= 0");
+        *dst = static_cast<float>(*v.value());
+    }
+    auto log_mul = k.get_float("rope.scaling.yarn_log_multiplier");
+    if (!log_mul.ok()) return log_mul.error();
+    if (log_mul.value() && *log_mul.value() != 0.0)
+        return make_error(file.path() + ": metadata " + k.key("rope.scaling.yarn_log_multiplier") +
+                          " = " + std::to_string(*log_mul.value()) +
+                          " is not supported (expected 0 or absent)");
+    float rope_attn = 1.0f;
+    auto af = k.get_float("rope.scaling.attn_factor");
+    if (!af.ok()) return af.error();
+    if (af.value()) {
+        if (!(std::isfinite(*af.value()) && *af.value() > 0))
+            return make_error(file.path() + ": metadata " + k.key("rope.scaling.attn_factor") +
+                              " = " + std::to_string(*af.value()) + ", expected a positive value");
+        rope_attn = static_cast<float>(*af.value());
+    }
+    c.rope_ext_factor = ext;
+    float attn = 1.0f;
+    if (ext != 0.0f) {
+        const float factor = 1.0f / c.rope_freq_scale;
+        attn = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
+        attn *= 1.0f / (1.0f + 0.1f * std::log(factor));
+    }
+    c.rope_attn_factor = attn * rope_attn;
+    return {};
+}
+
 }  // namespace
 
 RopeParams ModelConfig::rope(int il) const {
@@ -51,6 +107,11 @@ RopeParams ModelConfig::rope(int il) const {
     p.mode = rope_mode;
     p.freq_base = is_swa(il) ? rope_freq_base_swa : rope_freq_base;
     p.freq_scale = is_swa(il) ? rope_freq_scale_swa : rope_freq_scale;
+    p.ext_factor = rope_ext_factor;
+    p.attn_factor = rope_attn_factor;
+    p.beta_fast = yarn_beta_fast;
+    p.beta_slow = yarn_beta_slow;
+    p.n_ctx_orig = n_ctx_orig_yarn;
     return p;
 }
 
@@ -131,14 +192,15 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
         return make_error(file.path() + ": metadata " + k.key("rope.freq_base") +
                           " must be positive");
     }
-    // Linear RoPE scaling (rope.scaling.type "linear" + rope.scaling.factor, or the older
-    // rope.scale_linear). Other scaling types (yarn, longrope) are not supported.
+    // RoPE scaling: "linear" + rope.scaling.factor (or the older rope.scale_linear), or "yarn"
+    // (read_yarn). Other scaling types (longrope) are not supported.
     auto scaling = file.get_string(k.key("rope.scaling.type"));
     if (!scaling.ok()) return scaling.error();
-    if (scaling.value() && *scaling.value() != "none" && *scaling.value() != "linear") {
+    if (scaling.value() && *scaling.value() != "none" && *scaling.value() != "linear" &&
+        *scaling.value() != "yarn") {
         return make_error(file.path() + ": metadata " + k.key("rope.scaling.type") + " = \"" +
                           std::string(*scaling.value()) +
-                          "\" is not supported (supported: none, linear)");
+                          "\" is not supported (supported: none, linear, yarn)");
     }
     auto factor = k.get_float("rope.scaling.factor");
     if (!factor.ok()) return factor.error();
@@ -154,6 +216,7 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
         }
         c.rope_freq_scale = static_cast<float>(1.0 / *factor.value());
     }
+    if (scaling.value() && *scaling.value() == "yarn") ZINC_TRY(read_yarn(file, k, c));
     c.rope_freq_base_swa = info.rope_freq_base_swa > 0 ? info.rope_freq_base_swa : c.rope_freq_base;
     c.rope_freq_scale_swa = info.rope_freq_base_swa > 0 ? 1.0f : c.rope_freq_scale;
 
@@ -181,6 +244,26 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
                                   ", expected a finite value >= 0 (0: no soft-cap)");
             }
             *dst = static_cast<float>(*cap.value());
+        }
+    }
+
+    ZINC_TRY(read_opt_dim("expert_count", c.n_expert, 0, 0, 4096));
+    ZINC_TRY(read_opt_dim("expert_used_count", c.n_expert_used, 0, 0, 4096));
+    if (c.n_expert > 0 && c.n_expert_used > c.n_expert) {
+        return bad(file, k.key("expert_used_count"), c.n_expert_used,
+                   "at most expert_count (" + std::to_string(c.n_expert) + ")");
+    }
+    ZINC_TRY(read_opt_dim("expert_feed_forward_length", c.n_ff_exp, 0, 0, kMaxDim));
+    {
+        auto ws = k.get_float("expert_weights_scale");
+        if (!ws.ok()) return ws.error();
+        if (ws.value()) {
+            if (!(*ws.value() >= 0 && *ws.value() < 1e6)) {
+                return make_error(file.path() + ": metadata " + k.key("expert_weights_scale") +
+                                  " = " + std::to_string(*ws.value()) +
+                                  ", expected a finite value >= 0");
+            }
+            c.expert_weights_scale = static_cast<float>(*ws.value());
         }
     }
 

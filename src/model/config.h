@@ -3,7 +3,8 @@
 //   <arch>.block_count, .embedding_length, .feed_forward_length, .context_length,
 //   .attention.head_count, .attention.head_count_kv, .attention.key_length,
 //   .attention.value_length, .attention.layer_norm_rms_epsilon, .attention.sliding_window,
-//   .rope.dimension_count, .rope.freq_base, .rope.scaling.type, .rope.scaling.factor.
+//   .rope.dimension_count, .rope.freq_base, .rope.scaling.type, .rope.scaling.factor,
+//   .rope.scaling.attn_factor, .rope.scaling.original_context_length, .rope.scaling.yarn_*.
 // Per-layer differences (sliding window, RoPE base) are exposed through accessors taking il.
 #pragma once
 
@@ -41,6 +42,11 @@ struct ModelConfig {
     float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
+    // YaRN (rope.scaling.type "yarn"; model/rope.h): every layer's RoPE, as llama.cpp does.
+    float rope_ext_factor = 0.0f;   // 0: no YaRN
+    float rope_attn_factor = 1.0f;  // llama.cpp's cparams.yarn_attn_factor
+    float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+    int32_t n_ctx_orig_yarn = 0;
     int32_t sliding_window = 0;      // 0: none
     std::vector<uint8_t> layer_swa;  // (n_layer) 1 where the layer uses the sliding window
     float attn_scale = 1.0f;         // multiplies q.k; 1/sqrt(head_dim_k) by default
@@ -50,6 +56,13 @@ struct ModelConfig {
     /// for gemma3; an architecture that applies it must do so in its attention).
     float final_logit_softcap = 0.0f;
     float attn_logit_softcap = 0.0f;
+    /// Mixture of experts (<arch>.expert_count, .expert_used_count,
+    /// .expert_feed_forward_length, .expert_weights_scale; 0 when absent: a dense model). The
+    /// architecture file decides whether they are required.
+    int32_t n_expert = 0;
+    int32_t n_expert_used = 0;
+    int32_t n_ff_exp = 0;
+    float expert_weights_scale = 0.0f;
 
     int32_t q_dim() const { return n_head * head_dim_k; }
     int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }

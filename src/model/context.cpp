@@ -55,6 +55,7 @@ class RunnerContext : public Context {
             seq.block_table = block_table_;
             seq.want_logits = last_chunk || all_logits;
             seq.all_logits = all_logits;
+            seq.state_slot = 0;  // recurrent models: the one sequence's state
             const Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
                               std::span<const BatchSeq>(&seq, 1)};
             float* out =

@@ -11,8 +11,9 @@ namespace zinc::model {
 
 const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
-        "embed", "rms_norm", "matmul",       "rope_kv",   "attention",
-        "glu",   "add",      "add_rms_norm", "keep_rows", "softcap"};
+        "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
+        "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
+        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe", "all_reduce"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -56,7 +57,31 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
             break;
         }
         case OpKind::Softcap:
+        case OpKind::AllReduce:
             reads_outs = true;
+            break;
+        case OpKind::SsmConv:
+            in.push_back(op.as<SsmConvP>().in);
+            break;
+        case OpKind::DeltaNet:
+            in.push_back(op.as<DeltaNetP>().qkv);
+            in.push_back(op.as<DeltaNetP>().beta);
+            in.push_back(op.as<DeltaNetP>().alpha);
+            break;
+        case OpKind::GatedRmsNorm:
+            in.push_back(op.as<GatedRmsNormP>().z);
+            reads_outs = true;
+            break;
+        case OpKind::SplitGate:
+            in.push_back(op.as<SplitGateP>().in);
+            break;
+        case OpKind::SigmoidMul:
+            in.push_back(op.as<SigmoidMulP>().gate);
+            reads_outs = true;
+            break;
+        case OpKind::Moe:
+            in.push_back(op.as<MoeP>().in);
+            in.push_back(op.as<MoeP>().logits);
             break;
         case OpKind::kCount:
             break;
@@ -113,6 +138,24 @@ std::vector<const Weight*> Program::weights() const {
             case OpKind::AddRmsNorm:
                 add(op.as<AddRmsNormP>().w);
                 break;
+            case OpKind::Attention:
+                add(op.as<AttentionP>().sinks);
+                break;
+            case OpKind::SsmConv:
+                add(op.as<SsmConvP>().w);
+                break;
+            case OpKind::DeltaNet:
+                add(op.as<DeltaNetP>().dt_bias);
+                add(op.as<DeltaNetP>().a);
+                break;
+            case OpKind::GatedRmsNorm:
+                add(op.as<GatedRmsNormP>().w);
+                break;
+            case OpKind::Moe:
+                add(op.as<MoeP>().gate_exps);
+                add(op.as<MoeP>().up_exps);
+                add(op.as<MoeP>().down_exps);
+                break;
             default:
                 break;
         }
@@ -141,6 +184,11 @@ std::string Program::describe() const {
             const auto& m = op.as<MatmulP>();
             for (int k = 0; k < m.n_w; ++k) s += " [" + m.w[k]->name + "]";
             if (m.accumulate) s += " accumulate";
+        }
+        if (op.kind() == OpKind::Moe) {
+            const auto& m = op.as<MoeP>();
+            s += " [" + m.gate_exps->name + " " + m.up_exps->name + " " + m.down_exps->name +
+                 "] top " + std::to_string(m.n_used) + "/" + std::to_string(m.n_expert);
         }
         s += "\n";
     }
@@ -238,6 +286,68 @@ void ProgramBuilder::softcap(Tid x, float cap) {
     out(emit(SoftcapP{cap}), x, nullptr);
 }
 
+void ProgramBuilder::ssm_conv(Tid in, const SsmConvP& p, Tid o, const char* name) {
+    const int64_t ch = prog_.width(in);
+    ZINC_CHECK(p.in == in && prog_.width(o) == ch && p.w && p.w->ne[1] == ch && p.w->ne[0] >= 2);
+    ZINC_CHECK(p.rs_layer >= 0);
+    if (prog_.recurrent.size() <= static_cast<size_t>(p.rs_layer))
+        prog_.recurrent.resize(static_cast<size_t>(p.rs_layer) + 1);
+    prog_.recurrent[static_cast<size_t>(p.rs_layer)].conv_floats = (p.w->ne[0] - 1) * ch;
+    out(emit(p), o, name);
+}
+
+void ProgramBuilder::delta_net(const DeltaNetP& p, Tid o, const char* name) {
+    ZINC_CHECK(p.n_k_heads > 0 && p.n_v_heads % p.n_k_heads == 0);
+    const int64_t kd = int64_t{p.n_k_heads} * p.head_k_dim;
+    const int64_t vd = int64_t{p.n_v_heads} * p.head_v_dim;
+    ZINC_CHECK(prog_.width(p.qkv) == 2 * kd + vd && prog_.width(o) == vd);
+    ZINC_CHECK(prog_.width(p.beta) == p.n_v_heads && prog_.width(p.alpha) == p.n_v_heads);
+    ZINC_CHECK(p.dt_bias && p.dt_bias->ne[0] == p.n_v_heads && p.a && p.a->ne[0] == p.n_v_heads);
+    ZINC_CHECK(p.rs_layer >= 0);
+    if (prog_.recurrent.size() <= static_cast<size_t>(p.rs_layer))
+        prog_.recurrent.resize(static_cast<size_t>(p.rs_layer) + 1);
+    prog_.recurrent[static_cast<size_t>(p.rs_layer)].ssm_floats =
+        int64_t{p.n_v_heads} * p.head_v_dim * p.head_k_dim;
+    out(emit(p), o, name);
+}
+
+void ProgramBuilder::gated_rms_norm(Tid x, const GatedRmsNormP& p, const char* name) {
+    ZINC_CHECK(p.head_dim > 0 && prog_.width(x) % p.head_dim == 0);
+    ZINC_CHECK(prog_.width(p.z) == prog_.width(x) && p.w && p.w->ne[0] == p.head_dim);
+    out(emit(p), x, name);
+}
+
+void ProgramBuilder::split_gate(const SplitGateP& p, Tid q, Tid gate) {
+    const int64_t d = int64_t{p.n_head} * p.head_dim;
+    ZINC_CHECK(prog_.width(p.in) == 2 * d && prog_.width(q) == d && prog_.width(gate) == d);
+    Op& op = emit(p);
+    out(op, q, "Qcur");
+    out(op, gate, "gate");
+}
+
+void ProgramBuilder::sigmoid_mul(Tid x, Tid gate, const char* name) {
+    ZINC_CHECK(x != gate && prog_.width(x) == prog_.width(gate));
+    out(emit(SigmoidMulP{gate}), x, name);
+}
+
+void ProgramBuilder::moe(const MoeP& p, Tid o, const char* name) {
+    const int64_t e = prog_.width(p.in);
+    ZINC_CHECK(p.gate_exps && p.up_exps && p.down_exps);
+    ZINC_CHECK(p.n_used >= 1 && p.n_used <= p.n_expert && p.n_used <= kMoeMaxUsed && p.n_ff > 0);
+    ZINC_CHECK(prog_.width(p.logits) == p.n_expert && prog_.width(o) == e && o != p.in);
+    for (const Weight* w : {p.gate_exps, p.up_exps}) {
+        ZINC_CHECK(w->ne[0] == e && w->ne[1] == p.n_ff && w->ne[2] == p.n_expert);
+    }
+    ZINC_CHECK(p.down_exps->ne[0] == p.n_ff && p.down_exps->ne[1] == e &&
+               p.down_exps->ne[2] == p.n_expert);
+    out(emit(p), o, name);
+}
+
+void ProgramBuilder::all_reduce(Tid x, int n_ranks, const char* name) {
+    ZINC_CHECK(n_ranks >= 1);
+    out(emit(AllReduceP{n_ranks}), x, name);
+}
+
 Program ProgramBuilder::finish(int n_layer, Tid logits) {
     prog_.n_layer = n_layer;
     prog_.logits = logits;
@@ -273,6 +383,11 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     if (m.n_w != 1 || m.bias[0] || m.accumulate) return false;
     const Tid t = mm.outs[0].t;
     size_t j = i + 1;
+    // A one-rank AllReduce (the shard transform at N = 1) is the identity: fuse across it.
+    const Op* reduce = nullptr;
+    if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::AllReduce &&
+        prog.ops[j].as<AllReduceP>().n_ranks == 1 && prog.ops[j].outs[0].t == t)
+        reduce = &prog.ops[j++];
     const Op* keep = nullptr;
     if (j < prog.ops.size() && prog.ops[j].kind() == OpKind::KeepRows) keep = &prog.ops[j++];
     if (j >= prog.ops.size()) return false;
@@ -295,6 +410,7 @@ bool match_matmul_add(const Program& prog, size_t i, Step& s) {
     f.outs[0] = add.outs[0];  // x, named as the add's result
     s.fused.push_back(f);
     if (mm.outs[0].name) s.hidden.push_back(mm.outs[0]);
+    if (reduce && reduce->outs[0].name) s.hidden.push_back(reduce->outs[0]);
     return true;
 }
 

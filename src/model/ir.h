@@ -57,6 +57,17 @@ enum class OpKind : uint8_t {
     AddRmsNorm,  // out += rms_norm(in) * w        (fused: RmsNorm in->in, Add out += in)
     KeepRows,    // from here on only the output rows of the listed tensors matter
     Softcap,     // out = cap * tanh(out / cap)
+    // Gated DeltaNet (Yang et al. 2024, "Gated Delta Networks") and the gated attention of the
+    // Qwen 3.5 hybrid (models/qwen35.cpp); their per-sequence state is the Runner's
+    // (model/batch.h).
+    SsmConv,       // out = silu(causal depthwise conv1d(in)) with the sequence's rolling conv state
+    DeltaNet,      // out = gated delta rule over q|k|v (in), beta, alpha; the sequence's state S
+    GatedRmsNorm,  // out = rms_norm_per_head(out) * w * silu(z)
+    SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
+    SigmoidMul,    // out *= sigmoid(gate)
+    Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
+    AllReduce,   // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
+                 // for one rank, which is also what a single executor does with it
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -92,8 +103,9 @@ struct AttentionP {
     Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
     int kv_layer = 0;
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
-    float scale = 1.0f;  // multiplies q.k
-    int window = 0;      // sliding window (0: full causal)
+    float scale = 1.0f;             // multiplies q.k
+    int window = 0;                 // sliding window (0: full causal)
+    const Weight* sinks = nullptr;  // (n_head) f32 learned sink logits (gpt-oss), or null
 };
 struct GluP {
     Tid gate = kNoTensor, up = kNoTensor;
@@ -114,8 +126,67 @@ struct KeepRowsP {
 struct SoftcapP {
     float cap = 0.0f;
 };
-using OpParams = std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP,
-                              AddRmsNormP, KeepRowsP, SoftcapP>;
+struct AllReduceP {
+    int n_ranks = 1;  // shards whose partial sums of outs[0] are added (model/shard.h)
+};
+/// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
+/// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
+/// their probabilities as weights, renormalised to sum 1 when norm_w); TopKSoftmax (gpt-oss: the
+/// k largest logits, softmax over those k).
+enum class MoeGating : uint8_t { SoftmaxTopK, TopKSoftmax };
+inline constexpr int kMoeMaxUsed = 32;  // most experts one row may use (backend/moe_route.h)
+struct MoeP {
+    Tid in = kNoTensor;      // (rows, n_embd) the normalised FFN input
+    Tid logits = kNoTensor;  // (rows, n_expert) router logits (a Matmul by ffn_gate_inp before it)
+    const Weight* gate_exps = nullptr;  // (n_embd, n_ff, n_expert): expert e's rows [e n_ff, ...)
+    const Weight* up_exps = nullptr;    // (n_embd, n_ff, n_expert)
+    const Weight* down_exps = nullptr;  // (n_ff, n_embd, n_expert)
+    int n_expert = 0, n_used = 0, n_ff = 0;
+    MoeGating gating = MoeGating::SoftmaxTopK;
+    bool norm_w = false;   // renormalise the k weights (sum clamped below at 2^-14, as llama.cpp)
+    float w_scale = 0.0f;  // multiplies the weights (0 or 1: none; <arch>.expert_weights_scale)
+};
+/// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
+/// inputs before its first row taken from the sequence's conv state (zeros at position 0), then
+/// SiLU: y[t, c] = silu(sum_k w[c, k] * x[t - (d_conv - 1) + k, c]) (ggml_ssm_conv + ggml_silu).
+/// The state afterwards holds the sequence's last d_conv - 1 inputs.
+struct SsmConvP {
+    Tid in = kNoTensor;         // (rows, channels)
+    const Weight* w = nullptr;  // (d_conv, channels) f32: row c = the taps of channel c
+    int rs_layer = 0;           // which recurrent layer's state (0 .. n_recurrent - 1)
+};
+/// The gated delta rule, one recurrent step per row in order (decode and prefill alike):
+///   q, k = l2_norm(q), l2_norm(k) per head (x / sqrt(sum x^2 + eps)); v head h reads q/k head
+///   h % n_k_heads (llama.cpp's repeat); beta = sigmoid(beta_raw); g = softplus(alpha +
+///   dt_bias) * a (a = -exp(A_log), stored so); S = exp(g) S; S += k (beta (v - S^T k))^T;
+///   out = S^T q / sqrt(head_k_dim). S is (head_k_dim x head_v_dim) per v head.
+struct DeltaNetP {
+    Tid qkv = kNoTensor;              // (rows, 2 * n_k_heads * head_k_dim + n_v_heads * head_v_dim)
+    Tid beta = kNoTensor;             // (rows, n_v_heads) before the sigmoid
+    Tid alpha = kNoTensor;            // (rows, n_v_heads) before dt_bias and softplus
+    const Weight* dt_bias = nullptr;  // (n_v_heads) f32
+    const Weight* a = nullptr;        // (n_v_heads) f32, -exp(A_log)
+    int rs_layer = 0;
+    int n_k_heads = 0, n_v_heads = 0, head_k_dim = 0, head_v_dim = 0;
+    float eps = 1e-6f;  // of the L2 norms
+};
+struct GatedRmsNormP {
+    Tid z = kNoTensor;          // (rows, width of out): the gate
+    const Weight* w = nullptr;  // (head_dim) f32
+    int head_dim = 0;
+    float eps = 1e-6f;
+};
+struct SplitGateP {
+    Tid in = kNoTensor;  // (rows, n_head * 2 * head_dim)
+    int n_head = 0, head_dim = 0;
+};
+struct SigmoidMulP {
+    Tid gate = kNoTensor;
+};
+using OpParams =
+    std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
+                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP,
+                 MoeP, AllReduceP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -146,8 +217,16 @@ struct Op {
 
 struct Program {
     std::vector<TensorDesc> tensors;
-    std::vector<Op> ops;     // plain ops, in execution order; a layer's ops are contiguous
-    int n_layer = 0;         // ops with il in [0, n_layer)
+    std::vector<Op> ops;  // plain ops, in execution order; a layer's ops are contiguous
+    int n_layer = 0;      // ops with il in [0, n_layer)
+    /// Recurrent layers (SsmConv/DeltaNet rs_layer values are [0, n_recurrent)) and the state
+    /// one sequence needs for each: conv (d_conv - 1, channels) and S (n_v_heads, head_v_dim,
+    /// head_k_dim) f32. Empty for attention-only models.
+    struct RecurrentLayer {
+        int64_t conv_floats = 0;
+        int64_t ssm_floats = 0;
+    };
+    std::vector<RecurrentLayer> recurrent;
     Tid logits = kNoTensor;  // (n_out rows, n_vocab): the head's result, the caller's buffer
 
     int64_t width(Tid t) const { return tensors[static_cast<size_t>(t)].width; }
@@ -184,6 +263,15 @@ class ProgramBuilder {
     void add(Tid acc, Tid in, const char* name);
     void keep_rows(std::initializer_list<Tid> ts);
     void softcap(Tid x, float cap);
+    void ssm_conv(Tid in, const SsmConvP& p, Tid out, const char* name);
+    void delta_net(const DeltaNetP& p, Tid out, const char* name);
+    void gated_rms_norm(Tid x, const GatedRmsNormP& p, const char* name);
+    void split_gate(const SplitGateP& p, Tid q, Tid gate);
+    void sigmoid_mul(Tid x, Tid gate, const char* name);
+    /// Routed experts (p.in, p.logits) -> out (width n_embd).
+    void moe(const MoeP& p, Tid out, const char* name);
+    /// x = sum of x over n_ranks tensor-parallel ranks, in place (model/shard.h emits it).
+    void all_reduce(Tid x, int n_ranks, const char* name);
 
     /// The Program; `logits` is the head's result tensor.
     Program finish(int n_layer, Tid logits);

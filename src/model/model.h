@@ -40,6 +40,9 @@ class Model {
     virtual size_t kv_cache_bytes(int n_ctx) const = 0;
     virtual int32_t n_vocab() const = 0;
     virtual int32_t n_ctx_train() const = 0;
+    /// Recurrent (hybrid) models: bytes of conv + DeltaNet state one sequence needs, whatever
+    /// its length (0: attention only). The engine gives each running sequence one slot.
+    virtual size_t recurrent_state_bytes() const { return 0; }
 };
 
 struct ContextOptions {

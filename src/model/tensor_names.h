@@ -25,6 +25,12 @@ inline constexpr std::string_view kFfnGate = "ffn_gate";
 inline constexpr std::string_view kFfnUp = "ffn_up";
 inline constexpr std::string_view kFfnDown = "ffn_down";
 inline constexpr std::string_view kFfnPostNorm = "post_ffw_norm";
+// Mixture of experts: the router (n_embd -> n_expert) and the experts as 3-D tensors
+// (ggml order: gate/up (n_embd, n_ff_exp, n_expert), down (n_ff_exp, n_embd, n_expert)).
+inline constexpr std::string_view kFfnGateInp = "ffn_gate_inp";
+inline constexpr std::string_view kFfnGateExps = "ffn_gate_exps";
+inline constexpr std::string_view kFfnUpExps = "ffn_up_exps";
+inline constexpr std::string_view kFfnDownExps = "ffn_down_exps";
 
 /// "<base>.<suffix>", e.g. global("output_norm") == "output_norm.weight".
 std::string global(std::string_view base, std::string_view suffix = "weight");

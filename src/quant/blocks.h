@@ -56,6 +56,20 @@ struct BlockQ8_1 {
     int8_t qs[qk8_1];
 };
 
+// MXFP4 (OCP Microscaling v1.0, 32-element blocks): e is the shared E8M0 scale 2^(e - 127),
+// qs the 4-bit E2M1 codes (element j low nibble of qs[j], element j + 16 its high nibble, as
+// Q4_0). ggml stores the E2M1 values doubled as int8 (kvalues_mxfp4) and halves the scale
+// (e8m0_to_fp32_half = 2^(e - 128)), so x = e8m0_to_fp32_half(e) * kvalues_mxfp4[code], the
+// same value as 2^(e - 127) * E2M1(code).
+constexpr int qk_mxfp4 = 32;
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[qk_mxfp4 / 2];
+};
+// E2M1 code -> doubled value: codes 0..7 are +{0, 0.5, 1, 1.5, 2, 3, 4, 6}, 8..15 their negatives.
+inline constexpr int8_t kvalues_mxfp4[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                             0, -1, -2, -3, -4, -6, -8, -12};
+
 // Q2_K: 16 sub-blocks of 16; scales[i] = (4-bit min << 4) | 4-bit scale;
 // x = d * (scales & 15) * q - dmin * (scales >> 4), q in [0,3].
 struct BlockQ2_K {
@@ -115,6 +129,7 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // Unpack the 12-byte scale field of Q4_K/Q5_K into 8 six-bit scales and 8 six-bit mins.
 // Bytes 0-3 hold scale 0-3 (low 6 bits) and the top 2 bits of scale 4-7; bytes 4-7 the same
@@ -184,6 +199,10 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t n);
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);
 
+// mxfp4.cpp
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_row_mxfp4(const float* src, void* dst, int64_t n);
+
 // k_quants.cpp (dequantize, Q8_K) and k_quantize.cpp (scale search for the weight types)
 void dequantize_row_q2_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q3_k(const void* src, float* dst, int64_t n);
@@ -214,6 +233,7 @@ float dot_ref_q4_k(int64_t n, const void* w, const void* a);
 float dot_ref_q5_k(int64_t n, const void* w, const void* a);
 float dot_ref_q6_k(int64_t n, const void* w, const void* a);
 float dot_ref_q8_k(int64_t n, const void* w, const void* a);
+float dot_ref_mxfp4(int64_t n, const void* w, const void* a);
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define ZINC_QUANT_HAVE_AVX2 1
@@ -224,37 +244,40 @@ float dot_avx2_f16(int64_t n, const void* w, const void* a);
 float dot_avx2_bf16(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_1(int64_t n, const void* w, const void* a);
 float dot_avx2_q8_k(int64_t n, const void* w, const void* a);
-#define ZINC_QUANT_DECLARE_DOTS(prefix)                                                    \
-    float dot_##prefix##_q4_0(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q4_1(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q5_0(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q5_1(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q8_0(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q2_k(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q3_k(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q4_k(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q5_k(int64_t n, const void* w, const void* a);                    \
-    float dot_##prefix##_q6_k(int64_t n, const void* w, const void* a);                    \
-    void dot_multi_##prefix##_q4_0(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q4_1(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q5_0(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q5_1(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q8_0(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q2_k(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q3_k(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q4_k(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q5_k(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);                                   \
-    void dot_multi_##prefix##_q6_k(int64_t n, const void* w, const void* a, size_t stride, \
-                                   int n_a, float* out);
+#define ZINC_QUANT_DECLARE_DOTS(prefix)                                                     \
+    float dot_##prefix##_q4_0(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q4_1(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q5_0(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q5_1(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q8_0(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q2_k(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q3_k(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q4_k(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q5_k(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_q6_k(int64_t n, const void* w, const void* a);                     \
+    float dot_##prefix##_mxfp4(int64_t n, const void* w, const void* a);                    \
+    void dot_multi_##prefix##_q4_0(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q4_1(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q5_0(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q5_1(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q8_0(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q2_k(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q3_k(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q4_k(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q5_k(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_q6_k(int64_t n, const void* w, const void* a, size_t stride,  \
+                                   int n_a, float* out);                                    \
+    void dot_multi_##prefix##_mxfp4(int64_t n, const void* w, const void* a, size_t stride, \
+                                    int n_a, float* out);
 // dot_avx2.cpp (via dot_avx2_kernels.h): the quantized weight formats.
 ZINC_QUANT_DECLARE_DOTS(avx2)
 // quantize_avx2.cpp: activation packings, byte-identical to the scalar reference quantizers.

@@ -16,6 +16,7 @@
 //        even blocks in chain 0 and odd blocks in chain 1 (in increasing block order), the result
 //        tree8(chain0 + chain1, lane-wise); Q4_1/Q5_1 add a min-term chain am: per block pair
 //        am += (m_w0 s_a0 + m_w1 s_a1), a lone last block am += m_w s_a; result + am.
+//      - MXFP4 x Q8_0: Q4_0's order, the codes from the doubled E2M1 table, d_w = 2^(e - 128).
 //      - K-quants x Q8_K: one chain of 8 lanes over the super-blocks; tree8 at the end. Q2_K's
 //        min term is one more chain (st -= (d_a dmin_w) * summ per super-block; result + st),
 //        Q4_K/Q5_K's four chains am[k] = fma(-d_a * dmin_w, mins_k, am[k]) with mins_k =
@@ -62,6 +63,19 @@ ZINC_HD float bf16_to_float(uint16_t h) {
 ZINC_HD float i2f(int v) {
     return static_cast<float>(v);
 }
+/// E8M0 scale byte -> 2^(x - 128) as f32: half the E8M0 value, because ggml's MXFP4 codes are
+/// the E2M1 values doubled (ggml_e8m0_to_fp32_half; x < 2 gives the f32 subnormals 2^-128,
+/// 2^-127). Exact.
+ZINC_HD float e8m0_to_fp32_half(uint8_t x) {
+    return canon::from_bits(x < 2 ? (0x00200000u << x) : (static_cast<uint32_t>(x - 1) << 23));
+}
+/// Doubled E2M1 value of a 4-bit code (kvalues_mxfp4 in blocks.h, written as arithmetic so that
+/// device code needs no table): 0..7 -> 0, 1, 2, 3, 4, 6, 8, 12; bit 3 is the sign.
+ZINC_HD int e2m1_doubled(int code) {
+    const int m = code & 7;
+    const int mag = m < 2 ? m : (2 + (m & 1)) << ((m >> 1) - 1);
+    return (code & 8) ? -mag : mag;
+}
 ZINC_HD uint32_t load_u32(const uint8_t* p) {
     return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
            (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
@@ -88,6 +102,18 @@ ZINC_HD int code_q8_0(const detail::BlockQ8_0& b, int e) {
 }
 ZINC_HD int code_q8_1(const detail::BlockQ8_1& b, int e) {
     return b.qs[e];
+}
+ZINC_HD int code_mxfp4(const detail::BlockMXFP4& b, int e) {
+    return e2m1_doubled(e < 16 ? (b.qs[e] & 0x0F) : (b.qs[e - 16] >> 4));
+}
+
+/// The weight scale of a symmetric 32-element block: the f16 d, or MXFP4's E8M0 (halved).
+template <typename Block>
+ZINC_HD float block_scale(const Block& b) {
+    return half_to_float(b.d);
+}
+ZINC_HD float block_scale(const detail::BlockMXFP4& b) {
+    return e8m0_to_fp32_half(b.e);
 }
 
 /// Lane l of a 32-element block: sum of code(e) * a[e] over e = 4l..4l+3.
@@ -200,7 +226,7 @@ template <typename Block, typename Code>
 ZINC_HD float dot_sym32(int64_t n, const Block* x, const detail::BlockQ8_0* y, Code code) {
     float c[2][8] = {};
     for (int64_t i = 0; i < n / 32; ++i) {
-        const float dd = canon::mul(half_to_float(x[i].d), half_to_float(y[i].d));
+        const float dd = canon::mul(block_scale(x[i]), half_to_float(y[i].d));
         float* acc = c[i & 1];
         for (int l = 0; l < 8; ++l) acc[l] = canon::fma(dd, i2f(lane32(x[i], y[i].qs, l, code)), acc[l]);
     }
@@ -248,6 +274,9 @@ struct CodeQ8_0 {
 struct CodeQ8_1 {
     ZINC_HD int operator()(const detail::BlockQ8_1& b, int e) const { return code_q8_1(b, e); }
 };
+struct CodeMXFP4 {
+    ZINC_HD int operator()(const detail::BlockMXFP4& b, int e) const { return code_mxfp4(b, e); }
+};
 struct CodeQ4_K {
     ZINC_HD int operator()(const detail::BlockQ4_K& b, int e) const { return code_q4_k(b, e); }
 };
@@ -266,6 +295,12 @@ ZINC_HD float dot_q5_0(int64_t n, const void* w, const void* a) {
 ZINC_HD float dot_q8_0(int64_t n, const void* w, const void* a) {
     return dot_sym32(n, static_cast<const detail::BlockQ8_0*>(w),
                      static_cast<const detail::BlockQ8_0*>(a), CodeQ8_0{});
+}
+/// MXFP4 x Q8_0: the Q4_0 order with dd = e8m0_half(e) * d_a (both exact powers of two times
+/// the f16 value, so dd is exact unless it underflows).
+ZINC_HD float dot_mxfp4(int64_t n, const void* w, const void* a) {
+    return dot_sym32(n, static_cast<const detail::BlockMXFP4*>(w),
+                     static_cast<const detail::BlockQ8_0*>(a), CodeMXFP4{});
 }
 ZINC_HD float dot_q4_1(int64_t n, const void* w, const void* a) {
     return dot_asym32(n, static_cast<const detail::BlockQ4_1*>(w),

@@ -67,10 +67,11 @@ constexpr Kernels kernel_table[] = {
     ZINC_QUANTIZED(Q5_K, q5_k),
     ZINC_QUANTIZED(Q6_K, q6_k),
     ZINC_PLAIN(Q8_K, q8_k, ZINC_AVX2(quantize_row_q8_k_avx2)),
+    ZINC_QUANTIZED(MXFP4, mxfp4),
 };
 
 // Raw type id -> index into kernel_table (-1: none), so a lookup per row costs one load.
-constexpr int max_type_id = 31;
+constexpr int max_type_id = 40;
 constexpr std::array<int8_t, max_type_id> kernel_index = [] {
     std::array<int8_t, max_type_id> idx{};
     idx.fill(-1);

@@ -23,11 +23,13 @@ using namespace avx2;
 
 // ---- symmetric 32-element formats x Q8_0: sum_b d_w d_a * sum(q_w * q_a) ----------------------
 
+// load(b): the 32 signed codes; scale(b, tab): the block's weight scale (tab: fp16_table()).
 struct WeightQ4_0 {
     using Block = BlockQ4_0;
     static __m256i load(const Block& b) {
         return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
     }
+    static float scale(const Block& b, const float* tab) { return tab[b.d]; }
 };
 
 struct WeightQ5_0 {
@@ -38,11 +40,31 @@ struct WeightQ5_0 {
         const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
         return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_andnot_si256(expand_bits(b.qh), f0));
     }
+    static float scale(const Block& b, const float* tab) { return tab[b.d]; }
 };
 
 struct WeightQ8_0 {
     using Block = BlockQ8_0;
     static __m256i load(const Block& b) { return load256(b.qs); }
+    static float scale(const Block& b, const float* tab) { return tab[b.d]; }
+};
+
+// MXFP4: the nibbles index the doubled E2M1 table (one byte shuffle per 16 codes); the scale is
+// the E8M0 byte as 2^(e - 128) (canon_dot.h).
+struct WeightMXFP4 {
+    using Block = BlockMXFP4;
+    static __m256i load(const Block& b) {
+        const __m256i table = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_mxfp4)));
+        return _mm256_shuffle_epi8(table, unpack_nibbles(b.qs));
+    }
+    static float scale(const Block& b, const float*) {
+        const uint32_t bits =
+            b.e < 2 ? (0x00200000u << b.e) : (static_cast<uint32_t>(b.e - 1) << 23);
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
 };
 
 template <typename W>
@@ -61,7 +83,7 @@ struct SymmetricQ8_0 {
         for (; i + 2 <= nb; i += 2) {
             const __m256i qx0 = W::load(x[i]), qx1 = W::load(x[i + 1]);
             const __m256i ax0 = _mm256_sign_epi8(qx0, qx0), ax1 = _mm256_sign_epi8(qx1, qx1);
-            const float dx0 = tab[x[i].d], dx1 = tab[x[i + 1].d];
+            const float dx0 = W::scale(x[i], tab), dx1 = W::scale(x[i + 1], tab);
 #pragma GCC unroll 4
             for (int j = 0; j < NA; ++j) {
                 const BlockQ8_0* yb = y.p[j] + i;
@@ -76,7 +98,7 @@ struct SymmetricQ8_0 {
         for (; i < nb; ++i) {
             const __m256i qx = W::load(x[i]);
             const __m256i ax = _mm256_sign_epi8(qx, qx);
-            const float dx = tab[x[i].d];
+            const float dx = W::scale(x[i], tab);
 #pragma GCC unroll 4
             for (int j = 0; j < NA; ++j) {
                 const BlockQ8_0& yb = y.p[j][i];
@@ -437,7 +459,8 @@ struct KQ6 {
     ZINC_QUANT_DOT_EXPORT(prefix, q3_k, KQ3)                        \
     ZINC_QUANT_DOT_EXPORT(prefix, q4_k, KQ4<false, BlockQ4_K>)      \
     ZINC_QUANT_DOT_EXPORT(prefix, q5_k, KQ4<true, BlockQ5_K>)       \
-    ZINC_QUANT_DOT_EXPORT(prefix, q6_k, KQ6)
+    ZINC_QUANT_DOT_EXPORT(prefix, q6_k, KQ6)                        \
+    ZINC_QUANT_DOT_EXPORT(prefix, mxfp4, SymmetricQ8_0<WeightMXFP4>)
 
 #define ZINC_QUANT_DOT_EXPORT(prefix, type, ...)                                                 \
     float dot_##prefix##_##type(int64_t n, const void* w, const void* a) {                       \

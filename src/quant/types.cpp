@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t qk_k = 256;  // super-block size of the K-quants
 
 // One row per supported type. vec_dot_type is the activation packing vec_dot() expects.
-constexpr std::array<TypeTraits, 15> type_table = {{
+constexpr std::array<TypeTraits, 16> type_table = {{
     {GgmlType::F32, "f32", 1, 4, false, GgmlType::F32},
     {GgmlType::F16, "f16", 1, 2, false, GgmlType::F32},
     {GgmlType::Q4_0, "q4_0", 32, 2 + 16, true, GgmlType::Q8_0},          // d, qs[16]
@@ -36,11 +36,12 @@ constexpr std::array<TypeTraits, 15> type_table = {{
     // d (f32), qs[256], bsums[16] (int16)
     {GgmlType::Q8_K, "q8_K", qk_k, 4 + 256 + 32, true, GgmlType::Q8_K},
     {GgmlType::BF16, "bf16", 1, 2, false, GgmlType::F32},
+    {GgmlType::MXFP4, "mxfp4", 32, 1 + 16, true, GgmlType::Q8_0},  // e (E8M0), qs[16]
 }};
 
 // Raw type id -> index into type_table (-1: not a supported type); type_traits() is called
 // once per row by the dot products, so the lookup is a single load.
-constexpr uint32_t max_type_id = 31;
+constexpr uint32_t max_type_id = 40;
 constexpr std::array<int8_t, max_type_id> type_index = [] {
     std::array<int8_t, max_type_id> idx{};
     idx.fill(-1);

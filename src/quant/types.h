@@ -28,6 +28,7 @@ enum class GgmlType : uint32_t {
     Q6_K = 14,
     Q8_K = 15,
     BF16 = 30,
+    MXFP4 = 39,  // OCP microscaling FP4: E8M0 scale + 32 x E2M1 (gpt-oss experts)
 };
 
 struct TypeTraits {

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/tp_runner.h"
+#include "model/arch_model.h"
 #include "model/config.h"
+#include "model/shard.h"
 #include "runtime/validator.h"
 #include "util/check.h"
 
@@ -18,7 +21,8 @@ namespace {
 // ZINC_EXACT=1 mode (Runner::exact), or the CPU tier itself (the oracle is the same code with
 // the same options).
 bool bitwise_validation(const model::Runner& r) {
-    return r.exact() || r.tier() == "cpu";
+    // The CPU tier is the oracle's own arithmetic, unless split over ranks (other sum order).
+    return r.exact() || (r.tier() == "cpu" && r.tensor_parallel() == 1);
 }
 
 class CheckedRunner final : public model::Runner {
@@ -130,6 +134,7 @@ class CheckedRunner final : public model::Runner {
     }
     const model::RunnerOptions& options() const override { return primary_->options(); }
     std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }
+    int tensor_parallel() const override { return fell_back_ ? 1 : primary_->tensor_parallel(); }
     bool exact() const override { return fell_back_ || bitwise_validation(*primary_); }
     size_t kv_bytes() const override {
         return primary_->kv_bytes() + (oracle_ ? oracle_->kv_bytes() : 0);
@@ -190,10 +195,27 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
         return make_error(
             "ZINC_CPU_OPS forces ops of a device tier onto the CPU; the CPU tier "
             "has nothing to force (use --tier cuda)");
+    const int tp = ropts.tensor_parallel;
+    if (tp < 0 && choice.tier == Tier::Cpu)
+        return make_error(
+            "--split-mode row without --tensor-parallel N: the CPU tier has no devices to count "
+            "ranks by; give --tensor-parallel N");
+    if (choice.tier == Tier::Cuda && tp != 0 && tp != 1) {
+        return make_error("--tensor-parallel " + std::to_string(tp) +
+                          " on the CUDA tier: multi-GPU execution (one runner per device, NCCL "
+                          "all-reduce) is not implemented yet; N = 1 runs, and --tier cpu runs "
+                          "N ranks as a correctness mode (docs/cuda.md, \"Tensor parallel\")");
+    }
     if (choice.tier == Tier::Cuda) {
         cuda::CudaOptions co;
         co.device = choice.device;
         co.exact = ropts.exact || ro.batch_invariant ? 1 : 0;
+        if (tp == 1) {  // the sharded op list at N = 1: one-rank AllReduce ops, same weights
+            auto set = model::shard_program(dynamic_cast<const model::ArchModel&>(model).program(),
+                                            model.config(), 1);
+            if (!set) return set.error();
+            co.shards = std::shared_ptr<const model::ShardSet>(std::move(set.value()));
+        }
         auto r = cuda::create_runner(model, pro, co);
         if (r) {
             primary = std::move(r.value());
@@ -207,7 +229,13 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
                                 "); using the CPU tier";
         }
     }
-    if (!primary) {
+    if (!primary && tp >= 1) {
+        auto r = cpu::create_tensor_parallel_runner(model, pro, tp);
+        if (!r) return r.error();
+        primary = std::move(r.value());
+        out.choice.reason += "; tensor parallel: " + std::to_string(tp) +
+                             " shards in lockstep (CPU correctness mode)";
+    } else if (!primary) {
         auto r = model::Runner::create_cpu(model, pro);
         if (!r) return r.error();
         primary = std::move(r.value());
@@ -243,7 +271,13 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
     auto choice =
         choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device, ropts.device_source);
     if (!choice) return choice.error();
-    return create_tiered_runner(model, ro, ropts, choice.value());
+    RuntimeOptions o = ropts;
+    if (choice->tier == Tier::Cuda) {
+        auto n = cuda_tensor_parallel(o.tensor_parallel, probe);
+        if (!n) return n.error();
+        o.tensor_parallel = n.value();
+    }
+    return create_tiered_runner(model, ro, o, choice.value());
 }
 
 }  // namespace zinc::runtime

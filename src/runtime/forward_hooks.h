@@ -46,13 +46,18 @@ enum class Op : uint8_t {
     Gather,     // move the output rows to the front before the LM head
     Softcap,    // final logit soft-capping
     Argmax,     // CUDA: argmax of each logits row
+    SsmConv,    // causal conv1d with the rolling state (Gated DeltaNet layers)
+    DeltaNet,   // the gated delta rule over a sequence's rows with its recurrent state
+    MoeRoute,    // MoE: each row's top-k experts and weights from its router logits
+    MoeCombine,  // MoE: each row's weighted sum of its experts' outputs
     kCount
 };
 inline constexpr int kNumOps = static_cast<int>(Op::kCount);
 inline const char* op_name(Op op) {
-    static constexpr const char* kNames[kNumOps] = {"embed",   "rms_norm",  "matmul",  "dequant",
-                                                    "rope_kv", "attention", "pack",    "glu",
-                                                    "add",     "gather",    "softcap", "argmax"};
+    static constexpr const char* kNames[kNumOps] = {
+        "embed", "rms_norm", "matmul", "dequant", "rope_kv", "attention", "pack",
+        "glu",   "add",      "gather", "softcap", "argmax",  "ssm_conv",  "delta_net",
+        "moe_route", "moe_combine"};
     return kNames[static_cast<int>(op)];
 }
 

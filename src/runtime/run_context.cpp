@@ -14,6 +14,7 @@ Result<RunContext> create_run_context(const model::Model& model, const RunContex
         runtime_options(o.tier_flag, o.device_flag, [](const char* k) { return std::getenv(k); });
     if (!ropts) return ropts.error();
     if (o.exact_flag) ropts.value().exact = true;
+    ropts.value().tensor_parallel = o.tensor_parallel;
     if (o.n_ctx < 1) return make_error("context size " + std::to_string(o.n_ctx) + " < 1");
     model::RunnerOptions ro;
     ro.block_size = 16;

@@ -23,6 +23,7 @@ struct RunContextOptions {
     std::string tier_flag;    // --tier value; empty: not given
     int device_flag = -1;     // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
     bool exact_flag = false;  // --exact (else ZINC_EXACT): the CUDA tier computes the CPU's bits
+    int tensor_parallel = 0;  // --tensor-parallel N (RuntimeOptions::tensor_parallel)
 };
 
 struct RunContext {

@@ -232,4 +232,16 @@ Result<RuntimeOptions> runtime_options(const std::string& tier_flag, int device_
     return o;
 }
 
+Result<int> cuda_tensor_parallel(int requested, const cuda::Probe& probe) {
+    if (requested == 0) return 0;
+    const int n_dev = static_cast<int>(probe.devices.size());
+    const int n = requested < 0 ? n_dev : requested;  // --split-mode row: every usable device
+    if (n < 1 || n > n_dev)
+        return make_error("--tensor-parallel " + std::to_string(n) + ": the CUDA tier has " +
+                          std::to_string(n_dev) + " usable device" + (n_dev == 1 ? "" : "s") +
+                          " (" + describe_devices(probe) + "); N must be at most " +
+                          std::to_string(n_dev));
+    return n;
+}
+
 }  // namespace zinc::runtime

@@ -70,6 +70,10 @@ struct RuntimeOptions {
     /// --exact or ZINC_EXACT=1: the CUDA tier computes the CPU tier's bits (docs/exactness.md);
     /// default (ZINC_EXACT unset or 0): its fast kernels. The CPU tier is exact either way.
     bool exact = false;
+    /// --tensor-parallel N (model/shard.h): 0 off; N >= 1 ranks; -1 every usable CUDA device
+    /// (--split-mode row alone). CPU tier: N shards in lockstep (backend/cpu/tp_runner.h); CUDA
+    /// tier: N must not exceed the usable devices, and only N = 1 runs today.
+    int tensor_parallel = 0;
 };
 
 /// Read the switches from `env` (std::getenv in production). `tier_flag` is the --tier value,
@@ -80,6 +84,11 @@ Result<RuntimeOptions> runtime_options(const std::string& tier_flag,
 /// integer in [0, 1023], else device 0).
 Result<RuntimeOptions> runtime_options(const std::string& tier_flag, int device_flag,
                                        const std::function<const char*(const char*)>& env);
+
+/// The CUDA tier's rank count for --tensor-parallel `requested` (RuntimeOptions::
+/// tensor_parallel): -1 becomes the number of usable devices; more ranks than usable devices is
+/// an error naming them. 0 (off) stays 0.
+Result<int> cuda_tensor_parallel(int requested, const cuda::Probe& probe);
 
 /// The usable CUDA devices of a probe as one phrase, e.g. "0 (NVIDIA H200, compute 9.0), 1
 /// (NVIDIA H200, compute 9.0)", or "none" with the probe's reason.

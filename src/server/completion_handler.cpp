@@ -324,9 +324,10 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                       : parse_completion_request(body.value(), ctx.opts.sampling, ctx.opts.limits);
     if (!parsed.ok()) return send_error(res, parsed.error());
     CompletionRequest& cr = parsed.value();
-    // A request names the served model or leaves `model` out; "" names no model (a 404, as any
-    // other id that is not served).
-    if (cr.has_model && cr.model != ctx.opts.model_id)
+    // A request names the served model, another one (served by the loaded model unless
+    // --strict-model; the response's `model` names the one that answered) or leaves `model` out;
+    // "" names no model: a 404.
+    if (cr.has_model && cr.model != ctx.opts.model_id && (ctx.opts.strict_model || cr.model.empty()))
         return send_error(res, model_not_found(cr.model));
 
     auto prompts = prompt_tokens(ctx, cr);

@@ -41,7 +41,11 @@ struct ServerOptions {
     std::shared_ptr<Tenancy> tenancy;
     size_t max_body_bytes = 8u << 20;   // larger bodies get 413
     int http_threads = 0;               // connection threads; 0: 2 * max(parallel, 16) + 32
-    std::string model_id;               // the name /v1/models lists and requests must use
+    std::string model_id;               // the name /v1/models lists and responses carry
+    /// A request naming another model: false (default, as Ollama and llama.cpp's server) serves
+    /// it with the loaded model, and the response's `model` says which one answered; true
+    /// (--strict-model) refuses it with 404 model_not_found. "model": "" is always a 404.
+    bool strict_model = false;
     engine::SamplerOptions sampling;    // defaults for fields a request leaves out (not seed)
     /// Seed for requests that give none (choice j: seed + j); absent: a random one each.
     std::optional<uint64_t> default_seed;

@@ -83,6 +83,9 @@ std::vector<Case> cases() {
         c.push_back({"8B shapes", "wo", t, false, E, {E}});
         c.push_back({"8B shapes", "gate+up", t, false, E, {F, F}});
     }
+    // gpt-oss-20b's MXFP4 experts (n_embd 2880, expert width 2880): one expert's gate+up, down
+    c.push_back({"gpt-oss-20b", "expert gate+up", GgmlType::MXFP4, false, 2880, {2880, 2880}});
+    c.push_back({"gpt-oss-20b", "expert down", GgmlType::MXFP4, false, 2880, {2880}});
     return c;
 }
 

@@ -96,6 +96,9 @@ inline void fill_weights(GgmlType t, uint8_t* w, size_t row_bytes, int64_t r0, i
                 case GgmlType::Q3_K:
                     set_h(d + 108, -12, -7);
                     break;
+                case GgmlType::MXFP4:  // E8M0 scale 2^(e - 128): 2^-12 .. 2^-5
+                    d[0] = static_cast<uint8_t>(116 + rng.next() % 8);
+                    break;
                 default:
                     break;
             }

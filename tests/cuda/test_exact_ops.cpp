@@ -132,6 +132,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                 case GgmlType::Q3_K: set_h(q + 108); break;
                 case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(q); set_h(q + 2); break;
                 case GgmlType::Q6_K: set_h(q + 208); break;
+                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;
                 default: break;
             }
         }
@@ -299,6 +300,55 @@ void test_dmmv(std::mt19937& rng, GgmlType t, int k, int n_act) {
     for (void* p : {static_cast<void*>(dw), static_cast<void*>(dx), static_cast<void*>(dbias),
                     static_cast<void*>(o.f), static_cast<void*>(o.q), static_cast<void*>(o.d),
                     static_cast<void*>(y0), static_cast<void*>(y1)})
+        cudaFree(p);
+}
+
+// Expert gathering (MoE, MatJob::expert): n_exp matrices of n_out rows back to back, activation
+// row j multiplied by the matrix of expert ids[j]; each output must equal vec_dot of that
+// expert's row (n_act > 16 also checks that a gathered call never takes the tiled GEMM).
+void test_dmmv_gathered(std::mt19937& rng, GgmlType t, int k, int n_act) {
+    const int n_out = kOut, n_exp = 3;
+    const size_t rb = quant::row_size(t, k);
+    const auto w = make_weights(t, n_out * n_exp, k, rng);
+    const auto x = make_acts(n_act, k, rng);
+    std::vector<int32_t> ids(n_act);
+    for (int j = 0; j < n_act; ++j) ids[j] = static_cast<int32_t>(rng() % n_exp);
+    const GgmlType vt = quant::type_traits(t).vec_dot_type;
+    const auto packed = cpu_pack(t, x, n_act, k);
+    const size_t prb = quant::row_size(vt, k);
+    uint8_t* dw = dev_copy(w);
+    float* dx = dev_copy(x);
+    int32_t* dids = dev_copy(ids);
+    cu::RowOut o;
+    o.f = dev_poisoned<float>(x.size());
+    o.q = dev_poisoned<int8_t>(x.size());
+    o.d = dev_poisoned<float4>(x.size() / 32);
+    o.mode = cu::pack_mode_for(static_cast<int>(t));
+    cu::pack_rows(dx, n_act, k, o, nullptr);
+    float* y = dev_poisoned<float>(static_cast<size_t>(n_act) * n_out);
+    cu::MatJob job;
+    job.w = dw;
+    job.row_bytes = rb;
+    job.n_out = n_out;
+    job.y = y;
+    job.ldy = n_out;
+    job.expert = dids;
+    job.expert_stride = rb * n_out;
+    cu::dmmv_exact(static_cast<int>(t), &job, 1, k, o.q, o.d, o.f, n_act, false, nullptr);
+    const auto got = host_copy(y, static_cast<size_t>(n_act) * n_out);
+    std::vector<float> want(got.size());
+    for (int j = 0; j < n_act; ++j)
+        for (int r = 0; r < n_out; ++r) {
+            const uint8_t* row = w.data() + rb * (static_cast<size_t>(ids[j]) * n_out + r);
+            want[static_cast<size_t>(j) * n_out + r] =
+                quant::vec_dot(t, k, row, packed.data() + prb * j);
+        }
+    const Cmp c = compare(got.data(), want.data(), want.size());
+    report(c.equal, fmt("exact dmmv %-5s x %3d rows gathered over %d experts: ", tname(t).c_str(),
+                        n_act, n_exp) + verdict(c));
+    for (void* p : {static_cast<void*>(dw), static_cast<void*>(dx), static_cast<void*>(dids),
+                    static_cast<void*>(o.f), static_cast<void*>(o.q), static_cast<void*>(o.d),
+                    static_cast<void*>(y)})
         cudaFree(p);
 }
 
@@ -490,8 +540,12 @@ int main(int, char**) {
                 d.cc_minor, d.mem_total >> 20, quant::simd_level());
     std::mt19937 rng(20261129);
     using T = GgmlType;
+    // ZINC_EXACT_OPS_ONLY=<type name> (e.g. mxfp4): that type's cases only, no packings (for the
+    // slow host emulation).
+    const char* only = std::getenv("ZINC_EXACT_OPS_ONLY");
     for (T t : {T::F32, T::F16, T::BF16, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::Q8_0, T::Q2_K,
-                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K}) {
+                T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K, T::MXFP4}) {
+        if (only && tname(t) != only) continue;
         const bool kq = quant::type_traits(t).block_size == 256;
         for (int n_act : kActs) test_dmmv(rng, t, kq ? kKQuantK : kLegacyK, n_act);  // odd block counts
         test_dmmv(rng, t, kq ? kEvenKQuantK : kEvenLegacyK, 2);                     // even
@@ -499,6 +553,11 @@ int main(int, char**) {
             for (int k : {8, 40, 77, 2085}) test_dmmv_float_tail(rng, t, k, 3);
         test_get_rows(rng, t, kq ? 768 : 576);
         if (!is_float_type(t)) test_dequant_f16(rng, t, kq ? 768 : 576);
+        for (int n_act : {1, 5, 19}) test_dmmv_gathered(rng, t, kq ? kKQuantK : kLegacyK, n_act);
+    }
+    if (only) {
+        std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
+        return g_fail ? 1 : 0;
     }
     for (int mode : {cu::kPackQ8_0, cu::kPackQ8_1, cu::kPackQ8K})
         for (int dim : {576, 2048})

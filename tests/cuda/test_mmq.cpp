@@ -4,29 +4,28 @@
 //   cuda_test_mmq [--ctest] [--bench] [--bench-only] [--verbose]
 //
 // Correctness, for every type mmq covers (Q4_K, Q6_K, Q4_0, Q8_0, Q5_K, Q5_0, Q5_1, Q4_1, Q2_K,
-// Q3_K) and every tile variant: random weights (quantized Gaussians with per-row scale and offset,
-// and random payload bytes with random finite f16 scales), random activations (per-row scale,
-// outliers, zero stretches) packed on the device by pack.cu in the type's mode; one to three
-// fused jobs with odd row counts (1024 + 32, 389, 45, ...), the later ones with a bias and a
-// row stride larger than their row count; n_act not a multiple of the tile (17, 33, 65, 100) and
+// Q3_K, MXFP4) and every tile variant: random weights (quantized Gaussians with per-row scale and
+// offset, and random payload bytes with random finite f16 scales), random activations (per-row
+// scale, outliers, zero stretches) packed on the device by pack.cu in the type's mode; one to three
+// fused jobs with odd row counts (1024 + 32, 389, 45, ...), the later ones with a bias and a row
+// stride larger than their row count; n_act not a multiple of the tile (17, 33, 65, 100) and
 // prefill sizes (512); k not a multiple of a stage (2080 = 65 blocks) up to 14336. Each output
 // buffer is poisoned with NaN first. The reference is float64 over the dequantized weights
-// (quant::dequantize_row) times the dequantized packed activations read back from the device
-// (d * code), plus the bias; the check is ||y - ref|| / ||ref|| <= tolerance over all outputs, and
-// every output finite (NaN never passes). accumulate = true is checked over random initial y.
-// Tolerance 2e-5 (f32 accumulation of per-chunk products). Q4_1 / Q5_1's offsets multiply Q8_1's
-// stored sum s (the f16 of d * the codes' sum), as in the CPU tier's vec_dot, so their reference is
-// sum (w - m) a + sum_blocks m s (with the exact sum instead, 1-row cases differ by up to 3e-3:
-// H200 run 1). Types it does not
-// cover and misaligned activations must be refused (false, outputs untouched). Every variant, and
-// the first rows of a batch run alone, must give the same bits (batch invariance).
-// --bench: the Llama-3-8B projection shapes (k 4096 -> 4096, 1024, 14336; 14336 -> 4096; the LM
-// head 4096 -> 128256) at 32, 64, 512 and 4096 activation rows, for Q4_K, Q6_K, Q4_0 and Q8_0:
-// mmq (its own choice of tiles, and the best of the variants), and dequant_f16 + cuBLAS gemm_f16
-// (the path before mmq) and the cuBLAS GEMM alone; CUDA events around each launch, median of 15
-// after 2 warm-ups, the weights rotated over enough copies to exceed the L2; TOP/s counted as
-// 2 * rows * k * n_act (int8 effective).
-// Exit 0 only when every check passes; 77 (ctest: skipped) without a usable device.
+// (quant::dequantize_row) times the dequantized packed activations read back from the device (d *
+// code), plus the bias; the check is ||y - ref|| / ||ref|| <= tolerance over all outputs, and every
+// output finite (NaN never passes). accumulate = true is checked over random initial y. Tolerance
+// 2e-5 (f32 accumulation of per-chunk products). Q4_1 / Q5_1's offsets multiply Q8_1's stored sum s
+// (the f16 of d * the codes' sum), as in the CPU tier's vec_dot, so their reference is sum (w - m)
+// a + sum_blocks m s (with the exact sum instead, 1-row cases differ by up to 3e-3: H200 run 1).
+// Types it does not cover and misaligned activations must be refused (false, outputs untouched).
+// Every variant, and the first rows of a batch run alone, must give the same bits (batch
+// invariance). --bench: the Llama-3-8B projection shapes (k 4096 -> 4096, 1024, 14336; 14336 ->
+// 4096; the LM head 4096 -> 128256) at 32, 64, 512 and 4096 activation rows, for Q4_K, Q6_K, Q4_0
+// and Q8_0: mmq (its own choice of tiles, and the best of the variants), and dequant_f16 + cuBLAS
+// gemm_f16 (the path before mmq) and the cuBLAS GEMM alone; CUDA events around each launch, median
+// of 15 after 2 warm-ups, the weights rotated over enough copies to exceed the L2; TOP/s counted as
+// 2 * rows * k * n_act (int8 effective). Exit 0 only when every check passes; 77 (ctest: skipped)
+// without a usable device.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -127,6 +126,9 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                     break;
                 case GgmlType::Q6_K:
                     set_h(q + 208);
+                    break;
+                case GgmlType::MXFP4:  // E8M0 scale 2^(e - 128): 2^-20 .. 2^3
+                    q[0] = static_cast<uint8_t>(108 + rng() % 24);
                     break;
                 default:
                     break;
@@ -562,7 +564,7 @@ int main(int argc, char** argv) {
     using T = GgmlType;
     if (do_tests) {
         for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q5_K, T::Q5_0, T::Q5_1, T::Q4_1, T::Q2_K,
-                    T::Q3_K}) {
+                    T::Q3_K, T::MXFP4}) {
             const bool kq = quant::type_traits(t).block_size == 256;
             // (k, job rows, act rows): partial stages (65 blocks), 3 fused jobs with odd sizes,
             // act rows not multiples of the tiles, prefill sizes, a long row.

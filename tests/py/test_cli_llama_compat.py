@@ -120,7 +120,8 @@ def test_hf_and_other_llama_only_flags_say_what_to_do():
     bad(zinc("-m", m, "-p", "hi", "-i"), "zinc chat")
     bad(zinc("-m", m, "-p", "hi", "-fa"), "-fa:", "drop")
     bad(zinc("-m", m, "-p", "hi", "-ctk", "q8_0"), "-ctk:", "f16")
-    bad(zinc("-m", m, "-p", "hi", "-ts", "1,1"), "-d N")
+    bad(zinc("-m", m, "-p", "hi", "-mg", "1"), "-d N")
+    bad(zinc("chat", "-m", m, "-ts", "1,1"), "-ts", "zinc chat")  # run/serve/bench take it
     # a llama.cpp flag zinc maps, on a subcommand without the target: named plainly
     bad(zinc("inspect", "-ngl", "99", m), "-ngl", "zinc inspect")
 

@@ -32,4 +32,6 @@ def test_exact_kernels_under_host_emulation():
     passed = [line for line in out.splitlines() if line.startswith("PASS ")]
     # every weight type, every activation-row count, packings and embedding rows were compared
     assert len(passed) >= 150, out[-2000:]
-    assert all("bitwise equal: yes" in line for line in passed)
+    # dequant_f16 (the cuBLAS path) is held to one f16 step, not to bits: its lines say so
+    exact = [line for line in passed if not line.startswith("PASS dequant_f16")]
+    assert len(exact) >= 150 and all("bitwise equal: yes" in line for line in exact)

@@ -2,7 +2,7 @@
 
 Oracles, all independent of zinc's code:
   * gguf.quants (numpy) — dequantize for every type it implements, quantize for
-    Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/BF16/F16.
+    Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/BF16/F16/MXFP4.
   * libggml-base.so from llama-cpp-python (ctypes) — quantize_row_*_ref for every quantized
     type including the K-quants and the Q8_1/Q8_K activation packings, whose scale search
     gguf.quants does not implement.
@@ -41,17 +41,18 @@ TYPES = {
     "q4_0": QT.Q4_0, "q4_1": QT.Q4_1, "q5_0": QT.Q5_0, "q5_1": QT.Q5_1,
     "q8_0": QT.Q8_0, "q8_1": QT.Q8_1,
     "q2_K": QT.Q2_K, "q3_K": QT.Q3_K, "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K,
-    "q8_K": QT.Q8_K,
+    "q8_K": QT.Q8_K, "mxfp4": QT.MXFP4,
 }
 QUANTIZED = [t for t in TYPES if t not in ("f32", "f16", "bf16")]
 WEIGHT_TYPES = [t for t in TYPES if t not in ("q8_1", "q8_K")]  # have a vec_dot
 NUMPY_DEQUANT = [t for t in TYPES if t not in ("q8_1", "q8_K")]  # gguf.quants lacks these two
-NUMPY_QUANT = ["f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
+NUMPY_QUANT = ["f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "mxfp4"]
 VEC_DOT_TYPE = {
     "f32": "f32", "f16": "f32", "bf16": "f32",
     "q4_0": "q8_0", "q5_0": "q8_0", "q8_0": "q8_0",
     "q4_1": "q8_1", "q5_1": "q8_1",
     "q2_K": "q8_K", "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K",
+    "mxfp4": "q8_0",
 }
 HAS_MIN_TERM = {"q4_1", "q5_1", "q2_K", "q4_K", "q5_K"}
 
@@ -157,6 +158,8 @@ def random_blocks(name, n_blocks, seed):
     elif name in ("q4_K", "q5_K"):
         put_half(0, 1e-6, 0.1)
         put_half(2, 1e-6, 0.1)
+    elif name == "mxfp4":  # E8M0 scale byte: 2^(e - 128) from 2^-28 to 2^11 (every code pattern)
+        raw[:, 0] = rng.integers(100, 140, size=n_blocks, dtype=np.uint8)
     elif name == "q8_K":
         raw[:, 0:4] = rng.uniform(1e-6, 0.1, size=n_blocks).astype(np.float32).view(np.uint8).reshape(n_blocks, 4)
     return raw
@@ -310,7 +313,7 @@ def test_quantize_matches_libggml(name, simd):
 # subnormal fp16 scales by design of the formats; the byte-exact tests cover them).
 RT_BOUND = {"q4_0": 0.19, "q4_1": 0.15, "q5_0": 0.10, "q5_1": 0.085, "q8_0": 0.014,
             "q8_1": 0.014, "q2_K": 0.45, "q3_K": 0.24, "q4_K": 0.11, "q5_K": 0.056,
-            "q6_K": 0.029, "q8_K": 0.014, "f16": 4.5e-4, "bf16": 3.5e-3}
+            "q6_K": 0.029, "q8_K": 0.014, "f16": 4.5e-4, "bf16": 3.5e-3, "mxfp4": 0.24}
 
 
 @pytest.mark.parametrize("name", sorted(RT_BOUND))

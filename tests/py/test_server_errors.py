@@ -140,12 +140,7 @@ def test_unknown_fields_are_ignored(server):
 def test_404_routes_and_models(server):
     assert_error(server.get("/v2/nothing"), 404)
     assert_error(server.post("/v1/embeddings", {"input": "x"}), 404)
-    assert_error(server.post("/v1/chat/completions", chat_body(model="gpt-4o")), 404,
-                 param="model", code="model_not_found")
     assert_error(server.get("/v1/models/gpt-4o"), 404)
-    with pytest.raises(openai.NotFoundError):
-        server.client().chat.completions.create(model="nope", messages=[
-            {"role": "user", "content": "x"}])
     assert_error(server.get("/v1/chat/completions"), 405)
     assert_serving(server)
 
@@ -273,3 +268,31 @@ def test_port_in_use_is_an_error(server):
     assert err.startswith(f"zinc: error: cannot listen on 127.0.0.1:{server.port}: ")
     assert "already in use" in err and "--port" in err
     assert_serving(server)
+
+
+def test_other_model_names_are_served_by_the_loaded_model(server):
+    # As Ollama and llama.cpp's server: the one loaded model answers, and says so.
+    r = server.post("/v1/chat/completions", chat_body(model="gpt-4o"))
+    assert r.status == 200, r.body
+    assert r.json()["model"] == MODEL_ID
+    out = server.client().chat.completions.create(model="nope", max_tokens=2, messages=[
+        {"role": "user", "content": "x"}])
+    assert out.model == MODEL_ID
+    assert_error(server.post("/v1/chat/completions", chat_body(model="")), 404,
+                 param="model", code="model_not_found")
+
+
+def test_strict_model_refuses_other_names():
+    s = Server("--parallel", "1", "-c", "256", "--strict-model")
+    try:
+        assert_error(s.post("/v1/chat/completions", chat_body(model="gpt-4o")), 404,
+                     param="model", code="model_not_found")
+        with pytest.raises(openai.NotFoundError):
+            s.client().chat.completions.create(model="nope", messages=[
+                {"role": "user", "content": "x"}])
+        assert_error(s.post("/v1/completions", {"model": "other", "prompt": "a", "max_tokens": 1}),
+                     404, param="model", code="model_not_found")
+        assert s.post("/v1/chat/completions", chat_body()).status == 200
+    finally:
+        assert s.stop() == 0, s.stderr()
+        s.close()

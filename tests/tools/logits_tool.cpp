@@ -178,9 +178,12 @@ int main(int argc, char** argv) {
     }
     out += steps + "], \"forced_top\": [";
     if (!forced.empty()) {
-        // Rewind to the end of the prompt and re-evaluate its last token to get its logits back.
-        c.truncate(n_past_prompt - 1);
-        auto r = c.eval(std::span<const int32_t>(tokens.data() + n_prompt - 1, 1), false);
+        // Back to the end of the prompt: the whole prompt again from position 0 (a recurrent
+        // model's state cannot be rewound to n_past_prompt - 1; the bits are the same as a
+        // rewind for attention models, whose results do not depend on the chunking).
+        (void)n_past_prompt;
+        c.truncate(0);
+        auto r = c.eval(std::span<const int32_t>(tokens.data(), n_prompt), false);
         if (!r.ok()) return fail(r.error().message);
         for (size_t s = 0; s < forced.size(); ++s) {
             out += (s ? ", " : "") + top_json(c.logits(-1), 5);

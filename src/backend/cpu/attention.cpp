@@ -2,7 +2,8 @@
 // row, KV head) pair at a time, in the canonical order of backend/canon.h (docs/exactness.md):
 // key positions are taken in chunks aligned to canon::kAttnChunk; per chunk the scores
 // (canon::dot8 times the scale), their max, exp(s - max), the sum of those in position order and
-// the V rows accumulated by fma in position order; chunks merged in order. The CUDA tier's
+// the V rows accumulated by fma in position order; chunks merged in order; an attention sink, if
+// any, merged last (canon::merge_sink). The CUDA tier's
 // attention (backend/cuda/attention.cu) performs the same operations, so both give the same bits.
 // The AVX2 path computes exactly the scalar path's operations, lane by lane.
 #include "backend/cpu/attention.h"
@@ -41,7 +42,8 @@ float score(const float* q, const uint16_t* k, int n, bool simd) {
         __m256 acc = _mm256_setzero_ps();
         int i = 0;
         for (; i + 8 <= n; i += 8) {
-            const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
+            const __m256 kv =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
             acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, acc);
         }
         alignas(32) float lanes[8];
@@ -50,7 +52,8 @@ float score(const float* q, const uint16_t* k, int n, bool simd) {
         return canon::tree8(lanes);
     }
 #endif
-    return canon::dot8(q, [k](int i) { return quant::fp16_to_fp32(k[i]); }, n);
+    return canon::dot8(
+        q, [k](int i) { return quant::fp16_to_fp32(k[i]); }, n);
 }
 
 // o[d] = fma(e, v[d], o[d]) for d < n.
@@ -60,7 +63,8 @@ void axpy_f16(float e, const uint16_t* v, float* o, int n, bool simd) {
     if (simd) {
         const __m256 ev = _mm256_set1_ps(e);
         for (; d + 8 <= n; d += 8) {
-            const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
+            const __m256 vv =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
             _mm256_storeu_ps(o + d, _mm256_fmadd_ps(ev, vv, _mm256_loadu_ps(o + d)));
         }
     }
@@ -102,7 +106,7 @@ void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q,
 
     pool.run([&](int ith, int nth) {
         float* base = scratch + static_cast<int64_t>(ith) * per_thread;
-        float* sc = base;                            // group x kChunk scores / exps
+        float* sc = base;                                      // group x kChunk scores / exps
         float* o = sc + static_cast<int64_t>(group) * kChunk;  // group x hdv running output
         float* oc = o + static_cast<int64_t>(group) * hdv;     // group x hdv chunk output
         float* ml = oc + static_cast<int64_t>(group) * hdv;    // group x (m, l)
@@ -151,13 +155,22 @@ void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q,
                         l = lc;
                     } else {
                         const float mn = m > mc ? m : mc;
-                        const float fa = canon::merge_factor(m, mn), fb = canon::merge_factor(mc, mn);
+                        const float fa = canon::merge_factor(m, mn),
+                                    fb = canon::merge_factor(mc, mn);
                         l = canon::merge_value(l, fa, lc, fb);
                         merge_rows(o + g * hdv, fa, ocg, fb, hdv, simd);
                         m = mn;
                     }
                 }
                 first = false;
+            }
+            if (p.sinks) {  // one more merge: the sink chunk (m = sink, l = 1, o = 0)
+                for (int g = 0; g < group; ++g) {
+                    float fa, fb;
+                    canon::merge_sink(ml[2 * g], ml[2 * g + 1], p.sinks[kvh * group + g], fa, fb);
+                    float* og = o + g * hdv;
+                    for (int d = 0; d < hdv; ++d) og[d] = canon::merge_value(og[d], fa, 0.0f, fb);
+                }
             }
             for (int g = 0; g < group; ++g) {
                 const float l = ml[2 * g + 1];

@@ -32,6 +32,12 @@ struct AttentionParams {
     int head_dim_v = 0;
     float scale = 1.0f;  // multiplies q.k (usually 1/sqrt(head_dim_k))
     int window = 0;      // 0: full causal
+    // (n_head) f32 attention sinks or null: per query head a learned logit that joins the
+    // softmax denominator and contributes no value (gpt-oss; Xiao et al. 2023, "Efficient
+    // Streaming Language Models with Attention Sinks"). out = sum_j e^(s_j - M) v_j /
+    // (sum_j e^(s_j - M) + e^(sink - M)). In the canonical order it is one more chunk merged
+    // after the last key chunk, with m = sink, l = 1, o = 0 (backend/canon.h merge_sink).
+    const float* sinks = nullptr;
 };
 
 /// A contiguous cache of one layer: position j's K row is k + j * k_stride (n_head_kv *

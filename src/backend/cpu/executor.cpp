@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backend/cpu/activations.h"
+#include "backend/cpu/delta_net.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/embedding.h"
 #include "backend/cpu/f16_vec.h"
@@ -39,9 +40,18 @@ Workspace::Workspace(const Program& prog, int nb, int max_seq_len, int n_threads
             n_rot = std::max<int64_t>(n_rot, op.as<model::RopeKvP>().rope.n_rot);
         if (op.kind() == OpKind::Attention) {
             const auto& a = op.as<model::AttentionP>();
-            const AttentionParams p{a.n_head,     a.n_head_kv, a.head_dim_k,
-                                    a.head_dim_v, a.scale,     a.window};
+            const AttentionParams p{a.n_head,
+                                    a.n_head_kv,
+                                    a.head_dim_k,
+                                    a.head_dim_v,
+                                    a.scale,
+                                    a.window,
+                                    a.sinks ? a.sinks->f32() : nullptr};
             scratch = std::max(scratch, attention_scratch_floats(p, n_threads, max_seq_len));
+        }
+        if (op.kind() == OpKind::Moe) {
+            const auto& m = op.as<model::MoeP>();
+            moe.reserve(nb, m.n_used, prog.width(m.in), m.n_ff, m.n_expert);
         }
     }
     rope_cs.resize(n * static_cast<size_t>(n_rot));
@@ -80,10 +90,11 @@ class Executor {
   public:
     Executor(const Program& prog, ForwardState& st) : prog_(prog), st_(st) {}
 
-    void run() {
+    void run(size_t begin, size_t end) {
         int il = -2;
         bool skip = false;
-        for (const model::Op& op : prog_.ops) {
+        for (size_t i = begin; i < end; ++i) {
+            const model::Op& op = prog_.ops[i];
             if (op.il != il) {  // a layer boundary: ZINC_SKIP_LAYERS (debug) skips it whole
                 il = op.il;
                 skip = il >= 0 && st_.hooks && st_.hooks->skip_layer(il, prog_.n_layer);
@@ -144,6 +155,20 @@ class Executor {
                 return keep_rows(op);
             case OpKind::Softcap:
                 return softcap(op);
+            case OpKind::SsmConv:
+                return ssm_conv(op);
+            case OpKind::DeltaNet:
+                return delta_net(op);
+            case OpKind::GatedRmsNorm:
+                return gated_rms_norm(op);
+            case OpKind::SplitGate:
+                return split_gate(op);
+            case OpKind::SigmoidMul:
+                return sigmoid_mul(op);
+            case OpKind::Moe:
+                return moe(op);
+            case OpKind::AllReduce:  // one executor is one rank: the sum over one rank
+                return;              // (backend/cpu/tp_runner.cpp sums N shards around it)
             case OpKind::kCount:
                 break;
         }
@@ -246,8 +271,13 @@ class Executor {
         for (const AttentionSeq& s : st_.seqs)
             for (int32_t i = 0; i < s.n_tokens; ++i)
                 n_attended += runtime::attended_positions(s.pos0 + i, p.window);
-        const AttentionParams ap{p.n_head,     p.n_head_kv, p.head_dim_k,
-                                 p.head_dim_v, p.scale,     p.window};
+        const AttentionParams ap{p.n_head,
+                                 p.n_head_kv,
+                                 p.head_dim_k,
+                                 p.head_dim_v,
+                                 p.scale,
+                                 p.window,
+                                 p.sinks ? p.sinks->f32() : nullptr};
         paged_attention(st_.pool, ap, buf(p.q), q_dim, st_.seqs, st_.kv.view(p.kv_layer),
                         buf(op.outs[0].t), out_dim, st_.ws.scores.data());
         count(Op::Attention, 0, 2 * n_attended * (kd + vd) + kF32 * n * (q_dim + out_dim));
@@ -347,6 +377,121 @@ class Executor {
         count(Op::Softcap, 0, 2 * kF32 * n);
     }
 
+    // Recurrent ops run per sequence (its rows in order, its own state slot) and must come
+    // before KeepRows (they need every row and the sequence table).
+    void ssm_conv(const model::Op& op) {
+        const auto& p = op.as<model::SsmConvP>();
+        ZINC_CHECK(st_.rs && st_.seq_slot && !st_.seqs.empty());
+        const int64_t ch = width(p.in);
+        const int d_conv = static_cast<int>(p.w->ne[0]);
+        const float* x = buf(p.in);
+        float* y = buf(op.outs[0].t);
+        const float* w = p.w->f32();
+        st_.pool.run([&](int ith, int nth) {
+            const Range r = split_range(ch, ith, nth);
+            if (r.begin >= r.end) return;
+            for (size_t si = 0; si < st_.seqs.size(); ++si) {
+                const AttentionSeq& s = st_.seqs[si];
+                const int64_t o = static_cast<int64_t>(s.row0) * ch;
+                cpu::ssm_conv(x + o, s.n_tokens, ch, w, d_conv,
+                              st_.rs->conv(p.rs_layer, st_.seq_slot[si]), y + o, r.begin, r.end);
+            }
+        });
+        count(Op::SsmConv, mat_bytes(p.w),
+              2 * kF32 * st_.n_tokens * ch + 2 * kF32 * st_.seqs.size() * ch * (d_conv - 1));
+    }
+
+    void delta_net(const model::Op& op) {
+        const auto& p = op.as<model::DeltaNetP>();
+        ZINC_CHECK(st_.rs && st_.seq_slot && !st_.seqs.empty());
+        const float* qkv = buf(p.qkv);
+        const float* beta = buf(p.beta);
+        const float* alpha = buf(p.alpha);
+        float* out = buf(op.outs[0].t);
+        const int64_t qkv_w = width(p.qkv), out_w = width(op.outs[0].t);
+        const int64_t n_units = static_cast<int64_t>(st_.seqs.size()) * p.n_v_heads;
+        const int64_t s_floats = int64_t{p.head_k_dim} * p.head_v_dim;
+        st_.pool.run([&](int ith, int nth) {
+            std::vector<float> scratch(2 * static_cast<size_t>(p.head_k_dim) + p.head_v_dim);
+            for (int64_t u = ith; u < n_units; u += nth) {  // (sequence, v head) units
+                const size_t si = static_cast<size_t>(u / p.n_v_heads);
+                const int h = static_cast<int>(u % p.n_v_heads);
+                const AttentionSeq& s = st_.seqs[si];
+                const int64_t r0 = s.row0;
+                float* S = st_.rs->ssm(p.rs_layer, st_.seq_slot[si]) + h * s_floats;
+                delta_net_head(p, qkv + r0 * qkv_w, beta + r0 * p.n_v_heads,
+                               alpha + r0 * p.n_v_heads, s.n_tokens, h, S, out + r0 * out_w,
+                               scratch.data());
+            }
+        });
+        count(Op::DeltaNet, vec_bytes(p.dt_bias) + vec_bytes(p.a),
+              kF32 * st_.n_tokens * (qkv_w + 2 * p.n_v_heads + out_w) +
+                  2 * kF32 * n_units * s_floats);
+    }
+
+    void gated_rms_norm(const model::Op& op) {
+        const auto& p = op.as<model::GatedRmsNormP>();
+        const int64_t w = width(p.z);
+        float* x = buf(op.outs[0].t);
+        const float* z = buf(p.z);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                gated_rms_norm_row(x + r * w, z + r * w, p.w->f32(), w, p.head_dim, p.eps);
+        });
+        count(Op::RmsNorm, vec_bytes(p.w), 3 * kF32 * st_.n_tokens * w);
+    }
+
+    void split_gate(const model::Op& op) {
+        const auto& p = op.as<model::SplitGateP>();
+        const int64_t wi = width(p.in), d = wi / 2;
+        const float* in = buf(p.in);
+        float* q = buf(op.outs[0].t);
+        float* g = buf(op.outs[1].t);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                split_gate_row(in + r * wi, q + r * d, g + r * d, p.n_head, p.head_dim);
+        });
+        count(Op::Gather, 0, 2 * kF32 * st_.n_tokens * wi);
+    }
+
+    void sigmoid_mul(const model::Op& op) {
+        const Tid g = op.as<model::SigmoidMulP>().gate;
+        const int64_t w = width(g);
+        float* x = buf(op.outs[0].t);
+        const float* gate = buf(g);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            cpu::sigmoid_mul(x + r0 * w, gate + r0 * w, (r1 - r0) * w);
+        });
+        count(Op::Glu, 0, 3 * kF32 * st_.n_tokens * w);
+    }
+
+    // Routed experts (backend/cpu/moe.h): counted as the routing, one matmul per expert
+    // projection call (with the bytes of the experts used), the GLUs and the weighted sum.
+    void moe(const model::Op& op) {
+        const auto& p = op.as<model::MoeP>();
+        MoeArgs a;
+        a.x = buf(p.in);
+        a.logits = buf(p.logits);
+        a.out = buf(op.outs[0].t);
+        a.n_rows = st_.n_tokens;
+        a.n_embd = width(p.in);
+        a.n_ff = p.n_ff;
+        a.n_expert = p.n_expert;
+        a.k = p.n_used;
+        a.softmax_first = p.gating == model::MoeGating::SoftmaxTopK;
+        a.norm_w = p.norm_w;
+        a.w_scale = p.w_scale;
+        a.gate = &st_.ws.mat(p.gate_exps);
+        a.up = &st_.ws.mat(p.up_exps);
+        a.down = &st_.ws.mat(p.down_exps);
+        const MoeStats ms = moe_ffn(st_.pool, st_.mm, a, st_.ws.moe);
+        const uint64_t n = static_cast<uint64_t>(st_.n_tokens), k = p.n_used;
+        count(Op::MoeRoute, 0, kF32 * n * (p.n_expert + 2 * k));
+        for (int i = 0; i < ms.n_matmuls; ++i) count(Op::Matmul, i == 0 ? ms.weight_bytes : 0, 0);
+        if (ms.n_experts_used) count(Op::Glu, 0, 3 * kF32 * n * k * p.n_ff);
+        count(Op::MoeCombine, 0, kF32 * n * (k + 1) * a.n_embd);
+    }
+
     const Program& prog_;
     ForwardState& st_;
 };
@@ -354,7 +499,12 @@ class Executor {
 }  // namespace
 
 void execute(const Program& prog, ForwardState& st) {
-    Executor(prog, st).run();
+    Executor(prog, st).run(0, prog.ops.size());
+}
+
+void execute_ops(const Program& prog, ForwardState& st, size_t begin, size_t end) {
+    ZINC_CHECK(begin <= end && end <= prog.ops.size());
+    Executor(prog, st).run(begin, end);
 }
 
 }  // namespace zinc::cpu

@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cpu/delta_net.h"
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/batch.h"
 #include "model/ir.h"
 #include "runtime/forward_hooks.h"
 
@@ -29,6 +32,7 @@ struct Workspace {
     std::vector<float> rope_cs;         // (n_batch, n_rot)     cos/sin per row
     std::vector<float> scores;          // attention scratch (attention_scratch_floats)
     std::unordered_map<const model::Weight*, MatView> mats;  // every weight's matmul view
+    MoeScratch moe;  // MoE ops' routing and expert buffers (sized at creation)
     const MatView& mat(const model::Weight* w) const { return mats.at(w); }
 };
 
@@ -51,10 +55,23 @@ struct ForwardState {
     /// Optional (RunnerOptions::hooks): the executor counts each op it runs, captures the named
     /// intermediates for validation, and honours the debug/test switches there.
     runtime::ForwardHooks* hooks = nullptr;
+    /// Recurrent models (Program::recurrent non-empty): the state pool, and the slot of each
+    /// sequence of `seqs` (same order). nullptr otherwise.
+    StatePool* rs = nullptr;
+    const int32_t* seq_slot = nullptr;
 };
 
 /// Run the op list on the step batch in st: append every row's K/V to the pool and write the
 /// logits of st.out_rows. The caller (the CPU Runner) has validated ids, positions and tables.
 void execute(const model::Program& prog, ForwardState& st);
+/// Run ops [begin, end) only (the tensor-parallel runner stops each shard at its AllReduce ops;
+/// st carries the rows kept by KeepRows from one call to the next).
+void execute_ops(const model::Program& prog, ForwardState& st, size_t begin, size_t end);
+
+/// The CPU Runners' checks (backend/cpu/runner.cpp): a step batch against the options (ids in
+/// [0, n_vocab), rows, positions, block tables), and the options themselves.
+Result<void> validate_batch(const model::Batch& batch, const model::RunnerOptions& opts,
+                            int32_t n_vocab);
+Result<void> validate_options(const model::RunnerOptions& opts);
 
 }  // namespace zinc::cpu

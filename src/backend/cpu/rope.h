@@ -17,8 +17,13 @@ namespace zinc::cpu {
 
 // RopeMode and RopeParams: model/rope.h (the model's description; cpu:: names them too).
 
-/// cos/sin table for one position: cs[2i] = cos theta_i, cs[2i+1] = sin theta_i, i < n_rot/2.
+/// cos/sin table for one position: cs[2i] = cos theta_i, cs[2i+1] = sin theta_i, i < n_rot/2
+/// (YaRN: the mixed angle, both times mscale; model/rope.h).
 void rope_cache(const RopeParams& p, int64_t pos, float* cs);
+
+/// YaRN's correction dimensions [lo, hi] (ggml_rope_yarn_corr_dims), from n_rot, n_ctx_orig,
+/// freq_base, beta_fast and beta_slow.
+void rope_yarn_corr_dims(const RopeParams& p, float dims[2]);
 
 /// Rotate n_heads heads of head_dim floats each (contiguous) in place, using a rope_cache table.
 void rope_apply(const RopeParams& p, const float* cs, float* x, int n_heads, int head_dim);

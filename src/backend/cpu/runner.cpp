@@ -16,6 +16,90 @@
 #include "model/arch_model.h"
 #include "model/batch.h"
 
+namespace zinc::cpu {
+
+using model::Batch;
+using model::BatchSeq;
+using model::RunnerOptions;
+
+Result<void> validate_batch(const Batch& batch, const RunnerOptions& opts, int32_t n_vocab) {
+    const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
+    if (n_rows == 0 || batch.seqs.empty()) return make_error("forward: empty batch");
+    if (n_rows > opts.max_batch_tokens) {
+        return make_error("forward: " + std::to_string(n_rows) + " rows > max_batch_tokens " +
+                          std::to_string(opts.max_batch_tokens));
+    }
+    if (static_cast<int64_t>(batch.seqs.size()) > opts.max_seqs) {
+        return make_error("forward: " + std::to_string(batch.seqs.size()) +
+                          " sequences > max_seqs " + std::to_string(opts.max_seqs));
+    }
+    for (int64_t i = 0; i < n_rows; ++i) {
+        if (batch.tokens[i] < 0 || batch.tokens[i] >= n_vocab) {
+            return make_error("forward: token id " + std::to_string(batch.tokens[i]) + " at row " +
+                              std::to_string(i) + " is out of range [0, " +
+                              std::to_string(n_vocab) + ")");
+        }
+    }
+    int64_t next_row = 0;
+    for (size_t si = 0; si < batch.seqs.size(); ++si) {
+        const BatchSeq& s = batch.seqs[si];
+        const std::string where = "forward: sequence " + std::to_string(si) + ": ";
+        if (s.row0 != next_row || s.n_tokens < 1) {
+            return make_error(where + "rows [" + std::to_string(s.row0) + ", +" +
+                              std::to_string(s.n_tokens) + ") do not follow row " +
+                              std::to_string(next_row) + " (expected >= 1 rows there)");
+        }
+        next_row += s.n_tokens;
+        const int64_t end = static_cast<int64_t>(s.pos0) + s.n_tokens;
+        if (s.pos0 < 0 || end > opts.max_seq_len) {
+            return make_error(where + "positions [" + std::to_string(s.pos0) + ", " +
+                              std::to_string(end) + ") outside [0, max_seq_len " +
+                              std::to_string(opts.max_seq_len) + "]");
+        }
+        const int64_t need = (end + opts.block_size - 1) / opts.block_size;
+        if (static_cast<int64_t>(s.block_table.size()) < need) {
+            return make_error(where + "block table has " + std::to_string(s.block_table.size()) +
+                              " blocks, " + std::to_string(need) + " needed for " +
+                              std::to_string(end) + " positions");
+        }
+        for (int64_t b = 0; b < need; ++b) {
+            if (s.block_table[b] < 0 || s.block_table[b] >= opts.n_blocks) {
+                return make_error(where + "block id " + std::to_string(s.block_table[b]) +
+                                  " at index " + std::to_string(b) + " out of range [0, " +
+                                  std::to_string(opts.n_blocks) + ")");
+            }
+        }
+    }
+    if (next_row != n_rows) {
+        return make_error("forward: sequences cover " + std::to_string(next_row) + " of " +
+                          std::to_string(n_rows) + " rows");
+    }
+    return {};
+}
+
+Result<void> validate_options(const RunnerOptions& opts) {
+    auto bad = [](const char* what, int64_t v, const char* range) {
+        return make_error(std::string("cpu runner: ") + what + " " + std::to_string(v) +
+                          " out of range " + range);
+    };
+    if (opts.n_blocks < 1) return bad("n_blocks", opts.n_blocks, "[1, ...)");
+    if (opts.block_size < 1 || opts.block_size > (1 << 24))
+        return bad("block_size", opts.block_size, "[1, 16777216]");
+    if (opts.max_batch_tokens < 1 || opts.max_batch_tokens > (1 << 20))
+        return bad("max_batch_tokens", opts.max_batch_tokens, "[1, 1048576]");
+    if (opts.max_seqs < 1 || opts.max_seqs > opts.max_batch_tokens)
+        return bad("max_seqs", opts.max_seqs, "[1, max_batch_tokens]");
+    if (opts.max_seq_len < 1 || opts.max_seq_len > (1 << 24))
+        return bad("max_seq_len", opts.max_seq_len, "[1, 16777216]");
+    if (opts.n_threads < 0 || opts.n_threads > 1024)
+        return bad("n_threads", opts.n_threads, "[0, 1024]");
+    if (opts.n_state_slots < 0 || opts.n_state_slots > 65536)
+        return bad("n_state_slots", opts.n_state_slots, "[0, 65536]");
+    return {};
+}
+
+}  // namespace zinc::cpu
+
 namespace zinc::model {
 
 namespace {
@@ -28,7 +112,9 @@ class CpuRunner : public Runner {
           opts_(opts),
           pool_(opts.n_threads),
           kv_(cfg_, opts.n_blocks, opts.block_size),
-          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()) {
+          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
+          rs_(model.program(), opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs) {
+        opts_.n_state_slots = rs_.n_slots();
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
         opts_.n_threads = pool_.n_threads();
         const size_t rows = static_cast<size_t>(opts.max_batch_tokens);
@@ -36,15 +122,21 @@ class CpuRunner : public Runner {
         slot_.resize(rows);
         out_rows_.resize(rows);
         seqs_.reserve(static_cast<size_t>(opts.max_seqs));
+        seq_slot_.reserve(static_cast<size_t>(opts.max_seqs));
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
         ZINC_TRY(validate(batch));
         const int64_t bs = opts_.block_size;
         seqs_.clear();
+        seq_slot_.clear();
         int n_out = 0;
         for (const BatchSeq& s : batch.seqs) {
             seqs_.push_back({s.row0, s.n_tokens, s.pos0, s.block_table.data()});
+            if (!rs_.empty()) {
+                if (s.pos0 == 0) rs_.reset(s.state_slot);
+                seq_slot_.push_back(s.state_slot);
+            }
             for (int32_t i = 0; i < s.n_tokens; ++i) {
                 const int32_t r = s.row0 + i;
                 const int64_t p = static_cast<int64_t>(s.pos0) + i;
@@ -64,8 +156,15 @@ class CpuRunner : public Runner {
         st.logits = n_out > 0 ? logits : nullptr;
         st.dump_pos0 = pos_[0];
         st.hooks = opts_.hooks;
+        if (!rs_.empty()) {
+            st.rs = &rs_;
+            st.seq_slot = seq_slot_.data();
+        }
         if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
         cpu::execute(model_.program(), st);
+        if (!rs_.empty())
+            for (const BatchSeq& s : batch.seqs)
+                rs_.set_pos(s.state_slot, static_cast<int64_t>(s.pos0) + s.n_tokens);
         return {};
     }
 
@@ -73,60 +172,33 @@ class CpuRunner : public Runner {
     const RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cpu"; }
     size_t kv_bytes() const override { return kv_.bytes(); }
+    size_t state_bytes() const override { return rs_.empty() ? 0 : rs_.bytes(); }
 
   private:
     Result<void> validate(const Batch& batch) const {
-        const int64_t n_rows = static_cast<int64_t>(batch.tokens.size());
-        if (n_rows == 0 || batch.seqs.empty()) return make_error("forward: empty batch");
-        if (n_rows > opts_.max_batch_tokens) {
-            return make_error("forward: " + std::to_string(n_rows) + " rows > max_batch_tokens " +
-                              std::to_string(opts_.max_batch_tokens));
-        }
-        if (static_cast<int64_t>(batch.seqs.size()) > opts_.max_seqs) {
-            return make_error("forward: " + std::to_string(batch.seqs.size()) +
-                              " sequences > max_seqs " + std::to_string(opts_.max_seqs));
-        }
-        for (int64_t i = 0; i < n_rows; ++i) {
-            if (batch.tokens[i] < 0 || batch.tokens[i] >= cfg_.n_vocab) {
-                return make_error("forward: token id " + std::to_string(batch.tokens[i]) +
-                                  " at row " + std::to_string(i) + " is out of range [0, " +
-                                  std::to_string(cfg_.n_vocab) + ")");
-            }
-        }
-        int64_t next_row = 0;
+        ZINC_TRY(cpu::validate_batch(batch, opts_, cfg_.n_vocab));
+        if (rs_.empty()) return {};
         for (size_t si = 0; si < batch.seqs.size(); ++si) {
             const BatchSeq& s = batch.seqs[si];
             const std::string where = "forward: sequence " + std::to_string(si) + ": ";
-            if (s.row0 != next_row || s.n_tokens < 1) {
-                return make_error(where + "rows [" + std::to_string(s.row0) + ", +" +
-                                  std::to_string(s.n_tokens) + ") do not follow row " +
-                                  std::to_string(next_row) + " (expected >= 1 rows there)");
+            if (s.state_slot < 0 || s.state_slot >= rs_.n_slots()) {
+                return make_error(where + "state slot " + std::to_string(s.state_slot) +
+                                  " out of range [0, " + std::to_string(rs_.n_slots()) +
+                                  ") (a recurrent model needs one per sequence)");
             }
-            next_row += s.n_tokens;
-            const int64_t end = static_cast<int64_t>(s.pos0) + s.n_tokens;
-            if (s.pos0 < 0 || end > opts_.max_seq_len) {
-                return make_error(where + "positions [" + std::to_string(s.pos0) + ", " +
-                                  std::to_string(end) + ") outside [0, max_seq_len " +
-                                  std::to_string(opts_.max_seq_len) + "]");
-            }
-            const int64_t need = (end + opts_.block_size - 1) / opts_.block_size;
-            if (static_cast<int64_t>(s.block_table.size()) < need) {
-                return make_error(where + "block table has " +
-                                  std::to_string(s.block_table.size()) + " blocks, " +
-                                  std::to_string(need) + " needed for " + std::to_string(end) +
-                                  " positions");
-            }
-            for (int64_t b = 0; b < need; ++b) {
-                if (s.block_table[b] < 0 || s.block_table[b] >= opts_.n_blocks) {
-                    return make_error(where + "block id " + std::to_string(s.block_table[b]) +
-                                      " at index " + std::to_string(b) + " out of range [0, " +
-                                      std::to_string(opts_.n_blocks) + ")");
+            for (size_t sj = 0; sj < si; ++sj) {
+                if (batch.seqs[sj].state_slot == s.state_slot) {
+                    return make_error(where + "state slot " + std::to_string(s.state_slot) +
+                                      " is also sequence " + std::to_string(sj) + "'s");
                 }
             }
-        }
-        if (next_row != n_rows) {
-            return make_error("forward: sequences cover " + std::to_string(next_row) + " of " +
-                              std::to_string(n_rows) + " rows");
+            if (s.pos0 != 0 && rs_.pos(s.state_slot) != s.pos0) {
+                return make_error(where + "the recurrent state of slot " +
+                                  std::to_string(s.state_slot) + " is at position " +
+                                  std::to_string(rs_.pos(s.state_slot)) + ", the batch starts at " +
+                                  std::to_string(s.pos0) +
+                                  " (a recurrent state cannot be rewound: restart at 0)");
+            }
         }
         return {};
     }
@@ -138,31 +210,19 @@ class CpuRunner : public Runner {
     cpu::MatmulScratch mm_;
     cpu::KvPool kv_;
     cpu::Workspace ws_;
+    cpu::StatePool rs_;  // recurrent state slots (empty for attention-only models)
     DumpFilter dump_;
     std::vector<int32_t> pos_;             // (max_batch_tokens) position of each row
     std::vector<int64_t> slot_;            // (max_batch_tokens) physical KV row of each row
     std::vector<int32_t> out_rows_;        // rows whose logits are wanted
     std::vector<cpu::AttentionSeq> seqs_;  // this step's sequences
+    std::vector<int32_t> seq_slot_;        // their state slots (recurrent models)
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Runner>> Runner::create_cpu(const Model& model, const RunnerOptions& opts) {
-    auto bad = [](const char* what, int64_t v, const char* range) {
-        return make_error(std::string("cpu runner: ") + what + " " + std::to_string(v) +
-                          " out of range " + range);
-    };
-    if (opts.n_blocks < 1) return bad("n_blocks", opts.n_blocks, "[1, ...)");
-    if (opts.block_size < 1 || opts.block_size > (1 << 24))
-        return bad("block_size", opts.block_size, "[1, 16777216]");
-    if (opts.max_batch_tokens < 1 || opts.max_batch_tokens > (1 << 20))
-        return bad("max_batch_tokens", opts.max_batch_tokens, "[1, 1048576]");
-    if (opts.max_seqs < 1 || opts.max_seqs > opts.max_batch_tokens)
-        return bad("max_seqs", opts.max_seqs, "[1, max_batch_tokens]");
-    if (opts.max_seq_len < 1 || opts.max_seq_len > (1 << 24))
-        return bad("max_seq_len", opts.max_seq_len, "[1, 16777216]");
-    if (opts.n_threads < 0 || opts.n_threads > 1024)
-        return bad("n_threads", opts.n_threads, "[0, 1024]");
+    ZINC_TRY(cpu::validate_options(opts));
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     ZINC_CHECK(am != nullptr);
     return std::unique_ptr<Runner>(std::make_unique<CpuRunner>(*am, opts));

@@ -7,7 +7,8 @@
 // chunk's scores are canon::dot8(q, k) * scale (one thread per position, 8 chains + tree8), its
 // max, e = exp(s - max), l = the sum of e in position order (one thread), and o[d] = fma chains
 // over the chunk's positions in order (one thread per output dimension). Chunks are merged in
-// increasing order with canon::merge_factor / merge_value, and the output is o / l. No score
+// increasing order with canon::merge_factor / merge_value (then the attention sink, if any, as
+// one more chunk: canon::merge_sink), and the output is o / l. No score
 // matrix is materialized, so any context length works (the earlier kernel kept a row's scores in
 // shared memory).
 //
@@ -120,8 +121,14 @@ __device__ __forceinline__ void row_range(const AttnJob& j, int row, int& lo, in
     c_first = lo - lo % kChunk;
 }
 
-__device__ __forceinline__ void store_out(const AttnJob& j, int row, int h, const float (&o)[kDims],
-                                          float l) {
+__device__ __forceinline__ void store_out(const AttnJob& j, int row, int h, float (&o)[kDims],
+                                          float m, float l) {
+    if (j.sinks) {  // the sink chunk, merged last (canon::merge_sink), as the CPU tier
+        float fa, fb;
+        canon::merge_sink(m, l, j.sinks[h], fa, fb);
+#pragma unroll
+        for (int e = 0; e < kDims; ++e) o[e] = canon::merge_value(o[e], fa, 0.0f, fb);
+    }
 #pragma unroll
     for (int e = 0; e < kDims; ++e) {
         const int d = threadIdx.x + e * kThreads;
@@ -157,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) attention_walk_kernel(AttnJob j) {
         }
         __syncthreads();  // everyone has read sh.m / sh.l before the next chunk overwrites them
     }
-    store_out(j, row, h, o, l);
+    store_out(j, row, h, o, m, l);
 }
 
 __global__ void __launch_bounds__(kThreads) attention_split_kernel(AttnJob j, int max_chunks) {
@@ -173,7 +180,7 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(AttnJob j, in
     float o[kDims];
     chunk_partial(j, row, h, max(lo, c0), min(pos, c0 + kChunk - 1), sh, o);
     if (n_ch == 1) {
-        store_out(j, row, h, o, sh.l);
+        store_out(j, row, h, o, sh.m, sh.l);
         return;
     }
     const int hdv = j.head_dim_v, stride = hdv + 2;
@@ -219,7 +226,7 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(AttnJob j, in
         }
         m = mn;
     }
-    store_out(j, row, h, acc, l);
+    store_out(j, row, h, acc, m, l);
 }
 
 }  // namespace

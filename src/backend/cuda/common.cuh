@@ -34,6 +34,11 @@ __device__ __forceinline__ uint32_t ld32_a2(const uint8_t* p) {
 __device__ __forceinline__ uint32_t ld32(const uint8_t* p) {  // 4-byte aligned
     return *reinterpret_cast<const uint32_t*>(p);
 }
+// 4 bytes from any address (MXFP4's 17-byte blocks), little-endian.
+__device__ __forceinline__ uint32_t ld32_a1(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+           (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -53,7 +58,8 @@ struct Chunk {
 
 // Type ids (ggml numbering, as quant::GgmlType).
 constexpr int kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-              kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
+              kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+              kMXFP4 = 39;
 // Row layouts repacked at upload (repack.h): the same bytes per row, split into aligned arrays
 // so that chunks load 16 bytes at a time. nb = blocks per row.
 constexpr int kQ4_0R = 102, kQ8_0R = 108, kQ6_KR = 114;
@@ -72,6 +78,7 @@ template <> struct Traits<kQ6_K> { static constexpr int qk = 256, bytes = 210; }
 template <> struct Traits<kQ4_0R> { static constexpr int qk = 32, bytes = 18; };
 template <> struct Traits<kQ8_0R> { static constexpr int qk = 32, bytes = 34; };
 template <> struct Traits<kQ6_KR> { static constexpr int qk = 256, bytes = 210; };
+template <> struct Traits<kMXFP4> { static constexpr int qk = 32, bytes = 17; };
 
 // 4 nibbles (low or high, by shift) of 4 bytes -> 4 int8 lanes minus `bias`.
 __device__ __forceinline__ int nib4(uint32_t v, int shift, int bias) {
@@ -331,6 +338,34 @@ __device__ __forceinline__ void decode_chunk<kQ6_KR>(const uint8_t* row, int c, 
     }
     k.d_lo = d * static_cast<float>(sc[0]);
     k.d_hi = d * static_cast<float>(sc[1]);
+    k.m_lo = k.m_hi = 0.f;
+}
+
+// MXFP4 (quant/blocks.h): 4 codes (one per byte, 0..15) -> their doubled E2M1 values as 4
+// int8 lanes: magnitudes {0, 1, 2, 3, 4, 6, 8, 12} by byte permute (selectors 0..7 only, bit 3
+// of each code masked off), then the lanes with bit 3 set negated (x ^ 0xff) - 0xff = -x.
+__device__ __forceinline__ int e2m1x4(uint32_t codes) {
+    const uint32_t lo3 = codes & 0x07070707u;
+    const uint32_t sel = (lo3 & 0x7u) | ((lo3 >> 4) & 0x70u) | ((lo3 >> 8) & 0x700u) |
+                         ((lo3 >> 12) & 0x7000u);
+    const uint32_t mag = __byte_perm(0x03020100u, 0x0C080604u, sel);
+    const uint32_t neg = ((codes >> 3) & 0x01010101u) * 0xffu;
+    return static_cast<int>(__vsub4(mag ^ neg, neg));
+}
+// The MXFP4 block scale 2^(e - 128) (canon_dot::e8m0_to_fp32_half).
+__device__ __forceinline__ float e8m0_half(uint8_t e) {
+    return __uint_as_float(e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23));
+}
+template <>
+__device__ __forceinline__ void decode_chunk<kMXFP4>(const uint8_t* row, int c, Chunk& k, int) {
+    const uint8_t* b = row + c * 17;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t v = ld32_a1(b + 1 + 4 * i);
+        k.q[i] = e2m1x4(v & 0x0f0f0f0fu);
+        k.q[4 + i] = e2m1x4((v >> 4) & 0x0f0f0f0fu);
+    }
+    k.d_lo = k.d_hi = e8m0_half(b[0]);
     k.m_lo = k.m_hi = 0.f;
 }
 

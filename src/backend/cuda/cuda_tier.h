@@ -15,6 +15,7 @@
 
 #include "model/batch.h"
 #include "model/model.h"
+#include "model/shard.h"
 #include "util/result.h"
 
 namespace zinc::cuda {
@@ -49,6 +50,11 @@ struct CudaOptions {
     /// dmmv / mmq / cuBLAS, held to agreement with the CPU tier, docs/cuda.md), -1: ZINC_EXACT
     /// (1 or 0; unset: fast), for programs that build a runner without the CLI's --exact.
     int exact = -1;
+    /// Tensor parallel (model/shard.h): this runner executes shards->shards[rank].program
+    /// instead of the model's own op list. Only N = 1 is run today (one device, the one-rank
+    /// AllReduce ops are identities); null: the model's op list.
+    std::shared_ptr<const model::ShardSet> shards;
+    int rank = 0;
 };
 
 /// The CUDA Runner for `model` (any architecture of src/models: it executes the model's op list,

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         int row = min(row0 + r, total - 1);
         jj[r] = pick_job(J, row);
         jrow[r] = row;
-        w[r] = J.m[jj[r]].w + static_cast<size_t>(row) * J.m[jj[r]].row_bytes;
+        w[r] = J.m[jj[r]].matrix(a0) + static_cast<size_t>(row) * J.m[jj[r]].row_bytes;
     }
     float acc[RW][NB];
 #pragma unroll
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int lane = threadIdx.x & 31;
     const int a0 = blockIdx.y * NB;
     const int nb = min(NB, n_act - a0);
-    const uint8_t* w = m.w + static_cast<size_t>(row) * m.row_bytes;
+    const uint8_t* w = m.matrix(a0) + static_cast<size_t>(row) * m.row_bytes;
     float acc[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = 0.f;
@@ -185,14 +185,15 @@ void launch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStr
 template <int T>
 void by_batch_q(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
                 cudaStream_t s) {
-    if (n_act == 1) launch_q<T, 1, 4>(J, k, aq, ad, n_act, acc, s);
+    // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
+    if (n_act == 1 || J.m[0].expert) launch_q<T, 1, 4>(J, k, aq, ad, n_act, acc, s);
     else if (n_act == 2) launch_q<T, 2, 4>(J, k, aq, ad, n_act, acc, s);
     else if (n_act <= 4) launch_q<T, 4, 2>(J, k, aq, ad, n_act, acc, s);
     else launch_q<T, 8, 2>(J, k, aq, ad, n_act, acc, s);
 }
 template <int T>
 void by_batch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStream_t s) {
-    if (n_act == 1) launch_f<T, 1>(J, k, x, n_act, acc, s);
+    if (n_act == 1 || J.m[0].expert) launch_f<T, 1>(J, k, x, n_act, acc, s);
     else if (n_act <= 4) launch_f<T, 4>(J, k, x, n_act, acc, s);
     else launch_f<T, 8>(J, k, x, n_act, acc, s);
 }
@@ -203,7 +204,7 @@ bool dmmv_supports(int type) {
     switch (type) {
         case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
         case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
-        case kQ4_0R: case kQ8_0R: case kQ6_KR:
+        case kQ4_0R: case kQ8_0R: case kQ6_KR: case kMXFP4:
             return true;
         default:
             return false;
@@ -234,6 +235,7 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
         case kQ4_0R: by_batch_q<kQ4_0R>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ8_0R: by_batch_q<kQ8_0R>(J, k, aq, ad, n_act, accumulate, s); break;
         case kQ6_KR: by_batch_q<kQ6_KR>(J, k, aq, ad, n_act, accumulate, s); break;
+        case kMXFP4: by_batch_q<kMXFP4>(J, k, aq, ad, n_act, accumulate, s); break;
         case kF32: by_batch_f<kF32>(J, k, xf, n_act, accumulate, s); break;
         case kF16: by_batch_f<kF16>(J, k, xf, n_act, accumulate, s); break;
         case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;
@@ -262,7 +264,7 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
     const int choice = dmmv_choice();
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
-    if (choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
+    if (!jobs[0].expert && choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
         dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
         return;
     dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);

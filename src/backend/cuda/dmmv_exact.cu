@@ -14,6 +14,7 @@
 //    level, xor 2 and 1 the others. The min-term chain of Q4_1/Q5_1 is thread (0, 0)'s: per
 //    block pair (m0 s0 + m1 s1), a lone last block m s. Decode steps issue the loads of 8 of a
 //    thread's blocks before their chain operations (4 for 2 activation rows, 2 for 3-16).
+//  * MXFP4: Q4_0's mapping and order (Legacy<kMXFP4>: byte loads, the E8M0 scale).
 //  * K-quants (Q2_K..Q6_K): 8 threads per weight row (4 rows per warp, 16 per block); thread l
 //    owns lane l's chain and forms the whole lane integer of each super-block (its 4 elements of
 //    each of the eight 32-element groups, times their scales); the row's 8 threads read 32
@@ -126,6 +127,23 @@ struct Legacy<kQ5_1> {
     }
 };
 
+template <>
+struct Legacy<kMXFP4> {  // 17-byte blocks: e, qs[16] (byte loads); codes by e2m1x4
+    static constexpr int bytes = 17;
+    static constexpr bool asym = false;
+    __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
+        const uint32_t v = ld32_a1(b + 1 + 4 * h);
+        lo = e2m1x4(v & 0x0f0f0f0fu);
+        hi = e2m1x4((v >> 4) & 0x0f0f0f0fu);
+    }
+};
+// The weight scale of a block: the f16 d at byte 0, or MXFP4's E8M0 byte as 2^(e - 128).
+template <int T>
+__device__ __forceinline__ float legacy_scale(const uint8_t* b) {
+    if constexpr (T == kMXFP4) return e8m0_half(b[0]);
+    else return h2f(ld16(b));
+}
+
 // 8 threads per weight row (4 rows per warp, 16 per block): thread (p, h) owns chain p (block
 // parity) lanes h and h + 4, walks blocks p, p + 2, ... in order. Closing: xor 4 adds the two
 // parities lane-wise, lane h + lane h + 4 is tree8's first level, xor 2 and 1 its others.
@@ -139,8 +157,8 @@ __global__ void __launch_bounds__(kThreads)
     const int sub = threadIdx.x & 7, p = sub >> 2, h = sub & 3;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const size_t k = static_cast<size_t>(nb) * 32;
     const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * h;
@@ -158,7 +176,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int u = 0; u < U; ++u) {
             const uint8_t* blk = w + static_cast<size_t>(i0 + 2 * u) * W::bytes;
             W::codes(blk, h, wlo[u], whi[u]);
-            dw[u] = h2f(ld16(blk));
+            dw[u] = legacy_scale<T>(blk);
         }
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
@@ -331,8 +349,8 @@ __global__ void __launch_bounds__(kThreads)
     const int l = threadIdx.x & 7;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const int n_grp = nsb * 8;  // 32-element groups per row
     const size_t k = static_cast<size_t>(nsb) * 256;
@@ -445,8 +463,8 @@ __global__ void __launch_bounds__(kThreads)
     const int t = threadIdx.x & 31;
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
-    const uint8_t* w = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int a0 = blockIdx.y * NB;
+    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const float* xb = x + static_cast<size_t>(a0) * k;
     float acc[NB];
@@ -508,7 +526,8 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const floa
 template <int T>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
               bool acc, cudaStream_t s) {
-    if (n_act == 1) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
+    // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
+    if (n_act == 1 || J.m[0].expert) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act == 2) launch<T, 2>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act <= 4) launch<T, 4>(J, k, aq, ad, xf, n_act, acc, s);
     else if (n_act <= 8) launch<T, 8>(J, k, aq, ad, xf, n_act, acc, s);
@@ -520,7 +539,7 @@ void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const fl
 bool dmmv_exact_supports(int type) {
     switch (type) {
         case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
-        case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+        case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K: case kMXFP4:
             return true;
         default:
             return false;
@@ -530,7 +549,7 @@ bool dmmv_exact_supports(int type) {
 void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                 const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     // Prefill: the tiled GEMM (dmmv_exact_gemm.cu, same bits) for the types it covers.
-    if (n_act > 16 && exact_gemm_enabled() &&
+    if (n_act > 16 && !jobs[0].expert && exact_gemm_enabled() &&
         dmmv_exact_gemm(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s))
         return;
     Jobs J{};
@@ -556,6 +575,7 @@ void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* a
         case kF32: by_batch<kF32>(J, k, aq, ad, xf, n_act, accumulate, s); break;
         case kF16: by_batch<kF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
         case kBF16: by_batch<kBF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
+        case kMXFP4: by_batch<kMXFP4>(J, k, aq, ad, xf, n_act, accumulate, s); break;
         default: break;  // callers check dmmv_exact_supports
     }
 }

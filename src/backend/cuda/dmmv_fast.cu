@@ -12,7 +12,7 @@
 // 16-byte weight loads for Q4_K and Q5_K in the GGUF layout (144- and 176-byte blocks are 16-byte
 // multiples), for Q6_K, Q4_0 and Q8_0 in the GGUF layout (2-byte aligned blocks: two aligned
 // 16-byte loads per piece, shifted into place, ld_un16) and in the repacked layouts of repack.h
-// (102, 108, 114: one aligned load per piece). Q4_1, Q5_0, Q5_1, Q2_K and Q3_K take the same
+// (102, 108, 114: one aligned load per piece). Q4_1, Q5_0, Q5_1, Q2_K, Q3_K and MXFP4 take the same
 // thread mapping over decode_chunk (common.cuh), whose loads are narrower. Not bit-identical to the
 // CPU tier (float sums in another order); tests/cuda/bench_dmmv.cpp and test_parity check the
 // relative error against quant::vec_dot.
@@ -545,7 +545,8 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
 // their activation loads) for tall matrices and for batches of 4+ rows. The decode_chunk types
 // always take 32 (H200 run 1: 8 lanes were 1.1-2x slower for them on every shape).
 bool narrow_loads(int type) {
-    return type == kQ4_1 || type == kQ5_0 || type == kQ5_1 || type == kQ2_K || type == kQ3_K;
+    return type == kQ4_1 || type == kQ5_0 || type == kQ5_1 || type == kQ2_K || type == kQ3_K ||
+           type == kMXFP4;
 }
 int auto_lpr(int type, int rows, int n_act) {
     constexpr int kWarpsWanted = 132 * 24;
@@ -604,6 +605,7 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
         case kQ5_1:
         case kQ2_K:
         case kQ3_K:
+        case kMXFP4:  // decode_chunk's byte loads: any alignment
             break;
         case kQ4_0:
         case kQ8_0:
@@ -700,6 +702,9 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
             break;
         case kQ6_KR:
             by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
+            break;
+        case kMXFP4:
+            by_lpr<kMXFP4>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         default:
             return false;

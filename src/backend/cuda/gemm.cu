@@ -114,6 +114,9 @@ __device__ __forceinline__ float dequant_exact(const uint8_t* row, int e) {
         return h2f(ld16(row + 2 * e));
     } else if constexpr (T == kBF16) {
         return bf2f(ld16(row + 2 * e));
+    } else if constexpr (T == kMXFP4) {  // mxfp4.cpp: kvalue * half(e), one rounded product
+        const auto& b = reinterpret_cast<const qd::BlockMXFP4*>(row)[e >> 5];
+        return cn::mul(static_cast<float>(cd::code_mxfp4(b, e & 31)), cd::e8m0_to_fp32_half(b.e));
     } else if constexpr (T == kQ4_0 || T == kQ5_0 || T == kQ8_0 || T == kQ4_1 || T == kQ5_1) {
         const int u = e & 31;
         if constexpr (T == kQ4_0) {
@@ -218,6 +221,7 @@ void dequant_any(int type, const uint8_t* w, size_t rb, int n, int k, float scal
         case kQ4_0R: launch_q<kQ4_0R>(w, rb, n, k, scale, rows, h, f, s); break;
         case kQ8_0R: launch_q<kQ8_0R>(w, rb, n, k, scale, rows, h, f, s); break;
         case kQ6_KR: launch_q<kQ6_KR>(w, rb, n, k, scale, rows, h, f, s); break;
+        case kMXFP4: launch_q<kMXFP4>(w, rb, n, k, scale, rows, h, f, s); break;
         case kF32: launch_f<kF32>(w, rb, n, k, scale, rows, h, f, s); break;
         case kF16: launch_f<kF16>(w, rb, n, k, scale, rows, h, f, s); break;
         case kBF16: launch_f<kBF16>(w, rb, n, k, scale, rows, h, f, s); break;
@@ -248,6 +252,7 @@ void get_rows(int type, const uint8_t* w, size_t row_bytes, const int32_t* rows,
         case kF32: launch_rows_exact<kF32>(w, row_bytes, rows, n, k, scale, out, s); break;
         case kF16: launch_rows_exact<kF16>(w, row_bytes, rows, n, k, scale, out, s); break;
         case kBF16: launch_rows_exact<kBF16>(w, row_bytes, rows, n, k, scale, out, s); break;
+        case kMXFP4: launch_rows_exact<kMXFP4>(w, row_bytes, rows, n, k, scale, out, s); break;
         default:  // the repacked layouts (ZINC_REPACK=1): decoded chunks, not bit-exact
             dequant_any(type, w, row_bytes, n, k, scale, rows, nullptr, out, s);
     }

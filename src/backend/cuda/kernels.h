@@ -61,6 +61,19 @@ struct MatJob {
     float* y = nullptr;
     int ldy = 0;
     const float* bias = nullptr;  // (n_out) or null
+    // Expert gathering (MoE): activation row j is multiplied by the matrix of expert expert[j],
+    // at w + expert[j] * expert_stride bytes (a 3-D GGUF tensor: n_expert matrices of n_out
+    // rows). Null: every activation row uses w. Gathered calls run one activation row per block
+    // (dmmv_v2 and dmmv_exact's kernels; never dmmv_fast, mmq or the tiled exact GEMM), and all
+    // jobs of one call must agree on being gathered.
+    const int32_t* expert = nullptr;  // (n_act) device
+    size_t expert_stride = 0;
+#if defined(__CUDACC__)
+    __host__ __device__ __forceinline__
+#endif
+    const uint8_t* matrix(int act_row) const {
+        return expert ? w + static_cast<size_t>(expert[act_row]) * expert_stride : w;
+    }
 };
 /// Whether dmmv has a kernel for ggml type id `type`.
 bool dmmv_supports(int type);
@@ -126,8 +139,8 @@ bool exact_gemm_enabled();
 
 // ---- mmq.cu (fast path, many activation rows: docs/cuda.md "Quantized GEMM on tensor cores")
 /// Whether mmq has a kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K in the
-/// GGUF layouts, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not the float
-/// types).
+/// GGUF layouts, MXFP4, and the repacked Q4_0/Q8_0/Q6_K of repack.h (tile variants 1-4); not
+/// the float types).
 bool mmq_supports(int type);
 /// dmmv's contract for quantized weights (bias and accumulate honoured; not bit-identical to the
 /// CPU tier: a relative-error bound, tests/cuda/test_mmq.cpp), computed by an int8 tensor-core
@@ -189,6 +202,10 @@ struct AttnJob {
     int n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
     float scale = 1.f;
     int window = 0;  // 0: full causal
+    // (n_head) f32 attention sinks or null (gpt-oss): merged after the last key chunk as a chunk
+    // with m = sinks[h], l = 1, o = 0 (canon::merge_sink; docs/exactness.md). The fast kernels
+    // (attention_fast*.cu) add exp(sink - m) to each row's denominator in their own order.
+    const float* sinks = nullptr;
     int block_size = 16;
     const int32_t* row_pos = nullptr;    // (n_rows) query position
     const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`
@@ -210,6 +227,25 @@ int attn_max_chunks(int max_pos);
 cudaError_t attention_prepare(int max_pos, int head_dim_v);
 void attention(const AttnJob& j, int n_rows, cudaStream_t s);
 
+// ---- attention_fast.cu / attention_fast_decode.cu (fast mode only; ZINC_FA=0: attention())
+// The same attention (causal, GQA, sliding window, paged f16 KV, sinks) in another summation
+// order: not bit-identical to attention(); held to a relative-error bound (tests/cuda/test_attn).
+/// Whether the fast kernels cover the job's shape: head_dim == head_dim_v in {64, 128, 256},
+/// n_head a multiple of n_head_kv, q/out/K/V rows 16-byte aligned where the kernels need it.
+bool attention_fast_covers(const AttnJob& j);
+/// Rows [row0, row0 + n_rows) of the step, prefill rows (FlashAttention-2 on tensor cores,
+/// mma.sync m16n8k16 f16 -> f32): tiles of 64 consecutive rows x one query head; the rows of a
+/// tile that share a block table (one sequence) are processed together, a tile holding several
+/// sequences walks them one after another. false: not covered, nothing launched.
+bool attention_fast_prefill(const AttnJob& j, int row0, int n_rows, cudaStream_t s);
+/// Rows [row0, row0 + n_rows), decode rows (any row works; meant for one row per sequence): a
+/// block per (row, kv head, key split) computes every query head of the GQA group, f32 math,
+/// the split partials merged by the last block to arrive (j.part / j.counters, as attention()'s
+/// split-K; launched in passes of kAttnSplitRows rows). false: not covered (or no scratch).
+bool attention_fast_decode(const AttnJob& j, int row0, int n_rows, cudaStream_t s);
+/// The number of key splits attention_fast_decode uses for n_rows rows (for measuring).
+int attention_fast_splits(const AttnJob& j, int n_rows);
+
 // ---- misc.cu
 /// out[i] = x[rows[i]] (rows of dim floats).
 void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t s);
@@ -222,6 +258,17 @@ void argmax_rows(const float* logits, int n_rows, int n_vocab, int32_t* tokens, 
 void softcap(float* x, int64_t n, float cap, cudaStream_t s);
 /// Convert f32 to f16 (n elements).
 void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+
+// ---- moe.cu (Mixture of experts; docs/cuda.md "MoE")
+/// Per row t of logits (n_rows, n_expert): its k experts and weights (backend/moe_route.h, the
+/// CPU tier's routine, same bits) into ids / w (n_rows * k, slot-major per row), and
+/// src_row[t * k + s] = t (the gather list of the experts' input rows). One thread per row.
+void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
+               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row,
+               cudaStream_t s);
+/// out[t] = sum_s w[t k + s] * ys[t k + s] (rows of dim floats), slots added in order.
+void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
+                 cudaStream_t s);
 
 // ---- sampling.cu
 /// One logits row's sampling settings (engine/sampler.h's chain; model::RowSampling with the

@@ -518,6 +518,8 @@ bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const
             return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         case kQ6_K:
             return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+        case kMXFP4:
+            return launch<kMXFP4, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
         // The repacked layouts (repack.h): variants 1-4 only (the pipelined kernel stages
         // contiguous block bytes).
         case kQ4_0R:
@@ -541,9 +543,12 @@ bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const
 }
 
 // Alignment decode_chunk needs of every weight row start: Q4_K and the repacked layouts read
-// 16-byte vectors, the 4-byte-aligned formats 32-bit words, the rest 16-bit halves.
+// 16-byte vectors, the 4-byte-aligned formats 32-bit words, MXFP4 (17-byte blocks) bytes, the
+// rest 16-bit halves.
 int weight_align(int type) {
     switch (type) {
+        case kMXFP4:
+            return 1;
         case kQ4_K:
         case kQ4_0R:
         case kQ8_0R:
@@ -596,6 +601,7 @@ bool mmq_supports(int type) {
         case kQ4_0R:
         case kQ8_0R:
         case kQ6_KR:
+        case kMXFP4:
             return true;
         default:
             return false;

@@ -144,6 +144,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     int32_t* h_bt = meta_h_ + 5 * R;
     int n_bt = 0, n_out = 0, expect_row = 0;
     bool all_decode = true;
+    attn_spans_.clear();
     for (int s = 0; s < n_seqs; ++s) {
         const model::BatchSeq& q = batch.seqs[s];
         if (q.row0 != expect_row || q.n_tokens < 1 || q.row0 + q.n_tokens > n_rows || q.pos0 < 0)
@@ -185,6 +186,11 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         }
         n_bt += need;
         if (q.n_tokens != 1 || !q.want_logits || q.all_logits) all_decode = false;
+        const bool dec = q.n_tokens == 1;
+        if (s > 0 && attn_spans_.back().decode == dec)
+            attn_spans_.back().n += q.n_tokens;
+        else
+            attn_spans_.push_back({q.row0, q.n_tokens, dec});
     }
     if (expect_row != n_rows)
         return make_error("cuda forward: the sequences cover " + std::to_string(expect_row) +
@@ -302,7 +308,8 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +
                           ") has " + fmt_mib(dev->mem_free) + " free; lower -c or use --tier cpu");
-    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device, copts.exact);
+    auto r = std::make_unique<CudaRunner>(*am, opts, copts.device, copts.exact, copts.shards,
+                                          copts.rank);
     if (auto st = r->init(); !st) return st.error();
     return std::unique_ptr<model::Runner>(std::move(r));
 }

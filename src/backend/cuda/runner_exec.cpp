@@ -181,6 +181,17 @@ void CudaRunner::exec(const model::Op& op, int idx) {
             launched(runtime::Op::Softcap, 0, 8ull * count);
             break;
         }
+        case OpKind::AllReduce:  // one device is one rank: the identity (model/shard.h)
+            ZINC_CHECK(op.as<model::AllReduceP>().n_ranks == 1);
+            break;
+        case OpKind::Moe:
+            exec_moe(op);
+            break;
+        case OpKind::SsmConv:
+        case OpKind::DeltaNet:
+        case OpKind::GatedRmsNorm:
+        case OpKind::SplitGate:
+        case OpKind::SigmoidMul:  // refused at init (runner_init.cpp): no kernels yet
         case OpKind::kCount:
             ZINC_CHECK(false && "unknown op");
     }
@@ -289,6 +300,7 @@ void CudaRunner::exec_attention(const model::Op& op) {
     aj.head_dim_v = p.head_dim_v;
     aj.scale = p.scale;
     aj.window = p.window;
+    aj.sinks = vec(p.sinks);
     aj.block_size = opts_.block_size;
     aj.row_pos = d_pos_;
     aj.row_bt = d_rowbt_;
@@ -297,7 +309,19 @@ void CudaRunner::exec_attention(const model::Op& op) {
     aj.part = attn_part_;
     aj.counters = attn_cnt_;
     if (staged_ == o) staged_ = model::kNoTensor;
-    attention(aj, rows_, stream_);
+    // Fast mode: decode spans by the GQA-grouped split-K kernel, prefill spans by the
+    // tensor-core FlashAttention kernel (attention_fast*.cu); exact mode, ZINC_FA=0 or a shape
+    // they do not cover: attention.cu for the whole step.
+    bool fast = !exact_ && fa_ && rows_ == n_rows_ && attention_fast_covers(aj);
+    if (fast) {
+        for (const AttnSpan& sp : attn_spans_) {
+            fast = sp.decode ? attention_fast_decode(aj, sp.row0, sp.n, stream_)
+                             : attention_fast_prefill(aj, sp.row0, sp.n, stream_);
+            if (!fast) break;  // (attention() below then recomputes every row)
+            if (&sp != &attn_spans_.back()) ++launches_;
+        }
+    }
+    if (!fast) attention(aj, rows_, stream_);
     // + the K/V rows read, added per step in run() (they grow with the positions, and a
     // replayed graph's tally is the one recorded at capture)
     launched(runtime::Op::Attention, 0, 4ull * rows_ * (aj.q_ld + aj.out_ld));
@@ -340,6 +364,81 @@ void CudaRunner::exec_glu(const model::Op& op, int idx) {
     }
     staged_ = o;
     staged_type_ = type;
+}
+
+}  // namespace zinc::cuda::runner_detail
+
+namespace zinc::cuda::runner_detail {
+
+// Routed experts, all on the device (no host round trip: a decode step stays one graph):
+//   1. moe_route: each row's k expert ids and weights from the router logits (the Matmul before
+//      this op), and the source row of each of the rows * k expert slots;
+//   2. gather_rows: the input row of every slot, packed for the gate/up weights' type;
+//   3. gate and up of every slot by its own expert (dmmv with MatJob::expert: one activation row
+//      per block), 4. SwiGLU + packing for down, 5. down by the slot's expert, 6. moe_combine:
+//      each row's weighted sum of its k slots, in slot order.
+// Decode and prefill take the same path: fine for decode (each used expert's rows are streamed
+// once per slot), only correct for prefill (an expert used by many rows is re-read for each).
+void CudaRunner::exec_moe(const model::Op& op) {
+    const auto& p = op.as<model::MoeP>();
+    const int n = rows_, k = p.n_used, nv = n * k;
+    const int E = static_cast<int>(prog_.width(p.in)), F = p.n_ff;
+    ZINC_CHECK(nv <= moe_.max_slots);
+    const Tid o = op.outs[0].t;
+    if (staged_ == o) staged_ = model::kNoTensor;
+    moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK,
+              p.norm_w, p.w_scale, moe_.ids, moe_.w, moe_.src, stream_);
+    launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
+    gather_rows(loc(p.in), moe_.src, nv, E, moe_.x, stream_);
+    launched(runtime::Op::Gather, 0, 8ull * nv * E);
+    const DevMat& g = mat(p.gate_exps);
+    const DevMat& u = mat(p.up_exps);
+    const DevMat& d = mat(p.down_exps);
+    auto packed = [&](int type) {
+        RowOut r;
+        r.q = moe_.aq;
+        r.d = moe_.ad;
+        r.mode = pack_mode_for(type);
+        return r;
+    };
+    auto expert_job = [&](const DevMat& m, int n_out, float* y) {
+        MatJob j;
+        j.w = m.d;
+        j.row_bytes = m.row_bytes;
+        j.n_out = n_out;
+        j.y = y;
+        j.ldy = n_out;
+        j.expert = moe_.ids;
+        j.expert_stride = m.row_bytes * static_cast<size_t>(n_out);
+        return j;
+    };
+    auto run = [&](int type, const MatJob* jobs, int nj, int kk, uint64_t w_bytes) {
+        (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, kk, moe_.aq, moe_.ad, moe_.x, nv, false,
+                                     stream_);
+        launched(runtime::Op::Matmul, w_bytes, 4ull * nv * kk);
+    };
+    pack_rows(moe_.x, nv, E, packed(g.type), stream_);
+    launched(runtime::Op::Pack, 0, 8ull * nv * E);
+    const MatJob gu[2] = {expert_job(g, F, moe_.g), expert_job(u, F, moe_.u)};
+    const uint64_t gu_bytes = static_cast<uint64_t>(nv) * F * (g.row_bytes + u.row_bytes);
+    if (g.type == u.type && fused_proj_) {
+        run(g.type, gu, 2, E, gu_bytes);
+    } else {
+        run(g.type, &gu[0], 1, E, gu_bytes / 2);
+        if (pack_mode_for(u.type) != pack_mode_for(g.type)) {
+            pack_rows(moe_.x, nv, E, packed(u.type), stream_);
+            launched(runtime::Op::Pack, 0, 8ull * nv * E);
+        }
+        run(u.type, &gu[1], 1, E, gu_bytes / 2);
+    }
+    RowOut go = packed(d.type);
+    go.f = moe_.x;  // f32 copy (F32/F16/BF16 down weights read it)
+    glu_out(moe_.g, moe_.u, F, false, nv, F, go, stream_);
+    launched(runtime::Op::Glu, 0, 12ull * nv * F);
+    const MatJob dj = expert_job(d, E, moe_.y);
+    run(d.type, &dj, 1, F, static_cast<uint64_t>(nv) * E * d.row_bytes);
+    moe_combine(moe_.y, moe_.w, n, k, E, buf(o), stream_);
+    launched(runtime::Op::MoeCombine, 0, 4ull * n * (k + 1) * E);
 }
 
 }  // namespace zinc::cuda::runner_detail

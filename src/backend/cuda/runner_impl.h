@@ -77,13 +77,15 @@ struct SampleState;  // runner_sample.cpp: device buffers of forward_sample
 
 class CudaRunner final : public model::Runner {
   public:
-    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact)
+    CudaRunner(const ArchModel& m, const model::RunnerOptions& o, int device, int exact,
+               std::shared_ptr<const model::ShardSet> shards = nullptr, int rank = 0)
         : model_(m),
           cfg_(m.config()),
           opts_(o),
           device_(device),
           exact_opt_(exact),
-          prog_(m.program()) {}
+          shards_(std::move(shards)),
+          prog_(shards_ ? shards_->shards[static_cast<size_t>(rank)].program : m.program()) {}
     ~CudaRunner() override;
 
     Result<void> init();
@@ -121,6 +123,7 @@ class CudaRunner final : public model::Runner {
     void exec_rope_kv(const model::Op& op);
     void exec_attention(const model::Op& op);
     void exec_glu(const model::Op& op, int idx);
+    void exec_moe(const model::Op& op);
     void gather_head(model::Tid x);
     bool wants(const char* name, int il) const;
     bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
@@ -155,6 +158,7 @@ class CudaRunner final : public model::Runner {
     model::RunnerOptions opts_;
     int device_;
     int exact_opt_;  // CudaOptions::exact
+    std::shared_ptr<const model::ShardSet> shards_;  // tensor parallel: owns prog_ (or null)
     const model::Program& prog_;
     std::vector<model::Step> steps_;  // the op list with this tier's fusions (model::schedule)
     // Per plain op (index into prog_.ops): the weight of the projection that consumes a
@@ -173,6 +177,15 @@ class CudaRunner final : public model::Runner {
     // Split-K attention scratch for decode steps (kernels.h AttnJob::part / counters).
     float* attn_part_ = nullptr;
     unsigned* attn_cnt_ = nullptr;
+    // Fast attention (attention_fast*.cu; fast mode only, ZINC_FA=0: attention.cu) and the
+    // step's rows split into spans of consecutive sequences of one kind: single-row sequences
+    // (decode kernel) or multi-row ones (prefill kernel). Set by run() before enqueue_step.
+    struct AttnSpan {
+        int row0 = 0, n = 0;
+        bool decode = false;
+    };
+    bool fa_ = true;
+    std::vector<AttnSpan> attn_spans_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;
     size_t layer_k_elems_ = 0, layer_v_elems_ = 0;
@@ -191,6 +204,16 @@ class CudaRunner final : public model::Runner {
     model::Tid head_x_ = model::kNoTensor;    // the tensor gathered into xo_
     std::vector<const float*> pending_bias_;  // per tensor: a bias the projection did not add
     std::vector<LastName> last_name_;         // per tensor
+    // MoE (exec_moe): V = R * (most experts a row uses) expert slots; per slot the gathered
+    // input / GLU result (moe_x_, f32, and packed in moe_aq_/moe_ad_), gate and up (moe_g_,
+    // moe_u_), the down projection (moe_y_); per slot the expert id, weight and source row.
+    struct MoeBufs {
+        int max_slots = 0, wide = 0;
+        float *x = nullptr, *g = nullptr, *u = nullptr, *y = nullptr, *w = nullptr;
+        int8_t* aq = nullptr;
+        float4* ad = nullptr;
+        int32_t *ids = nullptr, *src = nullptr;
+    } moe_;
     uint16_t* xh_ = nullptr;
     int8_t* aq_ = nullptr;
     float4* ad_ = nullptr;

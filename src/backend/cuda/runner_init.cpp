@@ -37,7 +37,7 @@ Result<DevMat> CudaRunner::upload_mat(const Weight& wt) {
                           std::string(quant::type_name(w->type)) +
                           ", which the CUDA tier has no kernel for");
     m.k = w->ne[0];
-    m.n = w->ne[1];
+    m.n = w->n_rows;  // a 3-D expert tensor: all experts' rows (ne[1] * ne[2])
     if (m.k % 32 != 0)
         return make_error("cuda: tensor " + name + " has rows of " + std::to_string(m.k) +
                           " elements, expected a multiple of 32");
@@ -48,7 +48,8 @@ Result<DevMat> CudaRunner::upload_mat(const Weight& wt) {
     if (e != cudaSuccess)
         return make_error("cuda: out of device memory uploading " + name + " (" + fmt_mib(bytes) +
                           ", " + fmt_mib(weight_bytes_) + " uploaded so far)");
-    const int dt = repacked_type(m.type, m.k, repack_);
+    // Expert tensors keep the GGUF layout (MatJob::expert addresses expert e's rows by stride).
+    const int dt = w->ne[2] > 1 ? m.type : repacked_type(m.type, m.k, repack_);
     if (dt == m.type) {
         CU_TRY("upload " + name, cudaMemcpy(m.d, w->data, bytes, cudaMemcpyHostToDevice));
     } else {  // repack (repack.h) in slices of rows
@@ -96,7 +97,9 @@ Result<void> CudaRunner::plan() {
         auto r = upload_mat(*w);
         if (!r) return r.error();
         mats_[w] = r.value();
-        wdq_elems_ = std::max<size_t>(wdq_elems_, static_cast<size_t>(r.value().k * r.value().n));
+        if (w->ne[2] == 1)  // expert tensors never take the dequant + cuBLAS path
+            wdq_elems_ =
+                std::max<size_t>(wdq_elems_, static_cast<size_t>(r.value().k * r.value().n));
         return {};
     };
     auto up_vec = [&](const Weight* w) -> Result<void> {
@@ -129,6 +132,22 @@ Result<void> CudaRunner::plan() {
             case ir::OpKind::AddRmsNorm:
                 ZINC_TRY(up_vec(op.as<ir::AddRmsNormP>().w));
                 break;
+            case ir::OpKind::Attention:
+                ZINC_TRY(up_vec(op.as<ir::AttentionP>().sinks));
+                break;
+            case ir::OpKind::Moe: {
+                const auto& m = op.as<ir::MoeP>();
+                for (const Weight* w : {m.gate_exps, m.up_exps, m.down_exps}) {
+                    ZINC_TRY(up_mat(w));
+                    if (mats_[w].type >= 100 || !dmmv_exact_supports(mats_[w].type))
+                        return make_error("cuda: expert tensor " + w->name + " has type " +
+                                          std::string(quant::type_name(w->type)) +
+                                          ", which the expert-gathering kernels do not cover");
+                }
+                moe_.max_slots = std::max(moe_.max_slots, opts_.max_batch_tokens * m.n_used);
+                moe_.wide = std::max<int>(moe_.wide, std::max<int>(m.n_ff, P.width(m.in)));
+                break;
+            }
             default:
                 break;
         }
@@ -200,6 +219,22 @@ Result<void> CudaRunner::plan() {
         break;  // the first head op's input is what gather_head moves
     }
     ZINC_TRY(fl(xo_, R * std::max<int64_t>(head_w, 1)));
+    if (moe_.max_slots > 0) {  // exec_moe's buffers
+        const size_t v = static_cast<size_t>(moe_.max_slots), w = static_cast<size_t>(moe_.wide);
+        ZINC_TRY(fl(moe_.x, v * w));
+        ZINC_TRY(fl(moe_.g, v * w));
+        ZINC_TRY(fl(moe_.u, v * w));
+        ZINC_TRY(fl(moe_.y, v * w));
+        ZINC_TRY(fl(moe_.w, v));
+        moe_.aq = static_cast<int8_t*>(dalloc(v * w, e));
+        CU_TRY("alloc moe", e);
+        moe_.ad = static_cast<float4*>(dalloc(v * (w / 32) * sizeof(float4), e));
+        CU_TRY("alloc moe", e);
+        moe_.ids = static_cast<int32_t*>(dalloc(v * sizeof(int32_t), e));
+        CU_TRY("alloc moe", e);
+        moe_.src = static_cast<int32_t*>(dalloc(v * sizeof(int32_t), e));
+        CU_TRY("alloc moe", e);
+    }
     pending_bias_.assign(P.tensors.size(), nullptr);
     last_name_.assign(P.tensors.size(), LastName{});
 
@@ -248,11 +283,22 @@ Result<void> CudaRunner::init() {
     // tier (docs/cuda.md "Fast path agreement"), not bit-identical to it.
     exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
     if (opts_.batch_invariant) exact_ = true;
+    fa_ = env_on("ZINC_FA");    // fast mode: attention_fast*.cu (ZINC_FA=0: attention.cu)
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 128));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
+    }
+    for (const model::Op& op : model_.program().ops) {
+        // The Gated DeltaNet ops (qwen35) have CPU kernels only so far (docs/architecture.md).
+        const model::OpKind k = op.kind();
+        if (k == model::OpKind::SsmConv || k == model::OpKind::DeltaNet ||
+            k == model::OpKind::GatedRmsNorm || k == model::OpKind::SplitGate ||
+            k == model::OpKind::SigmoidMul)
+            return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
+                              model_.arch_name() +
+                              " has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
     }
     if (c.head_dim_k > 256 || c.head_dim_v > 256)
         return make_error("cuda: head_dim " + std::to_string(c.head_dim_k) +

@@ -31,6 +31,8 @@ SETTINGS = [
     ("exact", {}),
     ("exact, no graphs", {"ZINC_CUDA_GRAPH": "0"}),
     ("exact, FUSED_PROJ=0 FUSED_NORM=0", {"ZINC_FUSED_PROJ": "0", "ZINC_FUSED_NORM": "0"}),
+    ("exact (ZINC_EXACT=1)", {"ZINC_EXACT": "1"}),
+    ("fast, ZINC_FA=0", {"ZINC_EXACT": "0", "ZINC_FA": "0"}),
     ("fast", {"ZINC_EXACT": "0"}),
     ("fast, no cuBLAS", {"ZINC_EXACT": "0", "ZINC_TRACE_CUBLAS": "0"}),
     ("corrupt attn_out:0", {"ZINC_TRACE_CORRUPT": "attn_out:0"}),

@@ -263,6 +263,14 @@ void dmmv(int type, const MatJob* j, int n_jobs, int k, const int8_t* aq, const 
                " aq=" + sym(aq) + " ad=" + sym(ad) + " xf=" + sym(xf) + " n_act=" + I(n_act) +
                " acc=" + I(acc));
 }
+// mmq (the int8 tensor-core GEMM) is not recorded: as if it covered no type, so the fast
+// settings trace the dequantize + cuBLAS path for prefill (the same for both revisions).
+bool mmq_supports(int) {
+    return false;
+}
+bool mmq(int, const MatJob*, int, int, const int8_t*, const float4*, int, bool, cudaStream_t) {
+    return false;
+}
 bool dmmv_exact_supports(int) {
     return true;
 }
@@ -307,6 +315,25 @@ void attention(const AttnJob& j, int n_rows, cudaStream_t) {
                " bs=" + I(j.block_size) + " pos=" + sym(j.row_pos) + " rowbt=" + sym(j.row_bt) +
                " bt=" + sym(j.bt) + " max_pos=" + I(j.max_pos) + " part=" + sym(j.part) +
                " cnt=" + sym(j.counters) + " rows=" + I(n_rows));
+}
+bool attention_fast_covers(const AttnJob& j) {
+    const int d = j.head_dim;
+    return d == j.head_dim_v && (d == 64 || d == 128 || d == 256) && j.n_head_kv > 0 &&
+           j.n_head % j.n_head_kv == 0;
+}
+bool attention_fast_prefill(const AttnJob& j, int row0, int n_rows, cudaStream_t) {
+    trace::log("attention_fast_prefill q=" + sym(j.q) + " out=" + sym(j.out) + " kc=" +
+               sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) + " hd=" +
+               I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) + " rows=" +
+               I(row0) + "+" + I(n_rows));
+    return true;
+}
+bool attention_fast_decode(const AttnJob& j, int row0, int n_rows, cudaStream_t) {
+    trace::log("attention_fast_decode q=" + sym(j.q) + " out=" + sym(j.out) + " kc=" +
+               sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) + " hd=" +
+               I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) + " part=" +
+               sym(j.part) + " rows=" + I(row0) + "+" + I(n_rows));
+    return true;
 }
 void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t) {
     trace::log("gather_rows x=" + sym(x) + " rows=" + sym(rows) + " n=" + I(n) + " dim=" + I(dim) +

@@ -85,7 +85,7 @@ const Layout kLayouts[] = {
     {GgmlType::Q4_0, true, 512},  {GgmlType::Q8_0, true, 512},  {GgmlType::Q6_K, false, 512},
     {GgmlType::Q4_0, false, 256}, {GgmlType::Q8_0, false, 256}, {GgmlType::Q4_1, false, 256},
     {GgmlType::Q5_0, false, 256}, {GgmlType::Q5_1, false, 256}, {GgmlType::Q2_K, false, 512},
-    {GgmlType::Q3_K, false, 512},
+    {GgmlType::Q3_K, false, 512}, {GgmlType::MXFP4, false, 256},
 };
 
 TEST(DmmvFastEmul, EveryLayoutOneRow) {

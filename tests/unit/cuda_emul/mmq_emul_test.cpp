@@ -74,6 +74,9 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
                 case GgmlType::Q3_K:
                     restore(108, 2);
                     break;
+                case GgmlType::MXFP4:
+                    restore(0, 1);
+                    break;
                 default:
                     break;
             }
@@ -251,6 +254,13 @@ TEST(MmqEmul, LegacyFormats) {
     for (GgmlType t :
          {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
         check(t, 2080, 45, 13, 17, seed++, 0);
+}
+
+// MXFP4 (17-byte blocks: odd row sizes, byte-aligned windows in the pipelined kernel): the
+// automatic tile, a plain tile and two pipelined ones.
+TEST(MmqEmul, Mxfp4) {
+    uint32_t seed = 50;
+    for (int v : {0, 1, 5, 7}) check(GgmlType::MXFP4, 2080, 45, 13, 17, seed++, v);
 }
 
 TEST(MmqEmul, KQuants) {

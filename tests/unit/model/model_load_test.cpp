@@ -29,6 +29,8 @@ struct TinySpec {
     std::string bad_shape_tensor;
     std::string bad_type_tensor;
     bool omit_block_count = false;
+    std::vector<std::pair<std::string, OwnedValue>> extra_kv;  // "<arch>." is prefixed
+    GgmlType ffn_type = GgmlType::Q4_1;                        // ffn_gate's type
 };
 
 std::vector<uint8_t> tensor_bytes(GgmlType t, int64_t ne0, int64_t ne1, std::mt19937& rng, float sd,
@@ -55,6 +57,7 @@ std::vector<uint8_t> build(const TinySpec& s) {
     w.add_kv(a + ".attention.layer_norm_rms_epsilon", OwnedValue::f32(1e-5f));
     w.add_kv(a + ".rope.freq_base", OwnedValue::f32(10000.0f));
     w.add_kv(a + ".context_length", OwnedValue::u32(256));
+    for (const auto& [k, v] : s.extra_kv) w.add_kv(a + "." + k, v);
     std::mt19937 rng(42);
     const int hd = s.n_embd / s.n_head;
     auto add = [&](const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float sd,
@@ -76,7 +79,7 @@ std::vector<uint8_t> build(const TinySpec& s) {
         add(p + "attn_v.weight", s.n_embd, s.n_head_kv * hd, GgmlType::F16, 0.2f);
         add(p + "attn_output.weight", s.n_head * hd, s.n_embd, GgmlType::Q8_0, 0.2f);
         add(p + "ffn_norm.weight", s.n_embd, 1, GgmlType::F32, 0.1f, 1.0f);
-        add(p + "ffn_gate.weight", s.n_embd, s.n_ff, GgmlType::Q4_1, 0.2f);
+        add(p + "ffn_gate.weight", s.n_embd, s.n_ff, s.ffn_type, 0.2f);
         add(p + "ffn_up.weight", s.n_embd, s.n_ff, GgmlType::Q5_0, 0.2f);
         add(p + "ffn_down.weight", s.n_ff, s.n_embd, GgmlType::Q8_0, 0.2f);
     }
@@ -242,4 +245,65 @@ TEST_F(TinyContext, ChunkingThreadingAndDecodeGiveTheSameLogits) {
     dec->truncate(5);
     ASSERT_TRUE(dec->eval(std::span<const int32_t>(&toks[5], 1)).ok());
     for (int v = 0; v < nv; ++v) ASSERT_EQ(dec->logits()[v], want[5 * nv + v]);
+}
+
+TEST(ModelLoad, Mxfp4TensorsLoad) {
+    TinySpec s;
+    s.ffn_type = GgmlType::MXFP4;
+    Loaded l = open_spec(s);
+    auto m = zinc::model::Model::load(*l.file, {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+}
+
+// YaRN (gpt-oss: factor 32 over 4096 positions): the keys as llama.cpp reads them, the derived
+// attn_factor, every layer's RoPE parameters; bad values are named.
+TEST(ModelLoad, YarnRopeScalingIsRead) {
+    TinySpec s;
+    s.extra_kv.emplace_back("rope.scaling.type", OwnedValue::string("yarn"));
+    s.extra_kv.emplace_back("rope.scaling.factor", OwnedValue::f32(32.0f));
+    s.extra_kv.emplace_back("rope.scaling.original_context_length", OwnedValue::u32(4096));
+    Loaded l = open_spec(s);
+    auto m = zinc::model::Model::load(*l.file, {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    const auto& c = m.value()->config();
+    EXPECT_FLOAT_EQ(c.rope_freq_scale, 1.0f / 32.0f);
+    EXPECT_EQ(c.rope_ext_factor, 1.0f);
+    EXPECT_EQ(c.n_ctx_orig_yarn, 4096);
+    const float f = 32.0f;
+    EXPECT_EQ(c.rope_attn_factor,
+              (0.1f * 1.0f * std::log(f) + 1.0f) * (1.0f / (1.0f + 0.1f * std::log(f))));
+    for (int il = 0; il < c.n_layer; ++il) {
+        const auto r = c.rope(il);
+        EXPECT_EQ(r.ext_factor, 1.0f);
+        EXPECT_EQ(r.beta_fast, 32.0f);
+        EXPECT_EQ(r.beta_slow, 1.0f);
+        EXPECT_EQ(r.n_ctx_orig, 4096);
+    }
+}
+
+TEST(ModelLoad, YarnBadValuesAreNamed) {
+    auto err = [](std::string key, OwnedValue v) {
+        TinySpec s;
+        s.extra_kv.emplace_back("rope.scaling.type", OwnedValue::string("yarn"));
+        s.extra_kv.emplace_back("rope.scaling.factor", OwnedValue::f32(32.0f));
+        s.extra_kv.emplace_back(std::move(key), std::move(v));
+        return load_error(s);
+    };
+    std::string e = err("rope.scaling.yarn_beta_fast", OwnedValue::f32(-1.0f));
+    EXPECT_NE(e.find("llama.rope.scaling.yarn_beta_fast = -1"), std::string::npos) << e;
+    EXPECT_NE(e.find("expected a finite value >= 0"), std::string::npos) << e;
+    e = err("rope.scaling.yarn_log_multiplier", OwnedValue::f32(0.1f));
+    EXPECT_NE(e.find("llama.rope.scaling.yarn_log_multiplier"), std::string::npos) << e;
+    EXPECT_NE(e.find("is not supported"), std::string::npos) << e;
+    e = err("rope.scaling.original_context_length", OwnedValue::u32(0));
+    EXPECT_NE(
+        e.find("llama.rope.scaling.original_context_length = 0, expected a value in [1, 2^30]"),
+        std::string::npos)
+        << e;
+    e = err("rope.scaling.attn_factor", OwnedValue::f32(0.0f));
+    EXPECT_NE(e.find("llama.rope.scaling.attn_factor = 0"), std::string::npos) << e;
+    TinySpec s;
+    s.extra_kv.emplace_back("rope.scaling.type", OwnedValue::string("longrope"));
+    e = load_error(s);
+    EXPECT_NE(e.find("is not supported (supported: none, linear, yarn)"), std::string::npos) << e;
 }

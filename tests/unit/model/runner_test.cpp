@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -28,12 +29,14 @@ struct Loaded {
     std::unique_ptr<zm::Model> model;
 };
 
+// `name` under models/, or an absolute path.
 const Loaded& load(const std::string& name) {
     static std::vector<std::pair<std::string, std::unique_ptr<Loaded>>> cache;
     for (auto& [n, l] : cache)
         if (n == name) return *l;
     auto l = std::make_unique<Loaded>();
-    auto f = zinc::gguf::File::open(std::string(ZINC_SOURCE_DIR) + "/models/" + name);
+    auto f = zinc::gguf::File::open(
+        name.starts_with("/") ? name : std::string(ZINC_SOURCE_DIR) + "/models/" + name);
     if (f.ok()) {
         l->file = std::move(f.value());
         auto m = zm::Model::load(*l->file, {});
@@ -190,6 +193,14 @@ TEST(CpuRunner, BatchedEqualsAloneBitForBitSmolLM2) {
 
 TEST(CpuRunner, BatchedEqualsAloneBitForBitGemma3) {
     batched_equals_alone("gemma-3-270m-q4_k_m.gguf");
+}
+
+// Any GGUF given by ZINC_TEST_MODEL (absolute path), e.g. the synthetic MoE model that
+// tests/py/test_moe.py writes and runs this test on.
+TEST(CpuRunner, BatchedEqualsAloneBitForBitEnvModel) {
+    const char* path = std::getenv("ZINC_TEST_MODEL");
+    if (!path || !*path) GTEST_SKIP() << "ZINC_TEST_MODEL not set (tests/py/test_moe.py sets it)";
+    batched_equals_alone(path);
 }
 
 TEST(CpuRunner, CopyBlockCopiesEveryLayer) {

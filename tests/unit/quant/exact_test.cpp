@@ -91,6 +91,12 @@ std::vector<uint8_t> rand_weights(GgmlType t, int64_t n, std::mt19937& rng) {
             case GgmlType::Q3_K: set_h(p + 108); break;
             case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(p); set_h(p + 2); break;
             case GgmlType::Q6_K: set_h(p + 208); break;
+            case GgmlType::MXFP4: {  // any scale byte: 0/1 give subnormal scales, 254 near FLT_MAX
+                const uint32_t r = rng() % 8;
+                p[0] = r == 0 ? static_cast<uint8_t>(rng() % 3)
+                              : static_cast<uint8_t>(90 + rng() % 70);
+                break;
+            }
             case GgmlType::Q8_K: {
                 auto* q = reinterpret_cast<BlockQ8_K*>(p);
                 q->d = rand_float(rng, -30, 10);
@@ -142,6 +148,7 @@ const GgmlType all_types[] = {
     GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q2_K,
     GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K,
+    GgmlType::MXFP4,
 };
 
 std::vector<int64_t> lengths(GgmlType t) {
@@ -170,6 +177,7 @@ DotFn avx2_dot(GgmlType t) {
         case GgmlType::Q4_K: return dot_avx2_q4_k;
         case GgmlType::Q5_K: return dot_avx2_q5_k;
         case GgmlType::Q6_K: return dot_avx2_q6_k;
+        case GgmlType::MXFP4: return dot_avx2_mxfp4;
         default: return nullptr;
     }
 }
@@ -185,6 +193,7 @@ DotFn avx2_dot(GgmlType t) {
         case GgmlType::Q4_K: return dot_multi_##prefix##_q4_k; \
         case GgmlType::Q5_K: return dot_multi_##prefix##_q5_k; \
         case GgmlType::Q6_K: return dot_multi_##prefix##_q6_k; \
+        case GgmlType::MXFP4: return dot_multi_##prefix##_mxfp4; \
         default: return nullptr;                             \
     }
 DotMultiFn avx2_multi(GgmlType t) { ZINC_MULTI(avx2) }

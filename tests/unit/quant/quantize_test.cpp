@@ -16,8 +16,9 @@ namespace zinc::quant {
 namespace {
 
 const GgmlType quantized_types[] = {
-    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1,
-    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K,
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,
+    GgmlType::Q6_K, GgmlType::Q8_K, GgmlType::MXFP4,
 };
 
 std::vector<float> roundtrip(GgmlType t, const std::vector<float>& x) {
@@ -49,6 +50,45 @@ TEST(Quantize, Q4_0RepresentsItsGridExactly) {
         x5[i] = 0.5f * static_cast<float>(static_cast<int>(i) - 16);
     const std::vector<float> y5 = roundtrip(GgmlType::Q5_0, x5);
     for (size_t i = 0; i < x5.size(); ++i) EXPECT_EQ(y5[i], x5[i]) << i;
+}
+
+TEST(Quantize, Mxfp4RepresentsItsGridExactly) {
+    // E2M1 values {0, 0.5, 1, 1.5, 2, 3, 4, 6} and negatives, times 2^k: amax = 6 * 2^k, so
+    // e = floor(log2(6 * 2^k)) - 2 + 127 = k + 127 and the block scale 2^(e - 127) is 2^k.
+    constexpr float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    for (int k : {-20, -3, 0, 5, 40}) {
+        std::vector<float> x(64);
+        for (size_t i = 0; i < x.size(); ++i)
+            x[i] = std::ldexp(e2m1[i % 8] * ((i / 8) % 2 ? -1.0f : 1.0f), k);
+        std::vector<uint8_t> q(row_size(GgmlType::MXFP4, 64));
+        quantize_row(GgmlType::MXFP4, x.data(), q.data(), 64);
+        EXPECT_EQ(q[0], k + 127) << k;  // the scale byte of block 0
+        std::vector<float> y(64);
+        dequantize_row(GgmlType::MXFP4, q.data(), y.data(), 64);
+        for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i]) << k << " " << i;
+    }
+}
+
+TEST(Quantize, Mxfp4ElementErrorBound) {
+    // Within a block |x| <= amax < 16 * half(e) (e = floor(log2 amax) - 2 + 127). Inside the
+    // doubled grid (|x| <= 12 half(e)) the largest gap is 4 (8 -> 12): error <= 2 half(e); above
+    // it ggml's exponent choice clips to 12: error < 4 half(e). Both bounds are checked.
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(32 * 400);
+    for (auto& v : x) v = nd(rng) * 3.0f;
+    std::vector<uint8_t> q(row_size(GgmlType::MXFP4, static_cast<int64_t>(x.size())));
+    quantize_row(GgmlType::MXFP4, x.data(), q.data(), static_cast<int64_t>(x.size()));
+    std::vector<float> y(x.size());
+    dequantize_row(GgmlType::MXFP4, q.data(), y.data(), static_cast<int64_t>(x.size()));
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+        const float half_e = std::ldexp(1.0f, static_cast<int>(q[17 * b]) - 128);
+        for (size_t j = 0; j < 32; ++j) {
+            const float v = x[32 * b + j], err = std::fabs(v - y[32 * b + j]);
+            EXPECT_LE(err, std::fabs(v) <= 12.0f * half_e ? 2.0f * half_e : 4.0f * half_e)
+                << b << " " << j;
+        }
+    }
 }
 
 TEST(Quantize, LegacyElementErrorBounds) {

@@ -24,7 +24,7 @@ constexpr Expect expected[] = {
     {10, "q2_K", 256, 84, GgmlType::Q8_K},  {11, "q3_K", 256, 110, GgmlType::Q8_K},
     {12, "q4_K", 256, 144, GgmlType::Q8_K}, {13, "q5_K", 256, 176, GgmlType::Q8_K},
     {14, "q6_K", 256, 210, GgmlType::Q8_K}, {15, "q8_K", 256, 292, GgmlType::Q8_K},
-    {30, "bf16", 1, 2, GgmlType::F32},
+    {30, "bf16", 1, 2, GgmlType::F32},      {39, "mxfp4", 32, 17, GgmlType::Q8_0},
 };
 
 TEST(Types, TableMatchesGgml) {
@@ -43,7 +43,7 @@ TEST(Types, TableMatchesGgml) {
 }
 
 TEST(Types, UnknownIdsAreRejected) {
-    for (uint32_t id : {4u, 5u, 16u, 17u, 29u, 31u, 39u, 1000u, 0xFFFFFFFFu}) {
+    for (uint32_t id : {4u, 5u, 16u, 17u, 29u, 31u, 38u, 40u, 1000u, 0xFFFFFFFFu}) {
         EXPECT_FALSE(find_type_traits(id).has_value()) << id;
     }
 }
@@ -57,6 +57,7 @@ TEST(Types, RowSize) {
     EXPECT_EQ(row_size(GgmlType::Q8_0, 640), 20u * 34u);  // gemma token_embd row: 680 bytes
     EXPECT_EQ(row_size(GgmlType::Q4_K, 2048), 8u * 144u);
     EXPECT_EQ(row_size(GgmlType::Q6_K, 256), 210u);
+    EXPECT_EQ(row_size(GgmlType::MXFP4, 2880), 90u * 17u);  // gpt-oss-20b expert row
     EXPECT_EQ(row_size(GgmlType::Q8_K, 0), 0u);
 }
 

@@ -202,3 +202,20 @@ TEST(Device, ExplicitIndexMustExist) {
               std::string::npos)
         << e.error().message;
 }
+
+// --tensor-parallel on the CUDA tier: never more ranks than usable devices (issue 19).
+TEST(TensorParallel, CudaRanksAtMostTheUsableDevices) {
+    const cu::Probe one = gpu_probe(size_t{100} << 30);
+    EXPECT_EQ(rt::cuda_tensor_parallel(0, one).value(), 0);
+    EXPECT_EQ(rt::cuda_tensor_parallel(1, one).value(), 1);
+    EXPECT_EQ(rt::cuda_tensor_parallel(-1, one).value(), 1);  // --split-mode row: all of them
+    auto two = rt::cuda_tensor_parallel(2, one);
+    ASSERT_FALSE(two.ok());
+    EXPECT_EQ(two.error().message, "--tensor-parallel 2: the CUDA tier has 1 usable device (" +
+                                       rt::describe_devices(one) + "); N must be at most 1");
+    cu::Probe none;
+    none.reason = "no CUDA device";
+    auto r = rt::cuda_tensor_parallel(1, none);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("the CUDA tier has 0 usable devices"), std::string::npos);
+}

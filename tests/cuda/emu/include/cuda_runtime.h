@@ -78,6 +78,23 @@ inline int __dp4a(int a, int b, int c) {
         c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
     return c;
 }
+/// prmt.b32 with selectors 0..7 (CUDA's __byte_perm uses the low 3 bits of each nibble): byte n
+/// of the result is byte ((s >> 4n) & 7) of the 8-byte value y:x.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) {
+        const unsigned sel = (s >> (4 * i)) & 7u;
+        r |= static_cast<unsigned>((v >> (8 * sel)) & 0xffu) << (8 * i);
+    }
+    return r;
+}
+/// Per-byte subtraction modulo 256.
+inline unsigned __vsub4(unsigned a, unsigned b) {
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (((a >> (8 * i)) - (b >> (8 * i))) & 0xffu) << (8 * i);
+    return r;
+}
 inline unsigned __vsubss4(unsigned a, unsigned b) {
     unsigned r = 0;
     for (int i = 0; i < 4; ++i) {

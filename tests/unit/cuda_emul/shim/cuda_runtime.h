@@ -48,7 +48,7 @@ inline float4 make_float4(float x, float y, float z, float w) {
 typedef struct CUstream_st* cudaStream_t;
 enum cudaError_t { cudaSuccess = 0 };
 
-inline thread_local dim3 threadIdx, blockIdx;
+inline thread_local dim3 threadIdx, blockIdx, gridDim;
 
 namespace zinc_simt {
 
@@ -127,6 +127,76 @@ inline void mma_s8(int (&d)[4], const int (&a)[4], const int (&b)[2], int c) {
     }
 }
 
+/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: lane l gives the row address of row l % 8 of
+/// matrix l / 8; register j of lane l receives elements (rows 2 (l % 4), 2 (l % 4) + 1; column
+/// l / 4) of matrix j, the lower row in the low half.
+inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_addr) {
+    const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(row_addr));
+    const uint32_t mine[2] = {static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32)};
+    uint32_t all[32][2];
+    gather(mine, all);
+    const int l = static_cast<int>(threadIdx.x) & 31;
+    auto at = [&](int m, int row, int col) {
+        const int src = 8 * m + row;
+        const uintptr_t p = static_cast<uintptr_t>((static_cast<uint64_t>(all[src][1]) << 32) | all[src][0]);
+        uint16_t v;
+        std::memcpy(&v, reinterpret_cast<const uint8_t*>(p) + 2 * col, 2);
+        return static_cast<uint32_t>(v);
+    };
+    for (int j = 0; j < 4; ++j)
+        r[j] = at(j, 2 * (l % 4), l / 4) | (at(j, 2 * (l % 4) + 1, l / 4) << 16);
+}
+
+/// binary32 -> binary16 bits, round to nearest even (as __float2half_rn).
+inline uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+    const uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return sign | 0x7E00u;  // NaN
+    if (ax >= 0x477FF000u) return sign | 0x7C00u;  // rounds to >= 65520: inf
+    if (ax < 0x38800000u) {                        // below 2^-14: subnormal or zero
+        if (ax < 0x33000000u) return sign;         // < 2^-25: rounds to 0 (2^-25 ties to 0)
+        const uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+        // value = mant * 2^(E - 150) (E the biased exponent); in units of 2^-24 (the f16
+        // subnormal step) that is mant * 2^(E - 126), E in [102, 112]
+        const int shift = 126 - static_cast<int>(ax >> 23);
+        const uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        uint32_t r = q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+        return static_cast<uint16_t>(sign | r);
+    }
+    const uint32_t e = (ax >> 23) - 112;  // rebias 127 -> 15
+    const uint32_t mant = ax & 0x7FFFFFu;
+    uint32_t h = (e << 10) | (mant >> 13);
+    const uint32_t rem = mant & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent
+    return static_cast<uint16_t>(sign | h);
+}
+inline float f16_to_f32(uint16_t h);
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, d += a b, the PTX fragment layouts
+/// (g = lane / 4, t = lane % 4; two f16 per register, lower column / k in the low half):
+/// A a0 = (g, 2t..), a1 = (g + 8, 2t..), a2 = (g, 8 + 2t..), a3 = (g + 8, 8 + 2t..);
+/// B b0 = (k 2t.., n g), b1 = (k 8 + 2t.., n g); D d0 = (g, 2t), d1 = (g, 2t + 1),
+/// d2 = (g + 8, 2t), d3 = (g + 8, 2t + 1). Products summed in double, added to d in float.
+inline void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b0, b1};
+    uint32_t all[32][6];
+    gather(mine, all);
+    auto h = [](uint32_t w, int k) { return f16_to_f32(static_cast<uint16_t>(k % 2 ? w >> 16 : w & 0xffffu)); };
+    auto a_at = [&](int row, int k) {
+        return h(all[(row % 8) * 4 + (k % 8) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k);
+    };
+    auto b_at = [&](int k, int n) { return h(all[n * 4 + (k % 8) / 2][4 + (k >= 8 ? 1 : 0)], k); };
+    const int l = static_cast<int>(threadIdx.x) & 31, g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+        const int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+        double s = 0.0;
+        for (int k = 0; k < 16; ++k) s += static_cast<double>(a_at(row, k)) * b_at(k, col);
+        d[i] = static_cast<float>(d[i] + s);
+    }
+}
+
 /// Runs kernel k over grid (x, y) with `threads` threads per block, blocks in order.
 template <class... P, class... A>
 void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
@@ -141,6 +211,7 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
                 ts.emplace_back([&, t] {
                     threadIdx = dim3(static_cast<unsigned>(t));
                     blockIdx = dim3(bx, by);
+                    gridDim = grid;
                     cur = &blk;
                     n_exchange = 0;
                     k(args...);
@@ -200,6 +271,23 @@ inline int __dp4a(int a, int b, int c) {
     return s;
 }
 /// Per-byte signed saturating a - b.
+/// prmt.b32 with selectors 0..7 (CUDA's __byte_perm uses the low 3 bits of each nibble): byte n
+/// of the result is byte ((s >> 4n) & 7) of the 8-byte value y:x.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) {
+        const unsigned sel = (s >> (4 * i)) & 7u;
+        r |= static_cast<unsigned>((v >> (8 * sel)) & 0xffu) << (8 * i);
+    }
+    return r;
+}
+/// Per-byte subtraction modulo 256.
+inline unsigned __vsub4(unsigned a, unsigned b) {
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (((a >> (8 * i)) - (b >> (8 * i))) & 0xffu) << (8 * i);
+    return r;
+}
 inline unsigned __vsubss4(unsigned a, unsigned b) {
     unsigned r = 0;
     for (int i = 0; i < 4; ++i) {
@@ -225,7 +313,9 @@ inline __half __ushort_as_half(uint16_t h) {
 }
 /// binary16 -> binary32, exact (as __half2float).
 inline float __half2float(__half hv) {
-    const uint16_t h = hv.x;
+    return zinc_simt::f16_to_f32(hv.x);
+}
+inline float zinc_simt::f16_to_f32(uint16_t h) {
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
     const uint32_t exp = (h >> 10) & 0x1Fu;
     uint32_t mant = h & 0x3FFu;

@@ -1,0 +1,88 @@
+// zinc/backend/cpu/moe.cpp — routed experts on the CPU (see moe.h).
+#include "backend/cpu/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/activations.h"
+#include "backend/moe_route.h"
+#include "model/ir.h"
+#include "util/check.h"
+
+namespace zinc::cpu {
+
+static_assert(moe::kMaxUsed == model::kMoeMaxUsed);
+
+void MoeScratch::reserve(int n_rows, int k, int64_t n_embd, int n_ff, int n_expert) {
+    const size_t v = static_cast<size_t>(n_rows) * k;
+    auto grow = [](auto& vec, size_t n) {
+        if (vec.size() < n) vec.resize(n);
+    };
+    grow(ids, v);
+    grow(order, v);
+    grow(count, static_cast<size_t>(n_expert) + 1);
+    grow(cursor, static_cast<size_t>(n_expert));
+    grow(w, v);
+    grow(x, static_cast<size_t>(n_rows) * n_embd);  // one expert's rows: at most n_rows
+    grow(gate, static_cast<size_t>(n_rows) * n_ff);
+    grow(up, static_cast<size_t>(n_rows) * n_ff);
+    grow(y, static_cast<size_t>(n_rows) * n_embd);
+    grow(down, v * n_embd);
+}
+
+MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScratch& s) {
+    const int n = a.n_rows, k = a.k;
+    const int64_t E = a.n_embd, F = a.n_ff;
+    ZINC_CHECK(k >= 1 && k <= moe::kMaxUsed && k <= a.n_expert);
+    s.reserve(n, k, E, a.n_ff, a.n_expert);
+    for (int t = 0; t < n; ++t)
+        moe::route_row(a.logits + static_cast<int64_t>(t) * a.n_expert, a.n_expert, k,
+                       a.softmax_first, a.norm_w, a.w_scale, s.ids.data() + t * k,
+                       s.w.data() + t * k);
+    // Counting sort of the slots v = t * k + s by expert (stable: ascending v within an expert).
+    for (int e = 0; e <= a.n_expert; ++e) s.count[e] = 0;
+    const int nv = n * k;
+    for (int v = 0; v < nv; ++v) {
+        const int32_t e = s.ids[v];
+        ZINC_CHECK(e >= 0 && e < a.n_expert);
+        ++s.count[e + 1];
+    }
+    for (int e = 0; e < a.n_expert; ++e) s.count[e + 1] += s.count[e];
+    for (int e = 0; e < a.n_expert; ++e) s.cursor[e] = s.count[e];
+    for (int v = 0; v < nv; ++v) s.order[s.cursor[s.ids[v]]++] = v;
+    MoeStats st;
+    for (int e = 0; e < a.n_expert; ++e) {
+        const int b = s.count[e], ne = s.count[e + 1] - b;
+        if (ne == 0) continue;
+        const MatView g{a.gate->type, E, F, a.gate->data + e * F * a.gate->row_bytes,
+                        a.gate->row_bytes};
+        const MatView u{a.up->type, E, F, a.up->data + e * F * a.up->row_bytes, a.up->row_bytes};
+        const MatView d{a.down->type, F, E, a.down->data + e * E * a.down->row_bytes,
+                        a.down->row_bytes};
+        for (int i = 0; i < ne; ++i) {
+            const int t = s.order[b + i] / k;
+            std::memcpy(s.x.data() + i * E, a.x + t * E, sizeof(float) * E);
+        }
+        const MatmulJob gu[2] = {{&g, s.gate.data(), F, nullptr}, {&u, s.up.data(), F, nullptr}};
+        matmul(pool, mm, std::span<const MatmulJob>(gu, 2), s.x.data(), ne, E);
+        for (int i = 0; i < ne; ++i)  // one call per row, as the Glu op (batch invariance)
+            swiglu(s.gate.data() + i * F, s.up.data() + i * F, s.gate.data() + i * F, F);
+        matmul(pool, mm, d, s.gate.data(), ne, F, s.y.data(), E);
+        for (int i = 0; i < ne; ++i)
+            std::memcpy(s.down.data() + static_cast<int64_t>(s.order[b + i]) * E,
+                        s.y.data() + i * E, sizeof(float) * E);
+        st.weight_bytes += static_cast<uint64_t>(F) * (g.row_bytes + u.row_bytes) +
+                           static_cast<uint64_t>(E) * d.row_bytes;
+        ++st.n_experts_used;
+        st.n_matmuls += 2;
+    }
+    for (int t = 0; t < n; ++t) {
+        const float* ys = s.down.data() + static_cast<int64_t>(t) * k * E;
+        const float* w = s.w.data() + t * k;
+        float* o = a.out + static_cast<int64_t>(t) * E;
+        for (int64_t i = 0; i < E; ++i) o[i] = moe::combine_elem(ys, E, w, k, i);
+    }
+    return st;
+}
+
+}  // namespace zinc::cpu

@@ -1,0 +1,51 @@
+// zinc/backend/cpu/moe.h — the CPU tier's Mixture-of-Experts FFN (model/ir.h OpKind::Moe).
+//
+// Per row: route (backend/moe_route.h: the row's k experts and weights from its router logits),
+// then only the selected experts are computed. The rows are grouped by expert (rows (t, s) sorted
+// by expert id, then by t * k + s); for each expert used by the step its rows are gathered and
+// multiplied by the expert's gate/up sub-matrices (a MatView over rows [e n_ff, (e + 1) n_ff) of
+// the 3-D GGUF tensor, the ordinary quantized cpu::matmul), SwiGLU'd, multiplied by its down
+// sub-matrix, and scattered back to slot (t, s). Finally out[t] = sum_s w[t, s] y[t, s] in slot
+// order (moe::combine_elem). Every row's result depends only on that row (cpu::matmul gives the
+// same bits for any number of rows), so a batch gives the same bits as each row alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace zinc::cpu {
+
+struct MoeArgs {
+    const float* x = nullptr;       // (n_rows, n_embd) normalised input
+    const float* logits = nullptr;  // (n_rows, n_expert) router logits
+    float* out = nullptr;           // (n_rows, n_embd)
+    int n_rows = 0;
+    int64_t n_embd = 0;
+    int n_ff = 0, n_expert = 0, k = 0;
+    bool softmax_first = true, norm_w = false;
+    float w_scale = 0.0f;
+    const MatView* gate = nullptr;  // (n_expert * n_ff rows, n_embd)
+    const MatView* up = nullptr;
+    const MatView* down = nullptr;  // (n_expert * n_embd rows, n_ff)
+};
+
+/// Buffers of moe_ffn, sized once for a step of n_rows rows (reserve), never per call.
+struct MoeScratch {
+    std::vector<int32_t> ids, order, count, cursor;
+    std::vector<float> w, x, gate, up, y, down;
+    void reserve(int n_rows, int k, int64_t n_embd, int n_ff, int n_expert);
+};
+
+/// What one call read: the weight bytes of the experts it used and how many experts that was.
+struct MoeStats {
+    uint64_t weight_bytes = 0;
+    int n_experts_used = 0;
+    int n_matmuls = 0;
+};
+
+MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScratch& s);
+
+}  // namespace zinc::cpu

@@ -1,0 +1,399 @@
+// tests/unit/engine/hybrid_engine_test.cpp — the qwen35 Gated DeltaNet hybrid through the
+// Context, the CPU Runner and the engine: the per-sequence recurrent state (one slot per
+// running sequence) gives each request the tokens it gets alone, under batching with sequences
+// at different positions, chunked prefill, preemption (recompute from position 0) and with the
+// prefix cache requested (disabled for recurrent models, counted as prefix_miss_disabled); bad
+// slot use is a precise error. The model is a tiny qwen35 GGUF built in memory.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "gguf/writer.h"
+#include "model/arch_model.h"
+#include "model/batch.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+namespace ze = zinc::engine;
+namespace zm = zinc::model;
+using zinc::gguf::OwnedValue;
+using zinc::quant::GgmlType;
+
+namespace {
+
+// 4 layers (3 DeltaNet + 1 attention), n_embd 64, 2 QK / 4 V DeltaNet heads of 16, attention 2
+// heads of 32 (1 KV head), RoPE on 8 dims with sections [2, 1, 1, 0], vocab 96.
+constexpr int kEmbd = 64, kVocab = 96, kLayers = 4, kFf = 96, kHead = 2, kHeadKv = 1, kHd = 32;
+constexpr int kConv = 4, kDk = 16, kNk = 2, kNv = 4;
+
+// Overrides for the load-error tests.
+struct Bad {
+    std::string omit_key;  // e.g. "ssm.conv_kernel"
+    std::vector<int> sections = {2, 1, 1, 0};
+    int inner_size = kNv * kDk;
+    int n_v = kNv;
+};
+
+std::vector<uint8_t> build_qwen35(const Bad& bad = {}) {
+    zinc::gguf::Writer w;
+    const std::string a = "qwen35";
+    w.add_kv("general.architecture", OwnedValue::string(a));
+    auto kv = [&](const std::string& k, OwnedValue v) {
+        if (k != a + "." + bad.omit_key) w.add_kv(k, std::move(v));
+    };
+    w.add_kv(a + ".block_count", OwnedValue::u32(kLayers));
+    w.add_kv(a + ".embedding_length", OwnedValue::u32(kEmbd));
+    w.add_kv(a + ".feed_forward_length", OwnedValue::u32(kFf));
+    w.add_kv(a + ".attention.head_count", OwnedValue::u32(kHead));
+    w.add_kv(a + ".attention.head_count_kv", OwnedValue::u32(kHeadKv));
+    w.add_kv(a + ".attention.key_length", OwnedValue::u32(kHd));
+    w.add_kv(a + ".attention.value_length", OwnedValue::u32(kHd));
+    w.add_kv(a + ".attention.layer_norm_rms_epsilon", OwnedValue::f32(1e-6f));
+    w.add_kv(a + ".rope.freq_base", OwnedValue::f32(10000.0f));
+    w.add_kv(a + ".rope.dimension_count", OwnedValue::u32(8));
+    OwnedValue sec;
+    sec.type = zinc::gguf::ValueType::ARRAY;
+    sec.elem_type = zinc::gguf::ValueType::INT32;
+    for (int v : bad.sections) sec.arr.push_back(OwnedValue::i32(v));
+    w.add_kv(a + ".rope.dimension_sections", std::move(sec));
+    w.add_kv(a + ".context_length", OwnedValue::u32(512));
+    kv(a + ".ssm.conv_kernel", OwnedValue::u32(kConv));
+    kv(a + ".ssm.state_size", OwnedValue::u32(kDk));
+    kv(a + ".ssm.group_count", OwnedValue::u32(kNk));
+    kv(a + ".ssm.time_step_rank", OwnedValue::u32(static_cast<uint32_t>(bad.n_v)));
+    kv(a + ".ssm.inner_size", OwnedValue::u32(static_cast<uint32_t>(bad.inner_size)));
+    w.add_kv(a + ".full_attention_interval", OwnedValue::u32(4));
+    std::mt19937 rng(7);
+    auto add = [&](const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float sd,
+                   float mean = 0.0f) {
+        std::normal_distribution<float> d(mean, sd);
+        std::vector<float> f(static_cast<size_t>(ne0 * ne1));
+        for (float& v : f) v = d(rng);
+        const size_t rb = zinc::quant::row_size(t, ne0);
+        std::vector<uint8_t> out(rb * ne1);
+        for (int64_t r = 0; r < ne1; ++r)
+            zinc::quant::quantize_row(t, f.data() + r * ne0, out.data() + r * rb, ne0);
+        std::vector<int64_t> ne = {ne0};
+        if (ne1 > 1) ne.push_back(ne1);
+        w.add_tensor(name, ne, t, out);
+    };
+    const GgmlType q = GgmlType::Q8_0, f = GgmlType::F32;
+    const int kd = kNk * kDk, vd = kNv * kDk;
+    add("token_embd.weight", kEmbd, kVocab, q, 1.0f);
+    add("output_norm.weight", kEmbd, 1, f, 0.1f, 1.0f);
+    for (int il = 0; il < kLayers; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        add(b + "attn_norm.weight", kEmbd, 1, f, 0.1f, 1.0f);
+        add(b + "post_attention_norm.weight", kEmbd, 1, f, 0.1f, 1.0f);
+        if ((il + 1) % 4 != 0) {
+            add(b + "attn_qkv.weight", kEmbd, 2 * kd + vd, q, 0.2f);
+            add(b + "attn_gate.weight", kEmbd, vd, q, 0.2f);
+            add(b + "ssm_conv1d.weight", kConv, 2 * kd + vd, f, 0.5f);
+            add(b + "ssm_dt.bias", kNv, 1, f, 0.5f);
+            add(b + "ssm_a", kNv, 1, f, 0.2f, -1.0f);
+            add(b + "ssm_beta.weight", kEmbd, kNv, q, 0.2f);
+            add(b + "ssm_alpha.weight", kEmbd, kNv, q, 0.2f);
+            add(b + "ssm_norm.weight", kDk, 1, f, 0.1f, 1.0f);
+            add(b + "ssm_out.weight", vd, kEmbd, q, 0.2f);
+        } else {
+            add(b + "attn_q.weight", kEmbd, 2 * kHead * kHd, q, 0.2f);
+            add(b + "attn_k.weight", kEmbd, kHeadKv * kHd, q, 0.2f);
+            add(b + "attn_v.weight", kEmbd, kHeadKv * kHd, q, 0.2f);
+            add(b + "attn_output.weight", kHead * kHd, kEmbd, q, 0.2f);
+            add(b + "attn_q_norm.weight", kHd, 1, f, 0.1f, 1.0f);
+            add(b + "attn_k_norm.weight", kHd, 1, f, 0.1f, 1.0f);
+        }
+        add(b + "ffn_gate.weight", kEmbd, kFf, q, 0.2f);
+        add(b + "ffn_up.weight", kEmbd, kFf, q, 0.2f);
+        add(b + "ffn_down.weight", kFf, kEmbd, q, 0.2f);
+    }
+    return w.serialize();
+}
+
+struct Tiny {
+    std::vector<uint8_t> bytes;
+    std::unique_ptr<zinc::gguf::File> file;
+    std::unique_ptr<zm::Model> model;
+};
+
+const Tiny& tiny() {
+    static Tiny* t = [] {
+        auto* x = new Tiny;
+        x->bytes = build_qwen35();
+        auto f = zinc::gguf::File::from_buffer(x->bytes.data(), x->bytes.size(), "qwen35.gguf");
+        EXPECT_TRUE(f.ok()) << (f.ok() ? "" : f.error().message);
+        x->file = std::move(f.value());
+        auto m = zm::Model::load(*x->file, {});
+        EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+        if (m.ok()) x->model = std::move(m.value());
+        return x;
+    }();
+    return *t;
+}
+
+std::vector<int32_t> prompt_of(int seed, int n) {
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (auto& t : p) t = static_cast<int32_t>(rng() % kVocab);
+    return p;
+}
+
+int32_t argmax(const float* l) {
+    return static_cast<int32_t>(std::max_element(l, l + kVocab) - l);
+}
+
+std::vector<int32_t> context_greedy(const std::vector<int32_t>& prompt, int n_gen, int n_batch) {
+    zm::ContextOptions co;
+    co.n_ctx = 512;
+    co.n_threads = 2;
+    co.n_batch = n_batch;
+    auto ctx = zm::Context::create(*tiny().model, co);
+    EXPECT_TRUE(ctx.ok());
+    zm::Context& c = *ctx.value();
+    EXPECT_TRUE(c.eval(prompt).ok());
+    std::vector<int32_t> out;
+    for (int i = 0; i < n_gen; ++i) {
+        out.push_back(argmax(c.logits(-1)));
+        if (i + 1 < n_gen) {
+            EXPECT_TRUE(c.eval(std::span<const int32_t>(&out.back(), 1)).ok());
+        }
+    }
+    return out;
+}
+
+struct Collector {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int32_t> ids;
+    bool finished = false;
+    ze::FinishReason reason = ze::FinishReason::Error;
+    ze::EventSink sink() {
+        return [this](const ze::Event& ev) {
+            std::lock_guard<std::mutex> lk(mu);
+            for (const auto& t : ev.tokens) ids.push_back(t.id);
+            if (ev.finished) {
+                finished = true;
+                reason = ev.reason;
+                cv.notify_all();
+            }
+        };
+    }
+    bool wait() {
+        std::unique_lock<std::mutex> lk(mu);
+        return cv.wait_for(lk, std::chrono::seconds(120), [&] { return finished; });
+    }
+};
+
+std::vector<std::vector<int32_t>> run_all(const ze::EngineOptions& o,
+                                          const std::vector<std::vector<int32_t>>& prompts,
+                                          int n_gen, ze::EngineStats* stats) {
+    auto eng = ze::Engine::create(*tiny().model, o);
+    EXPECT_TRUE(eng.ok()) << (eng.ok() ? "" : eng.error().message);
+    if (!eng.ok()) return {};
+    std::vector<std::unique_ptr<Collector>> cs;
+    for (const auto& p : prompts) {
+        cs.push_back(std::make_unique<Collector>());
+        ze::RequestParams rp;
+        rp.prompt = p;
+        rp.max_tokens = n_gen;
+        rp.ignore_eos = true;
+        rp.sampling.temperature = 0.0f;
+        EXPECT_TRUE(
+            std::holds_alternative<ze::RequestId>(eng.value()->submit(rp, cs.back()->sink())));
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& c : cs) {
+        EXPECT_TRUE(c->wait());
+        EXPECT_EQ(c->reason, ze::FinishReason::Length);
+        out.push_back(c->ids);
+    }
+    for (int i = 0; i < 200 && eng.value()->stats().slots_busy > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (stats) *stats = eng.value()->stats();
+    return out;
+}
+
+// Mixed lengths, some longer than a 64-token DeltaNet chunk; pairs share a prefix.
+std::vector<std::vector<int32_t>> prompts() {
+    std::vector<std::vector<int32_t>> ps;
+    const auto shared = prompt_of(99, 40);
+    for (int i = 0; i < 6; ++i) {
+        auto p = prompt_of(10 + i, 3 + 23 * i);
+        if (i % 2 == 0) p.insert(p.begin(), shared.begin(), shared.end());
+        ps.push_back(p);
+    }
+    return ps;
+}
+
+std::string load_error(const Bad& bad) {
+    const std::vector<uint8_t> bytes = build_qwen35(bad);
+    auto f = zinc::gguf::File::from_buffer(bytes.data(), bytes.size(), "bad.gguf");
+    if (!f.ok()) return f.error().message;
+    auto m = zm::Model::load(*f.value(), {});
+    return m.ok() ? std::string("<loaded>") : m.error().message;
+}
+
+}  // namespace
+
+TEST(HybridEngine, LoadErrorsNameTheKey) {
+    Bad b;
+    b.omit_key = "ssm.conv_kernel";
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: missing metadata key qwen35.ssm.conv_kernel (integer, "
+              "required for architecture qwen35)");
+    b = Bad{};
+    b.inner_size = 48;
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.ssm.inner_size = 48, expected "
+              "ssm.time_step_rank * ssm.state_size = 64 (head_v_dim = head_k_dim, "
+              "as llama.cpp requires)");
+    b = Bad{};
+    b.n_v = 3;
+    b.inner_size = 48;
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.ssm.time_step_rank = 3, expected a "
+              "multiple of qwen35.ssm.group_count (2)");
+    b = Bad{};
+    b.sections = {1, 1, 1, 1};  // pair 3 is in the 4th section: rotated by position 0 for text
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.rope.dimension_sections puts rotary pair "
+              "3 in the 4th section (position 0 for text): not supported");
+    b = Bad{};
+    b.sections = {4, 4, 4, 0};
+    EXPECT_EQ(load_error(b),
+              "bad.gguf: metadata qwen35.rope.dimension_sections: sum 12, expected "
+              "in [1, rope.dimension_count / 2 = 4]");
+}
+
+TEST(HybridEngine, OpListOfADeltaNetAndAnAttentionLayer) {
+    const auto* am = dynamic_cast<const zm::ArchModel*>(tiny().model.get());
+    ASSERT_TRUE(am);
+    const zm::Program& p = am->program();
+    auto kinds = [&](int il) {
+        std::string k;
+        for (const zm::Op& op : p.ops)
+            if (op.il == il) k += std::string(zm::op_kind_name(op.kind())) + " ";
+        return k;
+    };
+    EXPECT_EQ(kinds(0),
+              "rms_norm matmul matmul ssm_conv delta_net gated_rms_norm matmul add rms_norm "
+              "matmul glu matmul add ");
+    EXPECT_EQ(kinds(3),
+              "rms_norm matmul split_gate rope_kv attention sigmoid_mul matmul keep_rows add "
+              "rms_norm matmul glu matmul add ");
+    ASSERT_EQ(p.recurrent.size(), 3u);  // layers 0, 1, 2
+    EXPECT_EQ(p.recurrent[2].conv_floats, 3 * 128);
+    EXPECT_EQ(p.recurrent[2].ssm_floats, 4 * 16 * 16);
+}
+
+TEST(HybridEngine, StateBytesAndChunkedPrefillBitIdentical) {
+    const Tiny& t = tiny();
+    ASSERT_TRUE(t.model);
+    // 3 DeltaNet layers: conv (3 x 128) + S (4 heads x 16 x 16) floats each
+    EXPECT_EQ(t.model->recurrent_state_bytes(), 3u * (3 * 128 + 4 * 16 * 16) * sizeof(float));
+    const auto p = prompt_of(1, 150);
+    EXPECT_EQ(context_greedy(p, 16, 512), context_greedy(p, 16, 7));
+}
+
+TEST(HybridEngine, ContextRefusesToRewindTheState) {
+    zm::ContextOptions co;
+    co.n_ctx = 64;
+    auto ctx = zm::Context::create(*tiny().model, co);
+    ASSERT_TRUE(ctx.ok());
+    zm::Context& c = *ctx.value();
+    const auto p = prompt_of(2, 10);
+    ASSERT_TRUE(c.eval(p).ok());
+    std::vector<float> first(c.logits(-1), c.logits(-1) + kVocab);
+    c.truncate(5);
+    auto r = c.eval(std::span<const int32_t>(p.data() + 5, 5));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("recurrent state of slot 0 is at position 10, the batch "
+                                     "starts at 5"),
+              std::string::npos)
+        << r.error().message;
+    c.truncate(0);
+    ASSERT_TRUE(c.eval(p).ok());
+    EXPECT_EQ(std::vector<float>(c.logits(-1), c.logits(-1) + kVocab), first);
+}
+
+TEST(HybridEngine, RunnerSlotErrors) {
+    zm::RunnerOptions ro;
+    ro.n_blocks = 8;
+    ro.block_size = 16;
+    ro.max_seqs = 2;
+    ro.max_batch_tokens = 16;
+    ro.max_seq_len = 128;
+    auto runner = zm::Runner::create_cpu(*tiny().model, ro);
+    ASSERT_TRUE(runner.ok());
+    EXPECT_EQ(runner.value()->options().n_state_slots, 2);
+    EXPECT_GT(runner.value()->state_bytes(), 0u);
+    const std::vector<int32_t> toks = {1, 2, 3, 4};
+    const std::vector<int32_t> t0 = {0}, t1 = {1};
+    std::vector<float> logits(2 * kVocab);
+    auto run = [&](int slot_a, int slot_b, int pos_b) {
+        zm::BatchSeq s[2];
+        s[0].row0 = 0, s[0].n_tokens = 2, s[0].pos0 = 0, s[0].block_table = t0;
+        s[0].state_slot = slot_a;
+        s[1].row0 = 2, s[1].n_tokens = 2, s[1].pos0 = pos_b, s[1].block_table = t1;
+        s[1].state_slot = slot_b;
+        return runner.value()->forward({toks, std::span<const zm::BatchSeq>(s, 2)}, logits.data());
+    };
+    auto msg = [](const zinc::Result<void>& r) {
+        return r.ok() ? std::string() : r.error().message;
+    };
+    EXPECT_NE(msg(run(-1, 1, 0)).find("state slot -1 out of range [0, 2)"), std::string::npos);
+    EXPECT_NE(msg(run(1, 1, 0)).find("state slot 1 is also sequence 0's"), std::string::npos);
+    EXPECT_NE(msg(run(0, 1, 3)).find("slot 1 is at position 0, the batch starts at 3"),
+              std::string::npos);
+    EXPECT_TRUE(run(0, 1, 0).ok());
+    EXPECT_TRUE(run(1, 0, 2).ok());  // slot 1 restarts at 0, slot 0 continues at 2
+}
+
+TEST(HybridEngine, BatchedInterleavedPreemptedEqualAlone) {
+    const auto ps = prompts();
+    const int n_gen = 12;
+    std::vector<std::vector<int32_t>> expect;
+    for (const auto& p : ps) expect.push_back(context_greedy(p, n_gen, 512));
+    ze::EngineOptions o;
+    o.n_parallel = 4;  // 6 requests on 4 slots: slots are reused
+    o.n_ctx = 256;
+    o.block_size = 16;
+    o.max_batch_tokens = 48;  // chunked prefill next to decodes at other positions
+    o.n_threads = 2;
+    o.prefix_cache = true;  // requested; off for a recurrent model
+    ze::EngineStats s;
+    EXPECT_EQ(run_all(o, ps, n_gen, &s), expect);
+    EXPECT_EQ(s.prefix_hits_blocks, 0u);
+    EXPECT_GT(s.prefix_miss_disabled, 0u);
+    // A pool too small for all: preemption recomputes the state from position 0.
+    o.n_ctx = 160;
+    o.n_kv_blocks = 12;  // one full sequence (10 blocks) + 2
+    ze::EngineStats s2;
+    EXPECT_EQ(run_all(o, ps, n_gen, &s2), expect);
+    EXPECT_GT(s2.preemptions, 0u);
+}
+
+// Speculative decoding would have to roll the recurrent state back past rejected drafts, which
+// is not implemented: the engine refuses a drafter for a hybrid model (docs/speculative.md).
+TEST(HybridEngine, SpeculativeDecodingRefused) {
+    ASSERT_TRUE(tiny().model);
+    ze::EngineOptions o;
+    o.n_parallel = 2;
+    o.n_ctx = 64;
+    o.n_threads = 1;
+    o.drafter = ze::make_lookup_drafter();
+    auto e = ze::Engine::create(*tiny().model, o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().message,
+              "engine: speculative decoding is not supported for hybrid models with recurrent "
+              "state (qwen35): rejected drafts would need the state rolled back (not "
+              "implemented)");
+}
