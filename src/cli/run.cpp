@@ -28,8 +28,10 @@
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
 #include "cli/sigint.h"
+#include "cli/spec_flags.h"
 #include "cli/validators.h"
 #include "engine/sampler.h"
+#include "engine/spec_verify.h"
 #include "quant/quant.h"
 #include "runtime/evidence.h"
 #include "runtime/run_context.h"
@@ -55,12 +57,13 @@ struct RunOptions {
     std::vector<std::string> stops;  // stop strings (not printed)
     bool check = false;
     bool version = false;
-    std::string tier;  // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
-    bool exact = false;  // --exact (docs/exactness.md)
-    int device = -1;   // -d/--device; < 0: ZINC_DEVICE, else 0
+    std::string tier;              // --tier; empty: ZINC_TIER, else auto (runtime/tier.h)
+    bool exact = false;            // --exact (docs/exactness.md)
+    int device = -1;               // -d/--device; < 0: ZINC_DEVICE, else 0
     TensorParallelFlags tp_flags;  // --tensor-parallel/-tp, -sm, -ts (llama_compat.h)
     int tensor_parallel = 0;       // apply_tensor_parallel: 0 off, -1 every device
     engine::SamplerOptions sampling;
+    SpecFlags spec;  // --spec, --draft, --spec-max (cli/spec_flags.h)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -133,6 +136,14 @@ int generate(const RunOptions& o) {
                      "will degrade past it\n",
                      n_ctx, m.model->n_ctx_train());
 
+    // Speculative decoding (--spec, ZINC_SPEC): the drafter, and the draft model if any.
+    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads);
+    if (!spec_r) return report_error(spec_r.error().message);
+    SpecSetup spec = std::move(spec_r.value());
+    engine::DraftLength draft_len(spec.spec_max);
+    std::vector<int32_t> draft, feed;
+    int n_spec_steps = 0, n_drafted = 0, n_accepted = 0;
+
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
     auto rc_r =
         open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact, o.tensor_parallel);
@@ -160,32 +171,70 @@ int generate(const RunOptions& o) {
     tokenizer::TextStream stream(*m.tok, stops);
     const auto n_vocab = static_cast<size_t>(m.model->n_vocab());
     std::vector<int32_t> history = tokens;  // penalties see the prompt too, as in llama.cpp
-    int n_gen = 0, n_decode = 0;
+    int n_gen = 0, n_decode = 0, n_forward = 0;
     bool context_full = false;
     Clock::time_point t_decode{};
-    while ((o.n_predict < 0 || n_gen < o.n_predict) && !sigint.fired()) {
-        const float* logits = ctx.logits(-1);
-        const int32_t tok = sampler.sample({logits, n_vocab}, history);
-        if (m.tok->is_eog(tok)) break;
-        history.push_back(tok);
-        ++n_gen;
-        const tokenizer::StreamStep step = stream.push(tok);
-        write_out(step.text);
-        if (step.status != tokenizer::StreamStatus::Continue) break;
-        if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
+    // Tokens to print next: one sampled token, or a verified draft's kept tokens and the one
+    // after them (speculative decoding: engine/spec_verify.h keeps the output what plain
+    // sampling would give).
+    std::vector<int32_t> next = {sampler.sample({ctx.logits(-1), n_vocab}, history)};
+    bool done = false;
+    while (!done && !sigint.fired()) {
+        for (const int32_t tok : next) {
+            if (o.n_predict >= 0 && n_gen >= o.n_predict) {
+                done = true;
+                break;
+            }
+            if (n_forward > 0) ++n_decode;  // a token a decode forward produced (EOG included)
+            if (m.tok->is_eog(tok)) {
+                done = true;
+                break;
+            }
+            history.push_back(tok);
+            ++n_gen;
+            const tokenizer::StreamStep step = stream.push(tok);
+            write_out(step.text);
+            if (step.status != tokenizer::StreamStatus::Continue) {
+                done = true;
+                break;
+            }
+        }
+        if (done || (o.n_predict >= 0 && n_gen >= o.n_predict)) break;
         if (ctx.n_past() >= ctx.n_ctx()) {
             context_full = true;
             break;
         }
         if (sigint.fired()) break;
-        if (n_decode == 0) t_decode = Clock::now();
-        const int32_t one[1] = {tok};
-        if (auto r = ctx.eval(one); !r) {
+        if (n_forward == 0) t_decode = Clock::now();
+        // The draft: never past -n or the context (the draft's rows need positions).
+        draft.clear();
+        if (spec.drafter) {
+            int64_t cap = std::min<int64_t>(draft_len.len, ctx.n_ctx() - ctx.n_past() - 1);
+            if (o.n_predict >= 0) cap = std::min<int64_t>(cap, o.n_predict - n_gen);
+            if (cap > 0) spec.drafter->propose(0, history, static_cast<int32_t>(cap), draft);
+        }
+        feed.assign(1, history.back());
+        feed.insert(feed.end(), draft.begin(), draft.end());
+        const int base = ctx.n_past();
+        if (auto r = ctx.eval(feed, !draft.empty()); !r) {
             write_out(stream.finish());
             std::fputc('\n', stdout);
             return report_error(r.error().message, kExitFailure);
         }
-        ++n_decode;
+        ++n_forward;
+        if (draft.empty()) {
+            next.assign(1, sampler.sample({ctx.logits(-1), n_vocab}, history));
+            continue;
+        }
+        const std::span<const float> rows(ctx.logits(0), feed.size() * n_vocab);
+        engine::VerifyResult v =
+            engine::verify_draft(sampler, rows, static_cast<int32_t>(n_vocab), history, draft);
+        ++n_spec_steps;
+        n_drafted += static_cast<int>(draft.size());
+        n_accepted += v.n_accepted;
+        draft_len.update(static_cast<int32_t>(draft.size()), v.n_accepted);
+        ctx.truncate(base + 1 + v.n_accepted);  // rejected drafts' K/V are dropped
+        next = std::move(v.tokens);
     }
     const bool interrupted = sigint.fired();
     write_out(stream.finish());
@@ -200,8 +249,18 @@ int generate(const RunOptions& o) {
     if (!log_info()) return interrupted ? kExitInterrupted : kExitOk;
     // What ran where (docs/runtime.md); the timing line stays the last line.
     std::fprintf(stderr, "%s\n", runtime::evidence_line(rc.evidence->snapshot()).c_str());
-    // Decode counts forward passes (each generated token but the last is fed back once); its
-    // time includes sampling and streaming, as a user experiences it.
+    if (spec.drafter)
+        std::fprintf(
+            stderr,
+            "speculative: %s, %d drafted, %d accepted (%.1f%%), %.2f tokens per "
+            "verification, %d forwards for %d tokens\n",
+            spec.drafter->name(), n_drafted, n_accepted,
+            n_drafted > 0 ? 100.0 * n_accepted / n_drafted : 0.0,
+            n_spec_steps > 0 ? static_cast<double>(n_accepted + n_spec_steps) / n_spec_steps : 0.0,
+            n_forward, n_decode);
+    // Decode counts the tokens decode forwards produced (without speculation one per forward,
+    // an end-of-generation token included, as before; with it, kept drafts too); its time
+    // includes sampling and streaming, as a user experiences it.
     std::fprintf(stderr,
                  "prefill: %d tok in %.2f s (%.1f tok/s) | decode: %d tok in %.2f s (%.1f tok/s)\n",
                  n_prompt, s_prefill, rate(n_prompt, s_prefill), n_decode, s_decode,
@@ -287,6 +346,7 @@ int run_main(int argc, char** argv) {
         ->check(int_in(0, 1024))
         ->capture_default_str();
     auto* seed_opt = add_sampling_flags(app, o.sampling);
+    add_spec_flags(app, o.spec);
     app.add_flag("--chat", o.chat,
                  "send the prompt as a user turn through the model's chat template (the "
                  "reply alone is printed); the prompt and --system are data: special-token text "
@@ -302,7 +362,9 @@ int run_main(int argc, char** argv) {
     app.add_flag(
         "--no-echo,--no-display-prompt", [&](int64_t) { o.echo = false; },
         "do not print the prompt");
-    app.add_flag("--exact", o.exact, "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, else the fast kernels)");
+    app.add_flag("--exact", o.exact,
+                 "the CUDA tier computes the CPU tier's exact bits (slower; default: ZINC_EXACT, "
+                 "else the fast kernels)");
     app.add_option("--tier", o.tier,
                    "execution tier: auto, cuda or cpu (default: ZINC_TIER, else auto)");
     app.add_option("-d,--device", o.device,

@@ -26,6 +26,7 @@
 #include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
+#include "cli/spec_flags.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
 #include "runtime/checked_runner.h"
@@ -67,6 +68,7 @@ struct ServeOptions {
     TensorParallelFlags tp_flags;   // --tensor-parallel/-tp, -sm, -ts (llama_compat.h)
     int tensor_parallel = 0;        // apply_tensor_parallel: 0 off, -1 every device
     double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
+    SpecFlags spec;                 // --spec, --draft, --spec-max (cli/spec_flags.h)
 };
 
 std::string format_mib(size_t bytes) {
@@ -146,6 +148,12 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_threads = n_threads;
     for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
         if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+    // Speculative decoding (--spec, ZINC_SPEC): docs/speculative.md.
+    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads);
+    if (!spec_r) return report_error(spec_r.error().message);
+    SpecSetup spec = std::move(spec_r.value());
+    eo.drafter = spec.drafter;
+    eo.spec_max = spec.spec_max;
 
     // Tenants: the config is read before the engine starts (its policy is the engine's).
     std::shared_ptr<server::Tenancy> tenancy;
@@ -239,11 +247,11 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     const engine::EngineStats st = engine.stats();
     std::fprintf(stderr,
                  "zinc: listening on http://%s:%d (model '%s', %d slots x %d positions, %d KV "
-                 "blocks of %d = %s, prefix cache %s%s)\n",
+                 "blocks of %d = %s, prefix cache %s, speculative %s%s)\n",
                  o.host.c_str(), http.port(), so.model_id.c_str(), eo.n_parallel, n_ctx,
                  st.kv_blocks_total, eo.block_size,
                  format_mib(static_cast<size_t>(st.kv_blocks_total) * block_bytes).c_str(),
-                 eo.prefix_cache ? "on" : "off",
+                 eo.prefix_cache ? "on" : "off", engine::to_string(spec.mode),
                  so.api_keys.empty() && !tenancy ? "" : ", API key required");
     std::fflush(stderr);
 
@@ -402,6 +410,7 @@ int serve_main(int argc, char** argv) {
                    "before the rest are cancelled; 0: cancel at once")
         ->check(real_in(0, 86400))
         ->capture_default_str();
+    add_spec_flags(app, o.spec);
     auto* seed_opt = add_sampling_flags(app, o.sampling);
     seed_opt->description("seed for requests that give none (default: a random one each)");
     add_gpu_layers_flag(app, o.gpu_layers);

@@ -51,6 +51,7 @@ class EngineImpl : public Engine {
         : opts_(opts),
           n_vocab_(model.n_vocab()),
           runner_(std::move(runner)),
+          drafter_(opts.drafter),
           // Hybrid (recurrent) models: no prefix reuse. A cached block holds K/V, not the
           // recurrent state after it, so a prefix hit could not resume the state; every prompt
           // block then counts as prefix_miss_disabled (docs/engine.md).
@@ -63,6 +64,7 @@ class EngineImpl : public Engine {
                  bm_, *policy_,
                  [this](int32_t src, int32_t dst) { runner_->copy_block(src, dst); }),
           eog_(opts.eog_tokens) {
+        counters_.spec_drafter = drafter_ ? drafter_->name() : "";
         std::sort(eog_.begin(), eog_.end());
         logits_.resize(static_cast<size_t>(runner_->options().max_seqs) * n_vocab_);
         device_sampling_ = runner_->samples_on_device();
@@ -162,6 +164,7 @@ class EngineImpl : public Engine {
             for (auto& s : incoming) {
                 counters_.prompt_tokens += static_cast<uint64_t>(s->n_prompt);
                 s->usage.prompt_tokens = s->n_prompt;
+                s->draft_len = DraftLength(opts_.spec_max);
                 Sequence* p = s.get();
                 live_.emplace(p->id, std::move(s));
                 sched_.add(p);
@@ -188,6 +191,7 @@ class EngineImpl : public Engine {
 
     // One step; false when the policy held everything back (nothing ran, nothing is wrong).
     bool run_step() {
+        if (drafter_) propose_drafts();
         StepPlan plan = sched_.schedule();
         if (plan.empty()) {
             if (plan.held_back) return false;
@@ -200,6 +204,7 @@ class EngineImpl : public Engine {
         }
         batch_tokens_.clear();
         batch_seqs_.clear();
+        size_t n_logit_rows = 0;
         for (const ScheduledSeq& ss : plan.seqs) {
             const Sequence& s = *ss.seq;
             model::BatchSeq bs;
@@ -209,15 +214,22 @@ class EngineImpl : public Engine {
             bs.block_table = s.blocks;
             bs.want_logits = ss.want_logits;
             bs.state_slot = s.state_slot;
+            bs.all_logits = ss.n_draft > 0;  // a draft: every row's logits are verified
+            const int32_t n_real = ss.n_tokens - ss.n_draft;
             batch_tokens_.insert(batch_tokens_.end(), s.tokens.begin() + s.n_computed,
-                                 s.tokens.begin() + s.n_computed + ss.n_tokens);
+                                 s.tokens.begin() + s.n_computed + n_real);
+            batch_tokens_.insert(batch_tokens_.end(), s.draft.begin(),
+                                 s.draft.begin() + ss.n_draft);
             batch_seqs_.push_back(bs);
+            n_logit_rows += ss.n_draft > 0 ? ss.n_tokens : ss.want_logits ? 1 : 0;
         }
+        if (logits_.size() < n_logit_rows * static_cast<size_t>(n_vocab_))
+            logits_.resize(n_logit_rows * static_cast<size_t>(n_vocab_));
         const model::Batch batch{batch_tokens_, batch_seqs_};
         // Sampling on the Runner's device when it can and no request of the step needs its
         // logits on the host (logprobs): only token ids come back (model/batch.h).
         const bool on_device =
-            device_sampling_ &&
+            device_sampling_ && plan.n_draft_rows == 0 &&
             std::none_of(plan.seqs.begin(), plan.seqs.end(), [](const ScheduledSeq& ss) {
                 return ss.want_logits && (ss.seq->params.top_logprobs >= 0 || ss.seq->grammar);
             });
@@ -254,6 +266,13 @@ class EngineImpl : public Engine {
                 continue;
             }
             const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
+            if (ss.n_draft > 0) {
+                row += static_cast<size_t>(ss.n_tokens);
+                on_verified(*ss.seq, ss.n_draft,
+                            std::span<const float>(l, static_cast<size_t>(ss.n_tokens) *
+                                                          static_cast<size_t>(n_vocab_)));
+                continue;
+            }
             ++row;
             on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
         }
@@ -264,6 +283,7 @@ class EngineImpl : public Engine {
         counters_.step_decode_rows += static_cast<uint64_t>(plan.n_decode_rows);
         counters_.step_prefill_rows += static_cast<uint64_t>(plan.n_prefill_rows);
         counters_.step_budget_rows += static_cast<uint64_t>(plan.budget);
+        counters_.spec_rows_cut += static_cast<uint64_t>(plan.n_draft_cut);
         if (plan.n_prefill_rows == 0) {
             ++counters_.steps_decode_only;
         } else if (plan.n_decode_rows == 0) {
@@ -365,25 +385,80 @@ class EngineImpl : public Engine {
     // The sequence's next token; `logits` (its row, for logprobs) is empty when the token was
     // sampled on the device (only for requests without logprobs).
     void on_token(Sequence& s, int32_t tok, std::span<const float> logits) {
-        if (!s.params.ignore_eos && is_eog(tok)) {
-            finish(s, FinishReason::Eog);
-            return;
-        }
+        on_tokens(s, std::span<const int32_t>(&tok, 1), logits);
+    }
+
+    // The sequence's next tokens (one, or a verified draft's kept tokens and the one after
+    // them) as one event; `logits` holds one n_vocab row per token when logprobs are wanted.
+    // Returns whether the sequence is still running (false: it finished, and is gone).
+    bool on_tokens(Sequence& s, std::span<const int32_t> toks, std::span<const float> logits) {
         Event ev;
-        GeneratedToken g;
-        g.id = tok;
-        if (s.params.top_logprobs >= 0) token_logprobs(logits, tok, s.params.top_logprobs, g);
-        ev.tokens.push_back(std::move(g));
-        s.tokens.push_back(tok);
-        ++s.usage.completion_tokens;
-        ++counters_.generated_tokens;
-        if (s.n_generated() >= s.params.max_tokens) {
-            finish(s, FinishReason::Length, {}, &ev);
-        } else if (static_cast<int32_t>(s.tokens.size()) >= opts_.n_ctx) {
-            finish(s, FinishReason::Context, {}, &ev);
-        } else {
-            ev.usage = s.usage;
-            if (!deliver(s.sink, ev)) finish(s, FinishReason::Error, "the event sink threw");
+        const auto nv = static_cast<size_t>(n_vocab_);
+        for (size_t i = 0; i < toks.size(); ++i) {
+            const int32_t tok = toks[i];
+            if (!s.params.ignore_eos && is_eog(tok)) {
+                finish(s, FinishReason::Eog, {}, &ev);
+                return false;
+            }
+            GeneratedToken g;
+            g.id = tok;
+            if (s.params.top_logprobs >= 0)
+                token_logprobs(logits.subspan(i * nv, nv), tok, s.params.top_logprobs, g);
+            ev.tokens.push_back(std::move(g));
+            s.tokens.push_back(tok);
+            ++s.usage.completion_tokens;
+            ++counters_.generated_tokens;
+            if (s.n_generated() >= s.params.max_tokens) {
+                finish(s, FinishReason::Length, {}, &ev);
+                return false;
+            }
+            if (static_cast<int32_t>(s.tokens.size()) >= opts_.n_ctx) {
+                finish(s, FinishReason::Context, {}, &ev);
+                return false;
+            }
+        }
+        ev.usage = s.usage;
+        if (!deliver(s.sink, ev)) {
+            finish(s, FinishReason::Error, "the event sink threw");
+            return false;
+        }
+        return true;
+    }
+
+    // Speculative decoding: s ran its pending token and ss.n_draft draft tokens; `rows` holds
+    // their 1 + n_draft logits rows. Keep what the target agrees with (engine/spec_verify.h),
+    // report the tokens, and let the scheduler make the kept drafts computed.
+    void on_verified(Sequence& s, int32_t n_draft, std::span<const float> rows) {
+        const std::span<const int32_t> draft(s.draft.data(), static_cast<size_t>(n_draft));
+        VerifyResult v =
+            verify_draft(s.sampler, rows, n_vocab_, s.tokens, draft, {}, opts_.spec_fault);
+        ++s.usage.spec_steps;
+        s.usage.spec_drafted += n_draft;
+        s.usage.spec_accepted += v.n_accepted;
+        ++counters_.spec_steps;
+        counters_.spec_drafted += static_cast<uint64_t>(n_draft);
+        counters_.spec_accepted += static_cast<uint64_t>(v.n_accepted);
+        s.draft_len.update(n_draft, v.n_accepted);
+        // Accepted drafts count once they are reported (the usage in the event includes them).
+        if (!on_tokens(s, v.tokens, rows.first(v.tokens.size() * static_cast<size_t>(n_vocab_))))
+            return;
+        sched_.accept_drafts(s, v.n_accepted);
+    }
+
+    // Before planning: each running decode's draft for this step (engine/drafter.h), at most its
+    // adaptive length and never past max_tokens (drafts are generated tokens; the bonus token
+    // of a draft accepted up to max_tokens is dropped).
+    void propose_drafts() {
+        for (Sequence* s : sched_.running()) {
+            s->draft.clear();
+            // (a grammar-constrained sequence is not drafted: verification does not run its
+            // matcher over the drafted tokens)
+            if (!drafter_ || !s->is_decode() || s->grammar) continue;
+            const int32_t left = s->params.max_tokens - s->n_generated();
+            const int32_t n = std::min(s->draft_len.len, left);
+            if (n <= 0) continue;
+            drafter_->propose(s->id, s->tokens, n, s->draft);
+            if (static_cast<int32_t>(s->draft.size()) > n) s->draft.resize(static_cast<size_t>(n));
         }
     }
 
@@ -413,6 +488,7 @@ class EngineImpl : public Engine {
             ++counters_.requests_finished;
         }
         sched_.remove(&s);
+        if (drafter_) drafter_->release(s.id);
         const RequestId id = s.id;
         EventSink sink = std::move(s.sink);
         live_.erase(id);  // s is gone from here on
@@ -448,6 +524,7 @@ class EngineImpl : public Engine {
     const EngineOptions opts_;
     const int32_t n_vocab_;
     std::unique_ptr<model::Runner> runner_;
+    std::shared_ptr<Drafter> drafter_;  // speculative decoding; null: off
 
     // Step thread only.
     BlockManager bm_;
@@ -504,6 +581,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     if (opts.min_prefill_chunk < 1 || opts.min_prefill_chunk > (1 << 20))
         return bad("min_prefill_chunk", opts.min_prefill_chunk, "[1, 1048576]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
+    if (opts.drafter && model.recurrent_state_bytes() > 0)
+        return make_error(
+            "engine: speculative decoding is not supported for hybrid models with "
+            "recurrent state (" +
+            model.arch_name() +
+            "): rejected drafts would need the state rolled back (not implemented)");
+    if (opts.spec_max < 1 || opts.spec_max > kSpecMaxDraft)
+        return bad("spec_max", opts.spec_max, "[1, 16]");
     if (opts.n_threads < 0 || opts.n_threads > 1024)
         return bad("n_threads", opts.n_threads, "[0, 1024]");
     const int64_t per_seq =

@@ -19,7 +19,9 @@
 #include <variant>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/sampler.h"
+#include "engine/spec_verify.h"
 #include "model/batch.h"
 #include "runtime/request_evidence.h"
 #include "util/result.h"
@@ -61,6 +63,12 @@ struct EngineOptions {
     /// attributes it to the step's requests (runtime/request_evidence.h) and hands each request
     /// its evidence in its final Event. Empty: no per-request evidence.
     std::function<runtime::StepRecord()> step_evidence;
+    /// Speculative decoding (docs/speculative.md): each step, every running decode asks the
+    /// drafter for up to its adaptive draft length (1..spec_max) tokens, verified with its pending
+    /// token in the same batched forward (1 + d rows, logits for each). Null: off.
+    std::shared_ptr<Drafter> drafter;
+    int32_t spec_max = 8;  // most draft tokens per sequence and step, in [1, kSpecMaxDraft]
+    SpecFault spec_fault = SpecFault::None;  // tests only: a broken acceptance rule
 };
 
 /// What a request wants. Tenant and priority are carried for the scheduling policy.
@@ -106,6 +114,11 @@ struct Usage {
     int32_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
     int32_t completion_tokens = 0;
     int32_t preemptions = 0;
+    // Speculative decoding (zero when off): verifications (steps in which this request had a
+    // draft), draft tokens proposed and of those accepted.
+    int32_t spec_steps = 0;
+    int32_t spec_drafted = 0;
+    int32_t spec_accepted = 0;
 };
 
 /// Delivered to the request's sink on the step thread. The sink must be quick and must not call
@@ -155,6 +168,10 @@ struct EngineStats {
     double step_model_a_ms = 0, step_model_b_ms = 0;
     uint64_t prompt_tokens = 0, generated_tokens = 0;
     uint64_t requests_finished = 0, requests_cancelled = 0;
+    // Speculative decoding: the drafter's name ("" when off), verifications, draft tokens
+    // proposed, accepted, and draft rows the step budget cut (engine/drafter.h).
+    std::string spec_drafter;
+    uint64_t spec_steps = 0, spec_drafted = 0, spec_accepted = 0, spec_rows_cut = 0;
 };
 
 class Engine {

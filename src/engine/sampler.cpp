@@ -143,6 +143,21 @@ void Sampler::device_done(const model::SampledToken& t) {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+    return sample_impl(logits, history, true, nullptr);
+}
+
+double Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history,
+                             std::vector<std::pair<float, int32_t>>& out) {
+    ZINC_CHECK(opts_.temperature > 0.0f);
+    double z = 0.0;
+    out.clear();
+    if (sample_impl(logits, history, false, &z) == 0) return 0.0;  // no finite logit
+    out.assign(cand_.begin(), cand_.end());
+    return z;
+}
+
+int32_t Sampler::sample_impl(std::span<const float> logits, std::span<const int32_t> history,
+                             bool draw, double* z_out) {
     ZINC_CHECK(!logits.empty());
     const size_t n_vocab = logits.size();
     work_.assign(logits.begin(), logits.end());
@@ -309,6 +324,10 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         const double d = static_cast<double>(c.first - max_l);
         c.first = d == 0.0 ? 1.0f : static_cast<float>(std::exp(d * inv_t));
         z += c.first;
+    }
+    if (!draw) {
+        *z_out = z;
+        return -1;
     }
     const double u = next_uniform();
     const double target = u * z;

@@ -38,6 +38,14 @@ class Sampler {
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
     const SamplerOptions& options() const { return opts_; }
 
+    /// The distribution sample() draws from at temperature > 0, without drawing: the kept
+    /// candidates as (unnormalised probability, id) in ascending id, into `out`, and their sum
+    /// (0 when no token is possible). Speculative verification (engine/spec_verify.h) uses it.
+    double distribution(std::span<const float> logits, std::span<const int32_t> history,
+                        std::vector<std::pair<float, int32_t>>& out);
+    /// The next uniform draw in [0, 1) of this sampler's seeded stream (the one sample() uses).
+    double uniform() { return next_uniform(); }
+
     /// This sampler's settings as a device row for Runner::forward_sample (n_vocab logits per
     /// row): the penalty window of `history` as distinct ids in [0, n_vocab) with counts (held
     /// by this Sampler, valid until its next call) and the next uniform draw, peeked: it stays
@@ -47,7 +55,10 @@ class Sampler {
     void device_done(const model::SampledToken& t);
 
   private:
-    double next_uniform();  // the pending draw if any, else a fresh one
+    double next_uniform();
+    // sample() with draw false: stop once cand_ holds the distribution; returns -1 then.
+    int32_t sample_impl(std::span<const float> logits, std::span<const int32_t> history,
+                        bool draw, double* z_out);  // the pending draw if any, else a fresh one
 
     SamplerOptions opts_;
     std::mt19937_64 rng_;

@@ -397,6 +397,12 @@ StepPlan Scheduler::schedule() {
     int32_t n_dec = 0;
     for (const Sequence* s : running_) n_dec += s->is_decode() ? 1 : 0;
     plan.budget = budgeter_.budget(n_dec);
+    // Draft rows (speculative decoding) take what the budget has beyond one row per decode,
+    // leaving a prefill chunk's room when prompts are in progress or waiting.
+    const bool prefills =
+        !waiting_.empty() || std::any_of(running_.begin(), running_.end(),
+                                         [](const Sequence* s) { return !s->is_decode(); });
+    int32_t spare = std::max(0, plan.budget - n_dec - (prefills ? opts_.min_prefill_chunk : 0));
     bool block_preempted = false;
     for (size_t i = 0; i < running_.size() && plan.n_tokens < plan.budget;) {
         Sequence* s = running_[i];
@@ -409,11 +415,17 @@ StepPlan Scheduler::schedule() {
             ++i;
             continue;
         }
-        if (!reserve_or_preempt(i, 1, plan, block_preempted)) continue;  // running_[i]: next
+        // Draft rows only where their blocks fit without preempting anyone.
+        int32_t nd = std::min(static_cast<int32_t>(s->draft.size()), spare);
+        if (nd > 0 && !reserve(*s, 1 + nd)) nd = 0;
+        plan.n_draft_cut += static_cast<int32_t>(s->draft.size()) - nd;
+        if (!reserve_or_preempt(i, 1 + nd, plan, block_preempted)) continue;  // running_[i]: next
         s->planned_step = step_;
-        plan.seqs.push_back({s, 1, true, true});
-        ++plan.n_tokens;
-        ++plan.n_decode_rows;
+        spare -= nd;
+        plan.seqs.push_back({s, 1 + nd, true, true, nd});
+        plan.n_tokens += 1 + nd;
+        plan.n_decode_rows += 1 + nd;
+        plan.n_draft_rows += nd;
         ++i;
     }
     // Then prefill chunks fill the rest of the budget.
@@ -423,26 +435,47 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::commit(const StepPlan& plan) {
-    const int32_t bs = bm_.block_size();
     for (const ScheduledSeq& ss : plan.seqs) {
         Sequence& s = *ss.seq;
         policy_.on_served(s, ss.decode ? 0 : ss.n_tokens, ss.decode ? ss.n_tokens : 0);
-        s.n_computed += ss.n_tokens;
+        s.n_computed += ss.n_tokens - ss.n_draft;
         ZINC_CHECK(s.n_computed <= static_cast<int32_t>(s.tokens.size()));
-        const int32_t n_full = s.n_computed / bs;
-        if (!bm_.prefix_cache_enabled()) {
-            s.n_blocks_registered = n_full;
-            continue;
-        }
-        ensure_hashes(s, n_full);
-        for (int32_t i = s.n_blocks_registered; i < n_full; ++i) {
-            const uint64_t parent = i == 0 ? s.hash_root : s.block_hashes[i - 1];
-            bm_.register_full(s.blocks[i], s.block_hashes[i], parent,
-                              std::span<const int32_t>(s.tokens).subspan(
-                                  static_cast<size_t>(i) * bs, static_cast<size_t>(bs)));
-        }
-        s.n_blocks_registered = std::max(s.n_blocks_registered, n_full);
+        register_full_blocks(s);
     }
+}
+
+void Scheduler::register_full_blocks(Sequence& s) {
+    const int32_t bs = bm_.block_size();
+    const int32_t n_full = s.n_computed / bs;
+    if (!bm_.prefix_cache_enabled()) {
+        s.n_blocks_registered = n_full;
+        return;
+    }
+    ensure_hashes(s, n_full);
+    for (int32_t i = s.n_blocks_registered; i < n_full; ++i) {
+        const uint64_t parent = i == 0 ? s.hash_root : s.block_hashes[i - 1];
+        bm_.register_full(s.blocks[i], s.block_hashes[i], parent,
+                          std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(i) * bs,
+                                                                     static_cast<size_t>(bs)));
+    }
+    s.n_blocks_registered = std::max(s.n_blocks_registered, n_full);
+}
+
+void Scheduler::accept_drafts(Sequence& s, int32_t n_accepted) {
+    ZINC_CHECK(s.state == SeqState::Running && n_accepted >= 0);
+    s.n_computed += n_accepted;
+    ZINC_CHECK(s.n_computed < static_cast<int32_t>(s.tokens.size()));
+    // Blocks past the ones the tokens need held only rejected positions: back to the pool (they
+    // were allocated this step, private and unindexed). Rejected slots inside a kept block are
+    // beyond n_computed: never read, overwritten by the next step.
+    const int32_t bs = bm_.block_size();
+    const auto keep = static_cast<size_t>((static_cast<int32_t>(s.tokens.size()) + bs - 1) / bs);
+    while (s.blocks.size() > keep) {
+        bm_.release(s.blocks.back());
+        s.blocks.pop_back();
+    }
+    // The prefix cache sees accepted tokens only: blocks fully below n_computed.
+    register_full_blocks(s);
 }
 
 void Scheduler::check_invariants() const {

@@ -9,13 +9,15 @@
 //   1. The step's row budget comes from the StepBudgeter (engine/step_budget.h): max_batch_tokens,
 //      or, with a TPOT target, what the fitted cost model says fits in the target (never fewer
 //      than the decodes plus min_chunk).
-//   2. Decodes first: every running sequence with one pending token gets its row, in policy
-//      order (the policy may hold one back: may_decode, token buckets). Blocks for the new
-//      positions are allocated; the block holding the first new position is made private first
-//      (copy-on-write). When blocks run out, the policy picks a victim among this sequence and
-//      the unscheduled ones after it: the victim releases all its blocks and goes back to waiting
-//      with n_computed = 0 (recompute; its tokens so far are kept, its blocks often survive in
-//      the prefix cache). A preempted sequence never loses tokens.
+//   2. Decodes first: every running sequence with one pending token gets its row (and, with
+//      speculative decoding, a row per draft token while the budget has rows beyond one per
+//      decode and some prefill room; draft rows never preempt), in policy order (the policy may
+//      hold one back: may_decode, token buckets). Blocks for the new positions are allocated; the
+//      block holding the first new position is made private first (copy-on-write). When blocks run
+//      out, the policy picks a victim among this sequence and the unscheduled ones after it: the
+//      victim releases all its blocks and goes back to waiting with n_computed = 0 (recompute; its
+//      tokens so far are kept, its blocks often survive in the prefix cache). A preempted sequence
+//      never loses tokens.
 //   3. Prefill chunks fill the rest: running prefills, then (unless a block shortage preempted
 //      something this step) waiting sequences in policy order while slots remain; one that the
 //      policy refuses or whose blocks do not fit is skipped, not waited on (no head-of-line
@@ -59,6 +61,9 @@ struct ScheduledSeq {
     int32_t n_tokens = 0;      // tokens [n_computed, n_computed + n_tokens) run this step
     bool want_logits = false;  // the chunk reaches the end of the sequence's tokens
     bool decode = false;       // a decode row (else prompt or recompute rows: prefill)
+    /// Decode with a draft: the last n_draft of the n_tokens rows are Sequence::draft[0, n_draft)
+    /// (speculative decoding; their K/V is written, but only accepted ones become computed).
+    int32_t n_draft = 0;
 };
 
 struct StepPlan {
@@ -66,6 +71,8 @@ struct StepPlan {
     int32_t n_tokens = 0;              // rows of the batch
     int32_t n_decode_rows = 0;         // of which decode rows
     int32_t n_prefill_rows = 0;        // and prefill rows
+    int32_t n_draft_rows = 0;          // of the decode rows, draft rows
+    int32_t n_draft_cut = 0;           // draft tokens the budget or the KV pool left out
     int32_t budget = 0;                // the row budget this step was planned under
     std::vector<Sequence*> preempted;  // sent back to waiting this step
     /// The policy held a sequence back (rate limit, quota): an empty plan is not a deadlock.
@@ -93,7 +100,12 @@ class Scheduler {
     /// Plan the next step (allocating the blocks it writes).
     StepPlan schedule();
     /// The planned step ran: advance n_computed and register newly full blocks in the cache.
+    /// Draft rows are not computed yet: see accept_drafts.
     void commit(const StepPlan& plan);
+    /// After commit, `n_accepted` of s's draft rows were kept (their tokens are now in
+    /// s.tokens, followed by the next pending token): they become computed, newly full blocks go
+    /// to the prefix cache, and blocks holding only rejected positions are released.
+    void accept_drafts(Sequence& s, int32_t n_accepted);
 
     const std::vector<Sequence*>& running() const { return running_; }
     const std::vector<Sequence*>& waiting() const { return waiting_; }
@@ -125,6 +137,7 @@ class Scheduler {
     void ensure_hashes(Sequence& s, int32_t n_full);
     void insert_waiting(Sequence* s);
     void release_blocks(Sequence& s);
+    void register_full_blocks(Sequence& s);
 
     SchedulerOptions opts_;
     BlockManager& bm_;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/engine.h"
 #include "engine/grammar_matcher.h"
 #include "engine/prefix_cache.h"
@@ -61,6 +62,11 @@ struct Sequence {
     Sampler sampler;
     /// The grammar constraining its tokens (RequestParams::grammar), advanced per sampled token.
     std::unique_ptr<GrammarMatcher> grammar;
+    /// Speculative decoding: this step's draft (tokens after the pending one; the engine fills
+    /// it before each schedule(), the scheduler may run fewer: ScheduledSeq::n_draft) and the
+    /// adaptive draft length.
+    std::vector<int32_t> draft;
+    DraftLength draft_len;
 
     int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
     /// Tokens still to run through the model before the next sample.

@@ -15,7 +15,7 @@ namespace {
 //            6th is global with <arch>.rope.freq_base
 //   qwen2, qwen3, qwen3moe — RoPE NEOX
 //   qwen35 — IMROPE, which is NEOX for text with its sections (models/qwen35.cpp checks)
-const std::array<ArchInfo, 5> kArchTable = {{
+const std::array<ArchInfo, 6> kArchTable = {{
     {Arch::Llama, "llama", RopeMode::Norm, 0, 0.0f, &models::make_llama},
     {Arch::Gemma3, "gemma3", RopeMode::Neox, 6, 10000.0f, &models::make_gemma3},
     {Arch::Qwen2, "qwen2", RopeMode::Neox, 0, 0.0f, &models::make_qwen2},

@@ -147,13 +147,25 @@ json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLo
 
 // The request's own evidence (runtime/request_evidence.h) as an extension object next to
 // `usage`: {"zinc": {"evidence": {...}}}. OpenAI clients keep unknown fields (model_extra).
-void add_evidence(json& body, const Generation& gen, const TenantLease* lease = nullptr) {
+void add_evidence(json& body, const Generation& gen, const TenantLease* lease = nullptr,
+                  const engine::Drafter* drafter = nullptr) {
     if (auto ev = gen.evidence())
         body["zinc"] = {{"evidence", json::parse(runtime::request_evidence_json(*ev))}};
     // With tenants, the evidence names the tenant and class the request ran as.
     if (lease && body.contains("zinc"))
         body["zinc"]["evidence"]["tenant"] = {{"id", lease->tenant().id},
                                               {"class", engine::to_string(lease->tenant().qos)}};
+    // Speculative decoding (docs/speculative.md): {"zinc": {"speculation": {...}}}.
+    if (drafter) {
+        const Generation::Speculation sp = gen.speculation();
+        body["zinc"]["speculation"] = {
+            {"drafter", drafter->name()},
+            {"verifications", sp.steps},
+            {"draft_tokens", sp.drafted},
+            {"accepted_tokens", sp.accepted},
+            {"acceptance_rate", sp.drafted > 0 ? double(sp.accepted) / double(sp.drafted) : 0.0},
+            {"mean_accepted_length", sp.steps > 0 ? double(sp.accepted) / double(sp.steps) : 0.0}};
+    }
 }
 
 // State of one streamed response, shared by httplib's content provider and releaser.
@@ -188,9 +200,8 @@ void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt,
 }
 
 void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
-               const CompletionRequest& cr,
-               const ResponseMeta& meta, int32_t n_prompt_tokens, const httplib::Request& req,
-               httplib::Response& res) {
+               const CompletionRequest& cr, const ResponseMeta& meta, int32_t n_prompt_tokens,
+               const httplib::Request& req, httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
     std::vector<CompletionLogprobs> lp(results.size());
     std::vector<json> chat_lp(results.size(), json::array());
@@ -239,7 +250,7 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
     }
     UsageCounts u{n_prompt_tokens, gen.completion_tokens(), gen.cached_prompt_tokens()};
     json body = whole_response(meta, results, u);
-    add_evidence(body, gen, lease);
+    add_evidence(body, gen, lease, ctx.model.engine->options().drafter.get());
     res.status = 200;
     res.set_content(dump(body), "application/json");
 }
@@ -301,7 +312,9 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         for (size_t i = 0; i < st.finish_chunk.size(); ++i) {
             std::optional<json>& f = st.finish_chunk[i];
             if (!f || !st.gen->settled(static_cast<int32_t>(i))) continue;
-            if (all_settled && --held == 0 && !st.cr.include_usage) add_evidence(*f, *st.gen, st.lease.get());
+            if (all_settled && --held == 0 && !st.cr.include_usage)
+                add_evidence(*f, *st.gen, st.lease.get(),
+                             ctx.model.engine->options().drafter.get());
             if (!write(sse_event(dump(*f)))) return false;
             f.reset();
         }
@@ -325,7 +338,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
             UsageCounts u{st.prompt_tokens, st.gen->completion_tokens(),
                           st.gen->cached_prompt_tokens()};
             json chunk = usage_chunk(st.meta, u);
-            add_evidence(chunk, *st.gen, st.lease.get());
+            add_evidence(chunk, *st.gen, st.lease.get(), ctx.model.engine->options().drafter.get());
             if (!write(sse_event(dump(chunk)))) return false;
         }
         if (!write(sse_done())) return false;

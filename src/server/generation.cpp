@@ -39,6 +39,7 @@ struct Generation::Choice {
     std::optional<std::string> finish_reason;
     int32_t n_tokens = 0;
     int32_t cached_prompt_tokens = 0;
+    engine::Usage final_usage;                         // the engine's final event's usage
     std::optional<runtime::RequestEvidence> evidence;  // from the engine's final event
     // Bytes of a UTF-8 character cut by the end of generation: this second detokenizer sees the
     // same tokens as `stream`, and what its finish() returns is the U+FFFD that the stream's
@@ -156,6 +157,16 @@ int32_t Generation::cached_prompt_tokens() const {
     return n;
 }
 
+Generation::Speculation Generation::speculation() const {
+    Speculation s;
+    for (const auto& c : choices_) {
+        s.steps += c->final_usage.spec_steps;
+        s.drafted += c->final_usage.spec_drafted;
+        s.accepted += c->final_usage.spec_accepted;
+    }
+    return s;
+}
+
 std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
     std::deque<Channel::Item> items;
     {
@@ -176,6 +187,7 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
         if (ev.finished) {
             c.engine_done = true;
             c.cached_prompt_tokens = ev.usage.cached_prompt_tokens;
+            c.final_usage = ev.usage;
             c.evidence = ev.evidence;
         }
         if (c.finish_reason || failure_) continue;  // ended on our side (a stop string)

@@ -77,6 +77,12 @@ class Generation {
     int32_t completion_tokens() const;
     /// Prompt tokens served from the prefix cache, summed over the first choice of each prompt.
     int32_t cached_prompt_tokens() const;
+    /// Speculative decoding over all choices (engine::Usage's spec_* counts of their final
+    /// events): verifications, draft tokens proposed, accepted.
+    struct Speculation {
+        int64_t steps = 0, drafted = 0, accepted = 0;
+    };
+    Speculation speculation() const;
 
   private:
     struct Channel;

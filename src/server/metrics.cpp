@@ -79,6 +79,31 @@ void render_steps(std::string& out, const engine::EngineStats& st) {
     sample(out, "zinc_step_duration_seconds_count", "", double(cum));
 }
 
+// Speculative decoding (docs/speculative.md), labelled by drafter ("off" when none).
+void render_spec(std::string& out, const engine::EngineStats& st) {
+    const std::string l =
+        "drafter=\"" + (st.spec_drafter.empty() ? std::string("off") : st.spec_drafter) + "\"";
+    family(out, "zinc_spec_verifications_total", "counter",
+           "Sequence-steps that verified a draft (speculative decoding).");
+    sample(out, "zinc_spec_verifications_total", l, double(st.spec_steps));
+    family(out, "zinc_spec_draft_tokens_total", "counter", "Draft tokens proposed and verified.");
+    sample(out, "zinc_spec_draft_tokens_total", l, double(st.spec_drafted));
+    family(out, "zinc_spec_accepted_tokens_total", "counter",
+           "Draft tokens the target model accepted.");
+    sample(out, "zinc_spec_accepted_tokens_total", l, double(st.spec_accepted));
+    family(out, "zinc_spec_draft_tokens_cut_total", "counter",
+           "Draft tokens left out because the step's row budget or the KV pool had no room.");
+    sample(out, "zinc_spec_draft_tokens_cut_total", l, double(st.spec_rows_cut));
+    family(out, "zinc_spec_acceptance_ratio", "gauge",
+           "Accepted / proposed draft tokens since start (0 before any draft).");
+    sample(out, "zinc_spec_acceptance_ratio", l,
+           st.spec_drafted > 0 ? double(st.spec_accepted) / double(st.spec_drafted) : 0.0);
+    family(out, "zinc_spec_mean_accepted_length", "gauge",
+           "Accepted draft tokens per verification since start.");
+    sample(out, "zinc_spec_mean_accepted_length", l,
+           st.spec_steps > 0 ? double(st.spec_accepted) / double(st.spec_steps) : 0.0);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -208,6 +233,7 @@ std::string Metrics::render(const engine::EngineStats& st) const {
            "higher one.");
     sample(out, "zinc_preemptions_qos_total", "", double(st.preemptions_qos));
     render_steps(out, st);
+    render_spec(out, st);
     family(out, "zinc_engine_prompt_tokens_total", "counter",
            "Prompt tokens the engine admitted (including recomputation after preemption).");
     sample(out, "zinc_engine_prompt_tokens_total", "", double(st.prompt_tokens));

@@ -380,3 +380,20 @@ TEST(HybridEngine, BatchedInterleavedPreemptedEqualAlone) {
     EXPECT_EQ(run_all(o, ps, n_gen, &s2), expect);
     EXPECT_GT(s2.preemptions, 0u);
 }
+
+// Speculative decoding would have to roll the recurrent state back past rejected drafts, which
+// is not implemented: the engine refuses a drafter for a hybrid model (docs/speculative.md).
+TEST(HybridEngine, SpeculativeDecodingRefused) {
+    ASSERT_TRUE(tiny().model);
+    ze::EngineOptions o;
+    o.n_parallel = 2;
+    o.n_ctx = 64;
+    o.n_threads = 1;
+    o.drafter = ze::make_lookup_drafter();
+    auto e = ze::Engine::create(*tiny().model, o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().message,
+              "engine: speculative decoding is not supported for hybrid models with recurrent "
+              "state (qwen35): rejected drafts would need the state rolled back (not "
+              "implemented)");
+}
