@@ -394,8 +394,12 @@ def main(argv=None):
         out.mkdir(parents=True, exist_ok=True)
         (out / "tenancy.json").write_text(json.dumps(res, indent=1, default=str))
         (out / "tenancy.md").write_text(md + "\n")
-        from harness import tenancy_plots
-        tenancy_plots.plot(res, out)
+        try:
+            from harness import tenancy_plots
+        except ImportError as e:  # results first: the plots are optional
+            print(f"tenancy.py: no plots ({e})", file=sys.stderr)
+        else:
+            tenancy_plots.plot(res, out)
     return res
 
 
