@@ -115,6 +115,10 @@ def interactive(url, key, seconds, a, stop_at_n=True):
     return out
 
 
+def failed(r):
+    return r["status"] != 200 or (r["error"] is not None and not r["cut"])
+
+
 def ttft_summary(rs):
     xs = [r["ttft_s"] for r in rs if r["status"] == 200 and r["ttft_s"] is not None]
     return {"n": len(xs), "failed": len(rs) - len(xs), "p50": tl.pct(xs, 0.5),
@@ -131,7 +135,7 @@ def phase_a(url, keys, a, t_idle, t_flood):
     done = [r for r in flood.results if r["status"] == 200 and not r["cut"]]
     res = {"idle": ttft_summary(idle), "flood": ttft_summary(busy),
            "batch_requests_done": len(done),
-           "batch_errors": sum(1 for r in flood.results if r["status"] != 200)}
+           "batch_errors": sum(1 for r in flood.results if failed(r))}
     i, f = res["idle"]["p99"], res["flood"]["p99"]
     res["ratio_p99"] = f / i if i and f else None
     return res
@@ -156,7 +160,7 @@ def phase_fair(url, names, a, seconds, scrape):
                and t0 <= r["t_send"] + r["e2e_s"] < t1] for n, lp in zip(names, loops)}
     res = {"seconds": t1 - t0, "output_tok_s": tokens / (t1 - t0),
            "requests_done": {n: len(v) for n, v in per.items()},
-           "errors": sum(1 for lp in loops for r in lp.results if r["status"] != 200)}
+           "errors": sum(1 for lp in loops for r in lp.results if failed(r))}
     if sc:
         res["samples"] = [(t - t0, r) for t, r in sc.samples]
     return res

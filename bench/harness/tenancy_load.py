@@ -6,20 +6,24 @@ on synthetic data.
 """
 import http.client
 import json
+import socket
 import threading
 import time
 import urllib.parse
 
 
-def post_stream(base_url, key, path, body, stop=None, timeout_s=600.0):
+def post_stream(base_url, key, path, body, stop=None, timeout_s=600.0, conns=None):
     """POST body with stream on; returns {status, ttft_s, e2e_s, n_chunks, chunk_t (arrival
     times, monotonic), retry_after, error (the JSON error object of a non-200)}. A set `stop`
-    event ends the stream early (the connection is closed: the server cancels the request)."""
+    event ends the stream early (the connection is closed: the server cancels the request);
+    `conns` (a set) holds the open connection meanwhile, so another thread can cut it."""
     u = urllib.parse.urlsplit(base_url)
     t0 = time.monotonic()
     out = {"status": 0, "ttft_s": None, "e2e_s": None, "n_chunks": 0, "chunk_t": [],
            "retry_after": None, "error": None, "t_send": t0, "cut": False}
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
+    if conns is not None:
+        conns.add(conn)
     try:
         conn.request("POST", path, body=json.dumps(dict(body, stream=True)),
                      headers={"Authorization": f"Bearer {key}",
@@ -57,8 +61,12 @@ def post_stream(base_url, key, path, body, stop=None, timeout_s=600.0):
                     out["n_chunks"] += 1
                     out["chunk_t"].append(now)
     except (OSError, http.client.HTTPException) as e:
-        out["error"] = {"message": f"{type(e).__name__}: {e}"}
+        out["cut"] = stop is not None and stop.is_set()
+        if not out["cut"]:
+            out["error"] = {"message": f"{type(e).__name__}: {e}"}
     finally:
+        if conns is not None:
+            conns.discard(conn)
         conn.close()
         out["e2e_s"] = time.monotonic() - t0
     return out
@@ -73,6 +81,7 @@ class Loop:
         self.n, self.think_s = n, think_s
         self.results, self.lock, self.ev = [], threading.Lock(), threading.Event()
         self.count = 0
+        self.conns = set()
         self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(n)]
 
     def _next(self):
@@ -83,7 +92,7 @@ class Loop:
     def _run(self):
         while not self.ev.is_set():
             r = post_stream(self.base_url, self.key, self.path, self.make_body(self._next()),
-                            self.ev)
+                            self.ev, conns=self.conns)
             with self.lock:
                 self.results.append(r)
             if r["status"] != 200 and not self.ev.is_set():
@@ -97,7 +106,14 @@ class Loop:
         return self
 
     def stop(self, join_s=30.0):
+        """Stop sending; cut the requests still open (a request waiting for its first token
+        would otherwise hold its slot into the next phase)."""
         self.ev.set()
+        for c in list(self.conns):
+            try:
+                c.sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):
+                pass
         deadline = time.monotonic() + join_s
         for t in self.threads:
             t.join(max(0.0, deadline - time.monotonic()))
