@@ -7,14 +7,15 @@ model and slots, in one run (docs/benchmarks.md, "Tenancy"; issue 16, item 6). P
     streamed completions; TTFT p50/p99 idle and under the flood and the p99 ratio, for each of
     zinc --tenants, zinc --tenants --no-class-prefill (prefill chunks not class-aware), zinc FCFS
     (no --tenants) and llama-server.
-(b) fair share: tenants of weight 1 and 2 with `slots` closed-loop clients each (both always
-    backlogged); zinc_tenant_served_rows_total scraped every second: rows per --window-s window
+(b) fair share: tenants of weight 1 and 2 with --fair-clients (2 x slots) closed-loop clients
+    each, so both stay backlogged (the fewest sequences in flight per tenant is reported); zinc_tenant_served_rows_total scraped every second: rows per --window-s window
     and its w2 / w1 ratio (target 2, within 10 %); then two equal-weight tenants: the largest
     service gap over any interval against VTC's bound, slots x (prompt + max_tokens) + one step
     budget (as tests/unit/engine/tenant_policy_test.cpp).
-(c) quota burst: tenant `q` (max_concurrent Q, max_queued 0) sends 3 x Q requests at once: exactly
-    Q served, the rest 429 naming max_concurrent with Retry-After, while tenant `probe` keeps
-    sending short chats (all served; TTFT beside its idle TTFT).
+(c) quota burst: tenant `q` (max_concurrent Q, max_queued 0) sends 3 x Q short-prompt requests
+    of --batch-out tokens at once: exactly Q served, the rest 429 naming max_concurrent with
+    Retry-After, while tenant `probe` keeps sending short chats (all served; TTFT beside its
+    idle TTFT).
 (d) throughput: output tokens/s of (b)'s 1:2 load on zinc --tenants against the same load on
     zinc FCFS.
 Each phase's time is a fraction of --budget-s. Writes OUT/tenancy.json, OUT/tenancy.md,
@@ -38,13 +39,13 @@ from harness import tenancy_load as tl  # noqa: E402
 from harness.engines import Server, free_port  # noqa: E402
 
 PRESETS = {
-    # The 2-core build machine, SmolLM2-135M: 4 slots, ~600-token batch prompts, short outputs.
-    "cpu": {"parallel": 4, "ctx": 1024, "batch_sentences": 55, "batch_out": 48, "fair_out": 16,
+    # The 2-core build machine, SmolLM2-135M: 4 slots, ~400-token batch prompts, short outputs.
+    "cpu": {"parallel": 4, "ctx": 1024, "batch_sentences": 30, "batch_out": 32, "fair_out": 16,
             "max_batch_tokens": 512, "n_inter": 24, "think_s": 0.3, "budget_s": 600, "gpu": False},
     # One H200, Llama-3-8B Q4_K_M: 32 slots, ~1000-token batch prompts, 128 out; the phases take
     # ~0.9 x 160 s, the four server starts (8B loads) the rest of a ~200 s device call.
     "h200-8b": {"parallel": 32, "ctx": 2048, "batch_sentences": 90, "batch_out": 128,
-                "fair_out": 64, "max_batch_tokens": 512, "n_inter": 40, "think_s": 0.1,
+                "fair_out": 32, "max_batch_tokens": 512, "n_inter": 40, "think_s": 0.1,
                 "budget_s": 160, "gpu": True},
 }
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank. "
@@ -144,8 +145,8 @@ def phase_a(url, keys, a, t_idle, t_flood):
 def phase_fair(url, names, a, seconds, scrape):
     """Closed-loop clients for two tenants; rows per tenant sampled every second (zinc --tenants)
     and output tokens/s counted on the client in the measured interval."""
-    loops = [tl.Loop(url, f"k-{n}", "/v1/completions", short_completion(a), a.parallel).start()
-             for n in names]
+    loops = [tl.Loop(url, f"k-{n}", "/v1/completions", short_completion(a),
+                     a.fair_clients).start() for n in names]
     time.sleep(min(a.warm_s, seconds / 4))
     sc = tl.Scraper(scrape).start() if scrape else None
     t0 = time.monotonic()
@@ -163,6 +164,9 @@ def phase_fair(url, names, a, seconds, scrape):
            "errors": sum(1 for lp in loops for r in lp.results if failed(r))}
     if sc:
         res["samples"] = [(t - t0, r) for t, r in sc.samples]
+        # Backlogged means more in flight than it can run: the fewest seen while measured.
+        res["min_in_flight"] = {n: min((f.get(n, 0) for _, f in sc.in_flight), default=None)
+                                for n in names}
     return res
 
 
@@ -177,7 +181,8 @@ def phase_c(url, a):
 
     def one(i):
         go.wait()
-        r = tl.post_stream(url, "k-q", "/v1/completions", long_completion(a)(10_000 + i))
+        body = dict(short_completion(a)(10_000 + i), max_tokens=a.batch_out)
+        r = tl.post_stream(url, "k-q", "/v1/completions", body)
         with lock:
             results.append(r)
 
@@ -261,6 +266,8 @@ def analyse(res, a):
         wins = tl.windows(s, "w1", "w2", a.window_s)
         res["b12"]["windows"] = wins
         res["b12"]["split"] = tl.split_check(wins, 2.0, 0.10)
+        sa, sb = sum(w["a"] for w in wins), sum(w["b"] for w in wins)
+        res["b12"]["whole_ratio"] = sb / sa if sa else None
         done = res["b12"]["requests_done"]
         res["b12"]["requests_per_window"] = sum(done.values()) * a.window_s / res["b12"]["seconds"]
     if "beq" in res:
@@ -323,13 +330,15 @@ def markdown(res, a):
     if "b12" in res:
         b = res["b12"]
         sp = b["split"]
-        L += [f"(b) weights 1:2, {a.parallel} closed-loop clients each, {a.fair_out} tokens out: "
+        L += [f"(b) weights 1:2, {a.fair_clients} closed-loop clients each (fewest in flight "
+              f"while measured: {b.get('min_in_flight')}), {a.fair_out} tokens out: "
               f"{b['requests_done']['w1']} + {b['requests_done']['w2']} requests finished in "
               f"{b['seconds']:.0f} s "
               f"({b['requests_per_window']:.1f} a {a.window_s:.0f} s window). Rows served "
               f"(prefill + decode) per window, w2 / w1 (target 2.00 ± 10 %): "
               f"{'all within' if sp['ok'] else 'NOT all within'} ({sp['n']} windows, worst "
-              f"{_f(sp['worst'])}).", "", "| window | w1 rows | w2 rows | w2 / w1 |",
+              f"{_f(sp['worst'])}; over all windows together {_f(b['whole_ratio'])}).", "",
+              "| window | w1 rows | w2 rows | w2 / w1 |",
               "| --- | ---: | ---: | ---: |"]
         for i, w in enumerate(b["windows"]):
             L.append(f"| {i} | {w['a']:.0f} | {w['b']:.0f} | {_f(w['ratio'])} |")
@@ -345,7 +354,8 @@ def markdown(res, a):
         L += [f"(c) quota burst: tenant q (max_concurrent {c['quota']}, max_queued 0) sent "
               f"{c['sent']} at once: {c['served']} served, {c['refused_429']} refused with 429 "
               f"({c['named_quota']} naming `max_concurrent`, {c['with_retry_after']} with "
-              f"Retry-After, e.g. `{c['retry_after_example']}`), {c['other']} other: "
+              f"Retry-After, e.g. `{c['retry_after_example']}`), {c['other']} other "
+              f"{c['other_errors'] or ''}: "
               f"{'exact' if c['exact'] else 'NOT exact'}. Tenant probe meanwhile: "
               f"{c['probe_during_burst']['n']} chats served, {c['probe_failed']} failed, TTFT p50 "
               f"{_f(c['probe_during_burst']['p50'])} s (idle {_f(c['probe_idle']['p50'])} s).", ""]
@@ -381,6 +391,8 @@ def main(argv=None):
               "n_inter"):
         ap.add_argument("--" + k.replace("_", "-"), type=int, default=None)
     ap.add_argument("--think-s", type=float, default=None)
+    ap.add_argument("--fair-clients", type=int, default=None,
+                    help="closed-loop clients per tenant in (b) and (d) (default 2 x slots)")
     ap.add_argument("--budget-s", type=float, default=None)
     ap.add_argument("--quota", type=int, default=None,
                     help="max_concurrent of tenant q for (c); 0 skips (c) (default min(5, slots))")
@@ -388,6 +400,8 @@ def main(argv=None):
     for k, v in PRESETS[a.preset].items():
         if getattr(a, k, None) is None:
             setattr(a, k, v)
+    if a.fair_clients is None:
+        a.fair_clients = 2 * a.parallel
     if a.quota is None:
         a.quota = min(5, a.parallel)
     res = run(a)

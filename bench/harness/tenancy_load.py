@@ -124,6 +124,16 @@ class Loop:
             return sum(1 for r in self.results for t in r["chunk_t"] if t0 <= t < t1)
 
 
+def in_flight(metrics_text):
+    """{tenant: sequences admitted and not ended} from zinc_tenant_in_flight_sequences."""
+    out = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("zinc_tenant_in_flight_sequences{"):
+            labels, value = line.rsplit(" ", 1)
+            out[labels.split('tenant="', 1)[1].split('"', 1)[0]] = float(value)
+    return out
+
+
 def served_rows(metrics_text):
     """{tenant: prefill + decode rows} from zinc_tenant_served_rows_total."""
     rows = {}
@@ -137,17 +147,20 @@ def served_rows(metrics_text):
 
 
 class Scraper:
-    """Samples served_rows every period_s on a thread: .samples = [(t, {tenant: rows})]."""
+    """Samples served_rows every period_s on a thread: .samples = [(t, {tenant: rows})], and
+    in_flight at the same times: .in_flight = [(t, {tenant: sequences})]."""
 
     def __init__(self, fetch_metrics, period_s=1.0):
         self.fetch, self.period_s = fetch_metrics, period_s
-        self.samples, self.ev = [], threading.Event()
+        self.samples, self.in_flight, self.ev = [], [], threading.Event()
         self.t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while True:
             try:
-                self.samples.append((time.monotonic(), served_rows(self.fetch())))
+                m, t = self.fetch(), time.monotonic()
+                self.samples.append((t, served_rows(m)))
+                self.in_flight.append((t, in_flight(m)))
             except Exception:  # a missed sample is a gap, not a failure
                 pass
             if self.ev.wait(self.period_s):
@@ -233,7 +246,7 @@ def quota_check(results, allowed, quota_name):
     retry = [r for r in refused if r.get("retry_after") and str(r["retry_after"]).isdigit()
              and int(r["retry_after"]) >= 1]
     other = [r for r in results if r["status"] not in (200, 429)]
-    return {"sent": len(results), "served": len(ok200), "refused_429": len(refused),
+    return {"other_errors": [(r["status"], r.get("error")) for r in other][:5],"sent": len(results), "served": len(ok200), "refused_429": len(refused),
             "named_quota": len(named), "with_retry_after": len(retry), "other": len(other),
             "exact": len(ok200) == allowed and len(refused) == len(results) - allowed
             and len(named) == len(refused) and len(retry) == len(refused)}
