@@ -240,6 +240,10 @@ def run(a):
                              class_aware=name != "noclass")
         with server(name, argv) as s:
             MODEL["id"] = s.model_id or "m"
+            # One unmeasured chat first (as bench/run's warm-up): a server's first request
+            # pays one-time costs (llama-server: ~4 s here) that are no part of idle TTFT.
+            tl.post_stream(s.base_url, "k-probe" if name != "fcfs" else "k-anon",
+                           "/v1/chat/completions", chat(0))
             keys = keys_t if name in ("tenants", "noclass") else keys_f
             if name in engines:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (a) {name}", flush=True)
