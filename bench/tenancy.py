@@ -219,7 +219,7 @@ def run(a):
     cfg.write_text(tenants_toml(a.quota))
     logs = Path(a.logs)
     keys_t = {"inter": "k-inter", "batch": "k-batch"}
-    keys_f = {"inter": "k-anon", "batch": "k-anon"}
+    keys_f = {"inter": "k-anon", "batch": "k-anon"}  # FCFS: any key, one tenant
     res = {"args": vars(a), "machine": {"host": platform.node(), "cpus": _cpus(),
                                         "loadavg_start": _loadavg()},
            "a": {}, "commands": {}}
@@ -257,7 +257,7 @@ def run(a):
                 res["c"] = phase_c(s.base_url, a)
             if name == "fcfs" and a.fair:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (d) FCFS load", flush=True)
-                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon"], a, t_fair, None)
+                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon2"], a, t_fair, None)
     res["machine"]["loadavg_end"] = _loadavg()
     res["elapsed_s"] = time.monotonic() - t_start
     analyse(res, a)
