@@ -1,223 +1,428 @@
 #!/usr/bin/env python3
-"""Multi-tenant scheduling on a live `zinc serve` (docs/benchmarks.md, "Tenancy"), CPU or GPU.
+"""Multi-tenant scheduling on a live `zinc serve` against llama.cpp's FIFO `llama-server`, same
+model and slots, in one run (docs/benchmarks.md, "Tenancy"; issue 16, item 6). Phases:
 
-(a) isolation: an interactive tenant sends one short streamed chat at a time, on an idle server
-    and then while a batch tenant floods long requests; TTFT p50/p99 of each, and the same flood
-    on the FCFS server (no --tenants) for comparison.
-(b) fair share: two tenants with weights 1 and 2, each with C closed-loop clients, for D seconds;
-    rows served per tenant (zinc_tenant_served_rows_total) scraped every W seconds: the b/a
-    ratio of every window.
-(d) throughput: output tokens/s of (b)'s load under tenancy and under FCFS.
-Writes a JSON result and prints a markdown table. Usage:
-  bench/tenancy.py --zinc build/zinc -m models/SmolLM2-135M-Instruct.Q4_1.gguf --out r.json
+(a) isolation: an interactive tenant sends one short streamed chat at a time (think time
+    --think-s), on the idle server and while a batch tenant floods 2 x slots closed-loop long
+    streamed completions; TTFT p50/p99 idle and under the flood and the p99 ratio, for each of
+    zinc --tenants, zinc --tenants --no-class-prefill (prefill chunks not class-aware), zinc FCFS
+    (no --tenants) and llama-server.
+(b) fair share: tenants of weight 1 and 2 with --fair-clients (2 x slots) closed-loop clients
+    each, so both stay backlogged (the fewest sequences in flight per tenant is reported); zinc_tenant_served_rows_total scraped every second: rows per --window-s window
+    and its w2 / w1 ratio (target 2, within 10 %); then two equal-weight tenants: the largest
+    service gap over any interval against VTC's bound, slots x (prompt + max_tokens) + one step
+    budget (as tests/unit/engine/tenant_policy_test.cpp).
+(c) quota burst: tenant `q` (max_concurrent Q, max_queued 0) sends 3 x Q short-prompt requests
+    of --batch-out tokens at once: exactly Q served, the rest 429 naming max_concurrent with
+    Retry-After, while tenant `probe` keeps sending short chats (all served; TTFT beside its
+    idle TTFT).
+(d) throughput: output tokens/s of (b)'s 1:2 load on zinc --tenants against the same load on
+    zinc FCFS.
+Each phase's time is a fraction of --budget-s. Writes OUT/tenancy.json, OUT/tenancy.md,
+OUT/served.png (per-tenant rows over time), OUT/ttft.png (TTFT distributions). Usage:
+  bench/tenancy.py --zinc build/zinc --llama-server build-peer/build/bin/llama-server \\
+      -m models/SmolLM2-135M-Instruct.Q4_1.gguf --threads 2 --budget-s 600 --out docs/bench/tenancy
+  bench/tenancy.py --preset h200-8b --zinc ... --llama-server ... -m llama3-8b.q4_k_m.gguf
 """
 import argparse
 import hashlib
 import json
-import re
-import statistics
+import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import openai
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import tenancy_load as tl  # noqa: E402
+from harness.engines import Server, free_port  # noqa: E402
 
-LISTEN = re.compile(r"listening on http://([0-9.]+):(\d+)")
+PRESETS = {
+    # The 2-core build machine, SmolLM2-135M: 4 slots, ~400-token batch prompts, short outputs.
+    "cpu": {"parallel": 4, "ctx": 1024, "batch_sentences": 30, "batch_out": 32, "fair_out": 16,
+            "max_batch_tokens": 512, "n_inter": 24, "think_s": 0.3, "budget_s": 600, "gpu": False},
+    # One H200, Llama-3-8B Q4_K_M: 32 slots, ~1000-token batch prompts, 128 out; the phases take
+    # ~0.9 x 160 s, the four server starts (8B loads) the rest of a ~200 s device call.
+    "h200-8b": {"parallel": 32, "ctx": 2048, "batch_sentences": 90, "batch_out": 128,
+                "fair_out": 32, "max_batch_tokens": 512, "n_inter": 40, "think_s": 0.1,
+                "budget_s": 160, "gpu": True},
+}
+SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank. "
+ENGINES_A = ("tenants", "noclass", "fcfs", "llama")
+MODEL = {"id": "m"}  # the id the running server lists first (GET /v1/models)
 
 
 def digest(k):
     return "sha256:" + hashlib.sha256(k.encode()).hexdigest()
 
 
-CONFIG = f"""
-[[tenant]]
-id = "inter"
-class = "interactive"
-api_keys = ["{digest('k-inter')}"]
-
-[[tenant]]
-id = "batch"
-class = "batch"
-api_keys = ["{digest('k-batch')}"]
-
-[[tenant]]
-id = "w1"
-weight = 1
-api_keys = ["{digest('k-w1')}"]
-
-[[tenant]]
-id = "w2"
-weight = 2
-api_keys = ["{digest('k-w2')}"]
-"""
+def tenants_toml(quota):
+    t = [("inter", "interactive", 1, ""), ("batch", "batch", 1, ""), ("w1", "standard", 1, ""),
+         ("w2", "standard", 2, ""), ("e1", "standard", 1, ""), ("e2", "standard", 1, ""),
+         ("probe", "interactive", 1, ""),
+         ("q", "standard", 1, f"[tenant.quotas]\nmax_concurrent = {quota}\nmax_queued = 0\n")]
+    return "".join(f'[[tenant]]\nid = "{i}"\nclass = "{c}"\nweight = {w}\n'
+                   f'api_keys = ["{digest("k-" + i)}"]\n{extra}\n' for i, c, w, extra in t)
 
 
-class Zinc:
-    def __init__(self, args, tenants):
-        self.log = tempfile.NamedTemporaryFile(prefix="zinc-bench-", suffix=".log", delete=False)
-        cmd = [args.zinc, "serve", "-m", args.model, "--port", "0", "--alias", "m",
-               "--parallel", str(args.parallel), "-c", str(args.ctx)]
-        if args.threads:
-            cmd += ["-t", str(args.threads)]
-        if tenants:
-            cfg = Path(tempfile.mkdtemp()) / "tenants.toml"
-            cfg.write_text(CONFIG)
-            cmd += ["--tenants", str(cfg)]
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
-        t0 = time.monotonic()
-        while True:
-            m = LISTEN.search(Path(self.log.name).read_text(errors="replace"))
-            if m:
-                self.url = f"http://{m.group(1)}:{m.group(2)}"
-                break
-            if self.p.poll() is not None or time.monotonic() - t0 > 300:
-                sys.exit("zinc did not start:\n" + Path(self.log.name).read_text())
-            time.sleep(0.1)
-
-    def client(self, key):
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=600)
-
-    def metrics(self):
-        import urllib.request
-        return urllib.request.urlopen(self.url + "/metrics").read().decode()
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(60)
+def zinc_argv(a, port, tenants_file, class_aware=True):
+    cmd = [a.zinc, "serve", "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
+           "--alias", "m", "--parallel", str(a.parallel), "-c", str(a.ctx),
+           "--max-batch-tokens", str(a.max_batch_tokens), "--max-queue", "1024"]
+    if a.threads:
+        cmd += ["-t", str(a.threads)]
+    if tenants_file:
+        cmd += ["--tenants", str(tenants_file)]
+    if not class_aware:
+        cmd += ["--no-class-prefill"]
+    return cmd + a.zinc_arg
 
 
-def ttft(client, prompt, max_tokens=8):
+def llama_argv(a, port):
+    cmd = [a.llama_server, "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
+           "-c", str(a.ctx * a.parallel), "-np", str(a.parallel), "-b", str(a.max_batch_tokens),
+           "--jinja", "--no-webui"]
+    if a.gpu:
+        cmd += ["-ngl", "999"]
+    if a.threads:
+        cmd += ["-t", str(a.threads), "-tb", str(a.threads)]
+    return cmd + a.llama_arg
+
+
+def chat(i, max_tokens=8):
+    return {"model": MODEL["id"], "max_tokens": max_tokens, "temperature": 0,
+            "messages": [{"role": "user", "content": f"Say hello number {i}."}]}
+
+
+def long_completion(a):
+    filler = SENTENCE * a.batch_sentences
+    return lambda i: {"model": MODEL["id"], "prompt": f"Request {i}. {filler}",
+                      "max_tokens": a.batch_out, "temperature": 0, "ignore_eos": True}
+
+
+def short_completion(a):
+    return lambda i: {"model": MODEL["id"], "prompt": f"Note {i}: write about the sea.",
+                      "max_tokens": a.fair_out, "temperature": 0, "ignore_eos": True}
+
+
+def interactive(url, key, seconds, a, stop_at_n=True):
+    """Sequential short chats for `seconds` (at most n_inter): their results."""
+    out, t_end, i = [], time.monotonic() + seconds, 0
+    while time.monotonic() < t_end and (not stop_at_n or len(out) < a.n_inter):
+        i += 1
+        out.append(tl.post_stream(url, key, "/v1/chat/completions", chat(i)))
+        time.sleep(a.think_s)
+    return out
+
+
+def failed(r):
+    return r["status"] != 200 or (r["error"] is not None and not r["cut"])
+
+
+def ttft_summary(rs):
+    xs = [r["ttft_s"] for r in rs if r["status"] == 200 and r["ttft_s"] is not None]
+    return {"n": len(xs), "failed": len(rs) - len(xs), "p50": tl.pct(xs, 0.5),
+            "p99": tl.pct(xs, 0.99), "samples": xs}
+
+
+def phase_a(url, keys, a, t_idle, t_flood):
+    idle = interactive(url, keys["inter"], t_idle, a)
+    flood = tl.Loop(url, keys["batch"], "/v1/completions", long_completion(a),
+                    2 * a.parallel).start()
+    time.sleep(min(a.warm_s, t_flood / 4))
+    busy = interactive(url, keys["inter"], t_flood, a)
+    flood.stop()
+    done = [r for r in flood.results if r["status"] == 200 and not r["cut"]]
+    res = {"idle": ttft_summary(idle), "flood": ttft_summary(busy),
+           "batch_requests_done": len(done),
+           "batch_errors": sum(1 for r in flood.results if failed(r))}
+    i, f = res["idle"]["p99"], res["flood"]["p99"]
+    res["ratio_p99"] = f / i if i and f else None
+    return res
+
+
+def phase_fair(url, names, a, seconds, scrape):
+    """Closed-loop clients for two tenants; rows per tenant sampled every second (zinc --tenants)
+    and output tokens/s counted on the client in the measured interval."""
+    loops = [tl.Loop(url, f"k-{n}", "/v1/completions", short_completion(a),
+                     a.fair_clients).start() for n in names]
+    time.sleep(min(a.warm_s, seconds / 4))
+    sc = tl.Scraper(scrape).start() if scrape else None
     t0 = time.monotonic()
-    first = None
-    for ch in client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}],
-                                             max_tokens=max_tokens, temperature=0, stream=True):
-        if first is None and ch.choices and ch.choices[0].delta.content:
-            first = time.monotonic() - t0
-    return first if first is not None else time.monotonic() - t0
+    time.sleep(seconds)
+    t1 = time.monotonic()
+    if sc:
+        sc.stop()
+    tokens = sum(lp.tokens_between(t0, t1) for lp in loops)
+    for lp in loops:
+        lp.stop()
+    per = {n: [r for r in lp.results if r["status"] == 200 and not r["cut"]
+               and t0 <= r["t_send"] + r["e2e_s"] < t1] for n, lp in zip(names, loops)}
+    res = {"seconds": t1 - t0, "output_tok_s": tokens / (t1 - t0),
+           "requests_done": {n: len(v) for n, v in per.items()},
+           "errors": sum(1 for lp in loops for r in lp.results if failed(r))}
+    if sc:
+        res["samples"] = [(t - t0, r) for t, r in sc.samples]
+        # Backlogged means more in flight than it can run: the fewest seen while measured.
+        res["min_in_flight"] = {n: min((f.get(n, 0) for _, f in sc.in_flight), default=None)
+                                for n in names}
+    return res
 
 
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+def phase_c(url, a):
+    """The quota burst: 3 x quota requests of tenant q at once, probes of tenant `probe`."""
+    import threading
 
+    q = a.quota
+    probe_idle = interactive(url, "k-probe", 10, argparse.Namespace(n_inter=4, think_s=0.05))
+    results, lock = [], threading.Lock()
+    go = threading.Event()
 
-def scenario_a(z, args, tenants):
-    ki = "k-inter" if tenants else "x"
-    kb = "k-batch" if tenants else "x"
-    ci = z.client(ki)
-    idle = [ttft(ci, f"Say hello number {i}.") for i in range(args.n_inter)]
-    stop = threading.Event()
-    long_prompt = " ".join(f"item{i}" for i in range(args.long_words))
+    def one(i):
+        go.wait()
+        body = dict(short_completion(a)(10_000 + i), max_tokens=a.batch_out)
+        r = tl.post_stream(url, "k-q", "/v1/completions", body)
+        with lock:
+            results.append(r)
 
-    def flood():
-        cb = z.client(kb)
-        while not stop.is_set():
-            cb.completions.create(model="m", prompt=long_prompt, max_tokens=64, temperature=0,
-                                  extra_body={"ignore_eos": True})
-
-    ths = [threading.Thread(target=flood, daemon=True) for _ in range(args.flood)]
+    ths = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(3 * q)]
     for t in ths:
         t.start()
-    time.sleep(args.warm)
-    busy = [ttft(ci, f"Say hello number {i}.") for i in range(args.n_inter)]
-    stop.set()
+    go.set()
+    probes = interactive(url, "k-probe", 3 * a.think_s + 2, argparse.Namespace(
+        n_inter=a.n_inter, think_s=a.think_s))
     for t in ths:
-        t.join()
-    return {"idle_p50": pct(idle, 0.5), "idle_p99": pct(idle, 0.99), "flood_p50": pct(busy, 0.5),
-            "flood_p99": pct(busy, 0.99), "ratio_p99": pct(busy, 0.99) / pct(idle, 0.99)}
+        t.join(600)
+    res = tl.quota_check(results, q, "max_concurrent")
+    res.update({"quota": q, "probe_idle": ttft_summary(probe_idle),
+                "probe_during_burst": ttft_summary(probes),
+                "probe_failed": sum(1 for r in probes if r["status"] != 200),
+                "error_example": next((r["error"] for r in results if r["status"] == 429), None),
+                "retry_after_example": next((r["retry_after"] for r in results
+                                             if r["status"] == 429), None)})
+    return res
 
 
-def rows(metrics, tenant):
-    n = 0.0
-    for line in metrics.splitlines():
-        if line.startswith(f'zinc_tenant_served_rows_total{{tenant="{tenant}"'):
-            n += float(line.split()[-1])
-    return n
-
-
-def scenario_b(z, args, tenants):
-    stop = threading.Event()
-    out_tokens = [0]
-    lock = threading.Lock()
-
-    def client_loop(key):
-        c = z.client(key)
-        while not stop.is_set():
-            r = c.completions.create(model="m", prompt="Write about the sea.", max_tokens=32,
-                                     temperature=0, extra_body={"ignore_eos": True})
-            with lock:
-                out_tokens[0] += r.usage.completion_tokens
-
-    keys = ["k-w1", "k-w2"] if tenants else ["x", "x"]
-    ths = [threading.Thread(target=client_loop, args=(keys[i % 2],), daemon=True)
-           for i in range(2 * args.clients)]
-    for t in ths:
-        t.start()
-    time.sleep(args.warm)
-    windows = []
+def run(a):
     t_start = time.monotonic()
-    tok0 = out_tokens[0]
-    if tenants:
-        m = z.metrics()
-        a0, b0 = rows(m, "w1"), rows(m, "w2")
-    while time.monotonic() - t_start < args.duration:
-        time.sleep(args.window)
-        if tenants:
-            m = z.metrics()
-            a1, b1 = rows(m, "w1"), rows(m, "w2")
-            windows.append({"w1_rows": a1 - a0, "w2_rows": b1 - b0,
-                            "ratio": (b1 - b0) / max(1.0, a1 - a0)})
-            a0, b0 = a1, b1
-    elapsed = time.monotonic() - t_start
-    tps = (out_tokens[0] - tok0) / elapsed
-    stop.set()
-    for t in ths:
-        t.join()
-    return {"windows": windows, "output_tok_s": tps}
+    B = a.budget_s
+    engines = [e for e in a.engines.split(",") if e]
+    for e in engines:
+        if e not in ENGINES_A:
+            sys.exit(f"tenancy.py: --engines: unknown '{e}' (expected {', '.join(ENGINES_A)})")
+    if "llama" in engines and not a.llama_server:
+        sys.exit("tenancy.py: --engines has llama but no --llama-server was given")
+    t_idle, t_flood = a.frac_idle * B, a.frac_flood * B
+    t_fair, t_eq = a.frac_fair * B, a.frac_eq * B
+    cfg = Path(tempfile.mkdtemp(prefix="zinc-tenancy-")) / "tenants.toml"
+    cfg.write_text(tenants_toml(a.quota))
+    logs = Path(a.logs)
+    keys_t = {"inter": "k-inter", "batch": "k-batch"}
+    keys_f = {"inter": "k-anon", "batch": "k-anon"}  # FCFS: any key, one tenant
+    res = {"args": vars(a), "machine": {"host": platform.node(), "cpus": _cpus(),
+                                        "loadavg_start": _loadavg()},
+           "a": {}, "commands": {}}
+
+    def server(name, argv):
+        res["commands"][name] = argv
+        return Server(name, argv, argv[argv.index("--port") + 1], logs / f"{name}.log").start()
+
+    for name in ("tenants", "noclass", "fcfs", "llama"):
+        need = name in engines or (name == "tenants") or (name == "fcfs" and a.fair)
+        if not need:
+            continue
+        port = free_port()
+        if name == "llama":
+            argv = llama_argv(a, port)
+        else:
+            argv = zinc_argv(a, port, cfg if name in ("tenants", "noclass") else None,
+                             class_aware=name != "noclass")
+        with server(name, argv) as s:
+            MODEL["id"] = s.model_id or "m"
+            # One unmeasured chat first (as bench/run's warm-up): a server's first request
+            # pays one-time costs (llama-server: ~4 s here) that are no part of idle TTFT.
+            tl.post_stream(s.base_url, "k-probe" if name != "fcfs" else "k-anon",
+                           "/v1/chat/completions", chat(0))
+            keys = keys_t if name in ("tenants", "noclass") else keys_f
+            if name in engines:
+                print(f"[{time.monotonic() - t_start:6.1f}s] (a) {name}", flush=True)
+                res["a"][name] = phase_a(s.base_url, keys, a, t_idle, t_flood)
+            if name == "tenants" and a.fair:
+                print(f"[{time.monotonic() - t_start:6.1f}s] (b) 1:2 and equal", flush=True)
+                res["b12"] = phase_fair(s.base_url, ["w1", "w2"], a, t_fair, s.metrics_text)
+                res["beq"] = phase_fair(s.base_url, ["e1", "e2"], a, t_eq, s.metrics_text)
+            if name == "tenants" and a.quota > 0:
+                print(f"[{time.monotonic() - t_start:6.1f}s] (c) quota burst", flush=True)
+                res["c"] = phase_c(s.base_url, a)
+            if name == "fcfs" and a.fair:
+                print(f"[{time.monotonic() - t_start:6.1f}s] (d) FCFS load", flush=True)
+                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon2"], a, t_fair, None)
+    res["machine"]["loadavg_end"] = _loadavg()
+    res["elapsed_s"] = time.monotonic() - t_start
+    analyse(res, a)
+    return res
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def analyse(res, a):
+    if "b12" in res:
+        s = [(t, r) for t, r in res["b12"].get("samples", [])]
+        wins = tl.windows(s, "w1", "w2", a.window_s)
+        res["b12"]["windows"] = wins
+        res["b12"]["split"] = tl.split_check(wins, 2.0, 0.10)
+        sa, sb = sum(w["a"] for w in wins), sum(w["b"] for w in wins)
+        res["b12"]["whole_ratio"] = sb / sa if sa else None
+        done = res["b12"]["requests_done"]
+        res["b12"]["requests_per_window"] = sum(done.values()) * a.window_s / res["b12"]["seconds"]
+    if "beq" in res:
+        s = res["beq"].get("samples", [])
+        gap = tl.service_gap(s, "e1", "e2")
+        prompt_rows = 16 + a.fair_out  # the short prompt (~12 tokens) rounded up, plus outputs
+        bound = a.parallel * prompt_rows + a.max_batch_tokens
+        res["beq"]["gap_rows"], res["beq"]["vtc_bound_rows"] = gap, bound
+        res["beq"]["within_bound"] = gap is not None and gap <= bound
+        wins = tl.windows(s, "e1", "e2", a.window_s)
+        res["beq"]["windows"] = wins
+    if "b12" in res and "d_fcfs" in res:
+        t, f = res["b12"]["output_tok_s"], res["d_fcfs"]["output_tok_s"]
+        res["d"] = {"tenants_tok_s": t, "fcfs_tok_s": f, "ratio": t / f if f else None,
+                    "within_5pct": bool(f) and abs(t / f - 1) <= 0.05}
+
+
+def _loadavg():
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return None
+
+
+def _cpus():
+    try:
+        return int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _f(x, nd=2):
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def markdown(res, a):
+    L = [f"Model `{Path(a.model).name}`, {a.parallel} slots, -c {a.ctx} per sequence, "
+         f"--max-batch-tokens {a.max_batch_tokens}, budget {a.budget_s:.0f} s (ran "
+         f"{res['elapsed_s']:.0f} s); machine {res['machine']['host']} ({res['machine']['cpus']} "
+         f"CPUs, load average {res['machine']['loadavg_start']} at the start, "
+         f"{res['machine']['loadavg_end']} at the end).", ""]
+    if res["a"]:
+        names = {"tenants": "zinc --tenants", "noclass": "zinc --tenants --no-class-prefill",
+                 "fcfs": "zinc FCFS", "llama": "llama.cpp llama-server (FIFO)"}
+        cols = [k for k in ENGINES_A if k in res["a"]]
+        L += ["(a) interactive TTFT, idle vs under the batch flood (s):", "",
+              "| | " + " | ".join(names[c] for c in cols) + " |",
+              "| --- |" + " ---: |" * len(cols)]
+        for k, lab in (("p50", "p50"), ("p99", "p99")):
+            for ph in ("idle", "flood"):
+                L.append(f"| TTFT {lab} {ph} | " + " | ".join(
+                    _f(res["a"][c][ph][k]) for c in cols) + " |")
+        L.append("| **p99 flood / idle** | " + " | ".join(
+            f"**{_f(res['a'][c]['ratio_p99'])}**" for c in cols) + " |")
+        L.append("| samples idle / flood | " + " | ".join(
+            f"{res['a'][c]['idle']['n']} / {res['a'][c]['flood']['n']}" for c in cols) + " |")
+        L.append("| batch requests finished in the flood | " + " | ".join(
+            str(res["a"][c]["batch_requests_done"]) for c in cols) + " |")
+        L.append("")
+    if "b12" in res:
+        b = res["b12"]
+        sp = b["split"]
+        L += [f"(b) weights 1:2, {a.fair_clients} closed-loop clients each (fewest in flight "
+              f"while measured: {b.get('min_in_flight')}), {a.fair_out} tokens out: "
+              f"{b['requests_done']['w1']} + {b['requests_done']['w2']} requests finished in "
+              f"{b['seconds']:.0f} s "
+              f"({b['requests_per_window']:.1f} a {a.window_s:.0f} s window). Rows served "
+              f"(prefill + decode) per window, w2 / w1 (target 2.00 ± 10 %): "
+              f"{'all within' if sp['ok'] else 'NOT all within'} ({sp['n']} windows, worst "
+              f"{_f(sp['worst'])}; over all windows together {_f(b['whole_ratio'])}).", "",
+              "| window | w1 rows | w2 rows | w2 / w1 |",
+              "| --- | ---: | ---: | ---: |"]
+        for i, w in enumerate(b["windows"]):
+            L.append(f"| {i} | {w['a']:.0f} | {w['b']:.0f} | {_f(w['ratio'])} |")
+        L.append("")
+    if "beq" in res:
+        e = res["beq"]
+        L += [f"(b) equal weights: largest service gap over any interval {_f(e['gap_rows'], 0)} "
+              f"rows, VTC bound {e['vtc_bound_rows']} rows (slots x (16 + {a.fair_out}) + "
+              f"{a.max_batch_tokens}): {'within' if e['within_bound'] else 'NOT within'}; "
+              f"requests finished {e['requests_done']['e1']} + {e['requests_done']['e2']}.", ""]
+    if "c" in res:
+        c = res["c"]
+        L += [f"(c) quota burst: tenant q (max_concurrent {c['quota']}, max_queued 0) sent "
+              f"{c['sent']} at once: {c['served']} served, {c['refused_429']} refused with 429 "
+              f"({c['named_quota']} naming `max_concurrent`, {c['with_retry_after']} with "
+              f"Retry-After, e.g. `{c['retry_after_example']}`), {c['other']} other "
+              f"{c['other_errors'] or ''}: "
+              f"{'exact' if c['exact'] else 'NOT exact'}. Tenant probe meanwhile: "
+              f"{c['probe_during_burst']['n']} chats served, {c['probe_failed']} failed, TTFT p50 "
+              f"{_f(c['probe_during_burst']['p50'])} s (idle {_f(c['probe_idle']['p50'])} s).", ""]
+    if "d" in res:
+        d = res["d"]
+        L += [f"(d) throughput of (b)'s 1:2 load: zinc --tenants {d['tenants_tok_s']:.1f} tok/s, "
+              f"zinc FCFS {d['fcfs_tok_s']:.1f} tok/s: ratio {_f(d['ratio'], 3)} "
+              f"({'within' if d['within_5pct'] else 'NOT within'} 5 %).", ""]
+    return "\n".join(L)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     ap.add_argument("--zinc", default="build/zinc")
+    ap.add_argument("--llama-server", default="")
     ap.add_argument("-m", "--model", required=True)
-    ap.add_argument("--parallel", type=int, default=4)
-    ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--n-inter", type=int, default=10)
-    ap.add_argument("--flood", type=int, default=6)
-    ap.add_argument("--long-words", type=int, default=200)
-    ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--duration", type=float, default=40)
-    ap.add_argument("--window", type=float, default=10)
-    ap.add_argument("--warm", type=float, default=3)
+    ap.add_argument("--engines", default=",".join(ENGINES_A),
+                    help="engines for (a), comma-separated: " + ", ".join(ENGINES_A))
+    ap.add_argument("--no-fair", dest="fair", action="store_false", help="skip (b) and (d)")
+    ap.add_argument("--window-s", type=float, default=10)
+    ap.add_argument("--warm-s", type=float, default=3)
+    ap.add_argument("--frac-idle", type=float, default=0.03)
+    ap.add_argument("--frac-flood", type=float, default=0.09)
+    ap.add_argument("--frac-fair", type=float, default=0.14)
+    ap.add_argument("--frac-eq", type=float, default=0.08)
+    ap.add_argument("--zinc-arg", action="append", default=[], help="extra zinc serve argument")
+    ap.add_argument("--llama-arg", action="append", default=[], help="extra llama-server argument")
+    ap.add_argument("--logs", default="bench/out/logs/tenancy")
     ap.add_argument("--out", default="")
-    args = ap.parse_args()
-    res = {}
-    for tenants in (True, False):
-        z = Zinc(args, tenants)
+    for k in ("parallel", "ctx", "batch_sentences", "batch_out", "fair_out", "max_batch_tokens",
+              "n_inter"):
+        ap.add_argument("--" + k.replace("_", "-"), type=int, default=None)
+    ap.add_argument("--think-s", type=float, default=None)
+    ap.add_argument("--fair-clients", type=int, default=None,
+                    help="closed-loop clients per tenant in (b) and (d) (default 2 x slots)")
+    ap.add_argument("--budget-s", type=float, default=None)
+    ap.add_argument("--quota", type=int, default=None,
+                    help="max_concurrent of tenant q for (c); 0 skips (c) (default min(5, slots))")
+    a = ap.parse_args(argv)
+    for k, v in PRESETS[a.preset].items():
+        if getattr(a, k, None) is None:
+            setattr(a, k, v)
+    if a.fair_clients is None:
+        a.fair_clients = 2 * a.parallel
+    if a.quota is None:
+        a.quota = min(5, a.parallel)
+    res = run(a)
+    md = markdown(res, a)
+    print(md)
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "tenancy.json").write_text(json.dumps(res, indent=1, default=str))
+        (out / "tenancy.md").write_text(md + "\n")
         try:
-            name = "tenants" if tenants else "fcfs"
-            res[name] = {"a": scenario_a(z, args, tenants), "b": scenario_b(z, args, tenants)}
-        finally:
-            z.stop()
-    res["args"] = vars(args)
-    if args.out:
-        Path(args.out).write_text(json.dumps(res, indent=1))
-    t, f = res["tenants"], res["fcfs"]
-    print("| | tenants (interactive vs batch) | FCFS (no --tenants) |")
-    print("| --- | ---: | ---: |")
-    for k in ("idle_p50", "idle_p99", "flood_p50", "flood_p99"):
-        print(f"| interactive TTFT {k}, s | {t['a'][k]:.2f} | {f['a'][k]:.2f} |")
-    print(f"| TTFT p99 flood / idle | {t['a']['ratio_p99']:.2f} | {f['a']['ratio_p99']:.2f} |")
-    print(f"| (b) load output tok/s | {t['b']['output_tok_s']:.1f} | {f['b']['output_tok_s']:.1f} |")
-    print()
-    print("| window | w1 rows | w2 rows | w2 / w1 |")
-    print("| --- | ---: | ---: | ---: |")
-    for i, w in enumerate(t["b"]["windows"]):
-        print(f"| {i} | {w['w1_rows']:.0f} | {w['w2_rows']:.0f} | {w['ratio']:.2f} |")
+            from harness import tenancy_plots
+        except ImportError as e:  # results first: the plots are optional
+            print(f"tenancy.py: no plots ({e})", file=sys.stderr)
+        else:
+            tenancy_plots.plot(res, out)
+    return res
 
 
 if __name__ == "__main__":

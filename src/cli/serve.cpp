@@ -49,6 +49,8 @@ struct ServeOptions {
     int max_batch_tokens = 512;
     double tpot_target_ms = 0;
     int min_prefill_chunk = 16;
+    int batch_prefill_chunk = 128;
+    bool no_class_prefill = false;
     int n_threads = 0;
     int max_queue = 256;
     bool no_prefix_cache = false;
@@ -142,6 +144,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.max_batch_tokens = o.max_batch_tokens;
     eo.tpot_target_ms = o.tpot_target_ms;
     eo.min_prefill_chunk = o.min_prefill_chunk;
+    eo.batch_prefill_chunk = o.batch_prefill_chunk;
+    eo.class_aware_prefill = !o.no_class_prefill;
     eo.max_queue = o.max_queue;
     eo.prefix_cache = !o.no_prefix_cache;
     eo.batch_invariant = o.batch_invariant;
@@ -366,6 +370,14 @@ int serve_main(int argc, char** argv) {
                    "prefill rows a step may always add to its decodes under --tpot-target")
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
+    app.add_option("--batch-prefill-chunk", o.batch_prefill_chunk,
+                   "with --tenants: prefill rows that batch-class requests together may run in "
+                   "one step (interactive prefill goes first, then standard, batch takes what "
+                   "is left up to this); 0: no cap")
+        ->check(int_in(0, 1 << 20))
+        ->capture_default_str();
+    app.add_flag("--no-class-prefill", o.no_class_prefill,
+                 "split prefill chunks alike over all classes (no tiers, no batch cap)");
     app.add_option("-t,--threads", o.n_threads, "threads; 0: all hardware threads")
         ->check(int_in(0, 1024))
         ->capture_default_str();

@@ -60,7 +60,8 @@ class EngineImpl : public Engine {
           policy_(opts.policy ? opts.policy
                               : std::shared_ptr<SchedulingPolicy>(make_fcfs_policy())),
           sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens, opts.tpot_target_ms,
-                                  opts.min_prefill_chunk},
+                                  opts.min_prefill_chunk, opts.class_aware_prefill,
+                                  opts.batch_prefill_chunk},
                  bm_, *policy_,
                  [this](int32_t src, int32_t dst) { runner_->copy_block(src, dst); }),
           eog_(opts.eog_tokens) {
@@ -580,6 +581,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
         return bad("tpot_target_ms", static_cast<int64_t>(opts.tpot_target_ms), "[0, 60000]");
     if (opts.min_prefill_chunk < 1 || opts.min_prefill_chunk > (1 << 20))
         return bad("min_prefill_chunk", opts.min_prefill_chunk, "[1, 1048576]");
+    if (opts.batch_prefill_chunk < 0 || opts.batch_prefill_chunk > (1 << 20))
+        return bad("batch_prefill_chunk", opts.batch_prefill_chunk, "[0, 1048576]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
     if (opts.drafter && model.recurrent_state_bytes() > 0)
         return make_error(

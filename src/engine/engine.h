@@ -43,6 +43,11 @@ struct EngineOptions {
     /// decodes first, prefill chunks in the rest. 0: off, every step may take max_batch_tokens.
     double tpot_target_ms = 0;
     int32_t min_prefill_chunk = 16;  // prefill rows a step may always add to its decodes
+    /// Class-aware prefill chunks (engine/scheduler.h): the policy's tiers take the prefill
+    /// budget in order (interactive first) and batch-class chunks together take at most
+    /// batch_prefill_chunk rows a step (0: no cap). false: every prefill alike.
+    bool class_aware_prefill = true;
+    int32_t batch_prefill_chunk = 128;
     /// The scheduling policy (engine/policy.h); empty: first come, first served. Used on the
     /// step thread only (a policy that is reconfigured from elsewhere locks inside).
     std::shared_ptr<SchedulingPolicy> policy;

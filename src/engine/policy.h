@@ -47,6 +47,11 @@ struct SchedulerLoad {
     int32_t block_size = 16;
 };
 
+/// Prefill tiers (SchedulingPolicy::prefill_tier), first served first.
+inline constexpr int32_t kPrefillTierFirst = 0;       // interactive
+inline constexpr int32_t kPrefillTierNormal = 1;      // standard
+inline constexpr int32_t kPrefillTierBackground = 2;  // batch: chunks capped per step
+
 class SchedulingPolicy {
   public:
     virtual ~SchedulingPolicy() = default;
@@ -63,6 +68,10 @@ class SchedulingPolicy {
     virtual int32_t prefill_allowance(const Sequence&) const {
         return std::numeric_limits<int32_t>::max();
     }
+    /// Prefill tier of s for class-aware chunks (engine/scheduler.h, step 3): a tier's prefill
+    /// chunks take the step's budget before those of higher tiers; kPrefillTierBackground
+    /// chunks are capped per step. FCFS: every sequence kPrefillTierNormal (one tier).
+    virtual int32_t prefill_tier(const Sequence&) const { return kPrefillTierNormal; }
     /// Index into candidates (running sequences sorted by before(), all of them eligible) of the
     /// one to preempt. candidates is never empty.
     virtual size_t pick_victim(std::span<const Sequence* const> candidates) const = 0;

@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <span>
 
 #include "util/check.h"
@@ -53,7 +54,48 @@ std::vector<int32_t> water_fill(const std::vector<int32_t>& demand, int32_t tota
     return share;
 }
 
+// Class-aware split: tier by tier, lowest first, each tier water-filled from what the tiers
+// before it left; background-tier shares together at most bg_cap.
+std::vector<int32_t> tiered_fill(const std::vector<int32_t>& demand,
+                                 const std::vector<int32_t>& tier, int32_t total, int32_t bg_cap) {
+    std::vector<int32_t> share(demand.size(), 0);
+    std::vector<int32_t> tiers = tier;
+    std::sort(tiers.begin(), tiers.end());
+    tiers.erase(std::unique(tiers.begin(), tiers.end()), tiers.end());
+    int32_t left = total;
+    for (int32_t t : tiers) {
+        const int32_t cap = t >= kPrefillTierBackground ? std::min(left, bg_cap) : left;
+        if (cap <= 0) continue;
+        std::vector<size_t> idx;
+        std::vector<int32_t> d;
+        for (size_t i = 0; i < demand.size(); ++i) {
+            if (tier[i] != t) continue;
+            idx.push_back(i);
+            d.push_back(demand[i]);
+        }
+        const std::vector<int32_t> s = water_fill(d, cap);
+        for (size_t k = 0; k < idx.size(); ++k) {
+            share[idx[k]] = s[k];
+            left -= s[k];
+        }
+    }
+    return share;
+}
+
 }  // namespace
+
+int32_t Scheduler::tier_of(const Sequence& s) const {
+    return opts_.class_aware_prefill ? policy_.prefill_tier(s) : kPrefillTierNormal;
+}
+
+int32_t Scheduler::background_left(const StepPlan& plan) const {
+    if (!opts_.class_aware_prefill || opts_.background_prefill_chunk <= 0)
+        return std::numeric_limits<int32_t>::max();
+    int32_t used = 0;
+    for (const ScheduledSeq& ss : plan.seqs)
+        if (!ss.decode && tier_of(*ss.seq) >= kPrefillTierBackground) used += ss.n_tokens;
+    return std::max(0, opts_.background_prefill_chunk - used);
+}
 
 Scheduler::Scheduler(const SchedulerOptions& opts, BlockManager& blocks, SchedulingPolicy& policy,
                      std::function<void(int32_t, int32_t)> copy_block)
@@ -334,9 +376,12 @@ void Scheduler::plan_prefills(int32_t left, bool admit, StepPlan& plan) {
             }
         }
         if (cands.empty()) break;
-        std::vector<int32_t> demand;
-        for (const Cand& c : cands) demand.push_back(c.demand);
-        const std::vector<int32_t> share = water_fill(demand, left);
+        std::vector<int32_t> demand, tier;
+        for (const Cand& c : cands) {
+            demand.push_back(c.demand);
+            tier.push_back(tier_of(*c.s));
+        }
+        const std::vector<int32_t> share = tiered_fill(demand, tier, left, background_left(plan));
         for (size_t k = 0; k < cands.size(); ++k) {
             Sequence* s = cands[k].s;
             if (share[k] <= 0) continue;
@@ -368,21 +413,29 @@ void Scheduler::plan_prefills(int32_t left, bool admit, StepPlan& plan) {
         if (static_cast<int32_t>(running_.size()) >= opts_.n_parallel) break;
     }
     // What a candidate could not use (a prefix hit, a skipped admission) goes to the others, in
-    // policy order, without preempting.
+    // tier, then policy order, without preempting (batch chunks still within their cap).
     int32_t rest = plan.budget - plan.n_tokens;
-    for (ScheduledSeq& ss : plan.seqs) {
-        if (rest <= 0) break;
-        if (ss.decode) continue;
-        Sequence& s = *ss.seq;
-        const int32_t allow = policy_.prefill_allowance(s);
-        const int32_t want = std::min(s.n_pending(), allow);
-        const int32_t extra = std::min(rest, want - ss.n_tokens);
-        if (extra <= 0 || !reserve(s, ss.n_tokens + extra)) continue;
-        ss.n_tokens += extra;
-        ss.want_logits = s.n_computed + ss.n_tokens == static_cast<int32_t>(s.tokens.size());
-        plan.n_tokens += extra;
-        plan.n_prefill_rows += extra;
-        rest -= extra;
+    std::vector<int32_t> tiers;
+    for (const ScheduledSeq& ss : plan.seqs)
+        if (!ss.decode) tiers.push_back(tier_of(*ss.seq));
+    std::sort(tiers.begin(), tiers.end());
+    tiers.erase(std::unique(tiers.begin(), tiers.end()), tiers.end());
+    for (int32_t t : tiers) {
+        for (ScheduledSeq& ss : plan.seqs) {
+            if (rest <= 0) return;
+            if (ss.decode || tier_of(*ss.seq) != t) continue;
+            Sequence& s = *ss.seq;
+            const int32_t allow = policy_.prefill_allowance(s);
+            const int32_t want = std::min(s.n_pending(), allow);
+            int32_t extra = std::min(rest, want - ss.n_tokens);
+            if (t >= kPrefillTierBackground) extra = std::min(extra, background_left(plan));
+            if (extra <= 0 || !reserve(s, ss.n_tokens + extra)) continue;
+            ss.n_tokens += extra;
+            ss.want_logits = s.n_computed + ss.n_tokens == static_cast<int32_t>(s.tokens.size());
+            plan.n_tokens += extra;
+            plan.n_prefill_rows += extra;
+            rest -= extra;
+        }
     }
 }
 

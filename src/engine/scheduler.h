@@ -21,10 +21,14 @@
 //   3. Prefill chunks fill the rest: running prefills, then (unless a block shortage preempted
 //      something this step) waiting sequences in policy order while slots remain; one that the
 //      policy refuses or whose blocks do not fit is skipped, not waited on (no head-of-line
-//      blocking). The remaining budget is split max-min fairly (water-filling) among them, each
-//      capped by the policy's prefill_allowance, so a long prompt in progress never holds a short
-//      new one back for more than its share: both run in the same step (chunked prefill). What a
-//      candidate cannot use goes to the others in policy order. Admission first matches the
+//      blocking). The remaining budget goes to the policy's prefill tiers in order (interactive,
+//      then standard, then batch: class-aware chunks; a lower tier gets only what the higher ones
+//      leave, and batch chunks together at most background_prefill_chunk rows a step, so a step
+//      that an interactive request arrives during stays short); within a tier it is split
+//      max-min fairly (water-filling), each capped by the policy's prefill_allowance, so a long
+//      prompt in progress never holds a short new one back for more than its share: both run in
+//      the same step (chunked prefill). What a candidate cannot use goes to the others in tier,
+//      then policy order. Admission first matches the
 //      longest chain of the sequence's full blocks in the prefix cache (in the sequence's cache
 //      namespace) and shares those blocks; when every token is cached, the last one is
 //      recomputed (its logits are needed) in a private copy of the last block.
@@ -54,6 +58,12 @@ struct SchedulerOptions {
     /// budget is max_batch_tokens (see engine/step_budget.h).
     double tpot_target_ms = 0;
     int32_t min_prefill_chunk = 16;  // prefill rows a step may always add to its decodes
+    /// Class-aware prefill chunks (step 3 above): the budget left after the decodes goes to the
+    /// policy's prefill tiers in order (SchedulingPolicy::prefill_tier: interactive first), and
+    /// background-tier (batch) chunks together take at most background_prefill_chunk rows of a
+    /// step (0: no cap). false: one tier, every candidate alike (the rule before issue 16).
+    bool class_aware_prefill = true;
+    int32_t background_prefill_chunk = 128;
 };
 
 struct ScheduledSeq {
@@ -131,6 +141,10 @@ class Scheduler {
     bool reserve_or_preempt(size_t i, int32_t n, StepPlan& plan, bool& preempted_any);
     void preempt_for_admission(StepPlan& plan);
     void plan_prefills(int32_t left, bool admit, StepPlan& plan);
+    /// s's prefill tier (the policy's with class_aware_prefill, else one tier for all).
+    int32_t tier_of(const Sequence& s) const;
+    /// Background-tier prefill rows plan may still take (its cap less what it holds).
+    int32_t background_left(const StepPlan& plan) const;
     void sort_queues();
     SchedulerLoad load() const;
     void preempt(Sequence& s, StepPlan& plan);

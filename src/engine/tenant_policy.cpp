@@ -168,6 +168,19 @@ int32_t TenantPolicy::prefill_allowance(const Sequence& s) const {
     return static_cast<int32_t>(std::min<double>(std::floor(t.bucket_prefill), 1 << 30));
 }
 
+int32_t TenantPolicy::prefill_tier(const Sequence& s) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    switch (of(s).spec.qos) {
+        case QosClass::Interactive:
+            return kPrefillTierFirst;
+        case QosClass::Batch:
+            return kPrefillTierBackground;
+        case QosClass::Standard:
+            break;
+    }
+    return kPrefillTierNormal;
+}
+
 size_t TenantPolicy::pick_victim(std::span<const Sequence* const> candidates) const {
     // Sorted by before(): the last is of the lowest class and the largest counter.
     return candidates.size() - 1;

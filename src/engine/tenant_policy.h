@@ -95,6 +95,8 @@ class TenantPolicy : public SchedulingPolicy {
     bool may_admit(const Sequence& s, const SchedulerLoad& load) const override;
     bool may_decode(const Sequence& s) const override;
     int32_t prefill_allowance(const Sequence& s) const override;
+    /// Interactive: first tier; standard: normal; batch: background (chunks capped per step).
+    int32_t prefill_tier(const Sequence& s) const override;
     size_t pick_victim(std::span<const Sequence* const> candidates) const override;
     std::optional<size_t> preempt_for(const Sequence& w,
                                       std::span<const Sequence* const> running) const override;

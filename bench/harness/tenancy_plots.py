@@ -1,0 +1,59 @@
+"""Plots of bench/tenancy.py (matplotlib, PNG): served.png, per-tenant rows served per second
+over time in (b) (1:2 and equal weights); ttft.png, the interactive TTFT distributions of (a)
+idle and under the batch flood for each engine."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+NAMES = {"tenants": "zinc --tenants", "noclass": "zinc --tenants\n--no-class-prefill",
+         "fcfs": "zinc FCFS", "llama": "llama-server"}
+
+
+def _rates(samples, who):
+    xs, ys = [], []
+    for (t0, r0), (t1, r1) in zip(samples, samples[1:]):
+        if t1 > t0:
+            xs.append((t0 + t1) / 2)
+            ys.append((r1.get(who, 0.0) - r0.get(who, 0.0)) / (t1 - t0))
+    return xs, ys
+
+
+def plot(res, out):
+    phases = [(k, ts) for k, ts in (("b12", ("w1", "w2")), ("beq", ("e1", "e2")))
+              if res.get(k, {}).get("samples")]
+    if phases:
+        fig, axes = plt.subplots(len(phases), 1, figsize=(8, 3.2 * len(phases)), squeeze=False)
+        for ax, (k, ts) in zip(axes[:, 0], phases):
+            for who in ts:
+                xs, ys = _rates(res[k]["samples"], who)
+                ax.plot(xs, ys, label=who, marker=".", linewidth=1)
+            title = "weights 1:2" if k == "b12" else "equal weights"
+            ax.set_title(f"(b) {title}: rows served per second (zinc_tenant_served_rows_total)")
+            ax.set_xlabel("s")
+            ax.set_ylabel("rows / s")
+            ax.legend()
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "served.png", dpi=110)
+        plt.close(fig)
+    if res.get("a"):
+        cols = [c for c in NAMES if c in res["a"]]
+        fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(cols)), 4))
+        data, labels, pos = [], [], []
+        for i, c in enumerate(cols):
+            for j, ph in enumerate(("idle", "flood")):
+                xs = res["a"][c][ph]["samples"]
+                data.append(xs if xs else [float("nan")])
+                labels.append(f"{NAMES[c]}\n{ph}")
+                pos.append(3 * i + j)
+        ax.boxplot(data, positions=pos, widths=0.7, whis=(0, 100))
+        ax.set_xticks(pos)
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("interactive TTFT, s (log)")
+        ax.set_title("(a) interactive TTFT, idle vs under a batch flood (whiskers: min/max)")
+        ax.grid(alpha=0.3, axis="y")
+        fig.tight_layout()
+        fig.savefig(out / "ttft.png", dpi=110)
+        plt.close(fig)
