@@ -34,6 +34,12 @@ __device__ __forceinline__ uint32_t ld32_a2(const uint8_t* p) {
 __device__ __forceinline__ uint32_t ld32(const uint8_t* p) {  // 4-byte aligned
     return *reinterpret_cast<const uint32_t*>(p);
 }
+// A matrix job's weights for activation row `row` (MatJob::matrix, from its fields: the kernels
+// read the fields of their by-value job parameters rather than call a member on them).
+__device__ __forceinline__ const uint8_t* job_matrix(const uint8_t* w, const int32_t* expert,
+                                                     size_t stride, int row) {
+    return expert ? w + static_cast<size_t>(expert[row]) * stride : w;
+}
 // 4 bytes from any address (MXFP4's 17-byte blocks), little-endian.
 __device__ __forceinline__ uint32_t ld32_a1(const uint8_t* p) {
     return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |

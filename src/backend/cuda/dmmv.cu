@@ -4,15 +4,15 @@
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
-// so a batch of up to NB sequences streams the weights once. Integer dot products with __dp4a on int8-packed
-// activations (pack.cu); F32/F16/BF16 weights take a float path with f32 activations. Up to three
-// matrices of one type share a launch (fused Q/K/V or gate/up projections): the grid spans their
-// rows back to back.
-#include "backend/cuda/common.cuh"
-#include "backend/cuda/kernels.h"
-
+// so a batch of up to NB sequences streams the weights once. Integer dot products with __dp4a on
+// int8-packed activations (pack.cu); F32/F16/BF16 weights take a float path with f32 activations.
+// Up to three matrices of one type share a launch (fused Q/K/V or gate/up projections): the grid
+// spans their rows back to back.
 #include <cstdlib>
 #include <cstring>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
 
 namespace zinc::cuda {
 namespace {
@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         int row = min(row0 + r, total - 1);
         jj[r] = pick_job(J, row);
         jrow[r] = row;
-        w[r] = J.m[jj[r]].matrix(a0) + static_cast<size_t>(row) * J.m[jj[r]].row_bytes;
+        w[r] = job_matrix(J.m[jj[r]].w, J.m[jj[r]].expert, J.m[jj[r]].expert_stride, a0) +
+               static_cast<size_t>(row) * J.m[jj[r]].row_bytes;
     }
     float acc[RW][NB];
 #pragma unroll
@@ -127,9 +128,12 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 template <int T>
 __device__ __forceinline__ float load_f(const uint8_t* w, int i) {
-    if constexpr (T == kF32) return reinterpret_cast<const float*>(w)[i];
-    else if constexpr (T == kF16) return h2f(reinterpret_cast<const uint16_t*>(w)[i]);
-    else return bf2f(reinterpret_cast<const uint16_t*>(w)[i]);
+    if constexpr (T == kF32)
+        return reinterpret_cast<const float*>(w)[i];
+    else if constexpr (T == kF16)
+        return h2f(reinterpret_cast<const uint16_t*>(w)[i]);
+    else
+        return bf2f(reinterpret_cast<const uint16_t*>(w)[i]);
 }
 
 template <int T, int NB>
@@ -142,7 +146,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int lane = threadIdx.x & 31;
     const int a0 = blockIdx.y * NB;
     const int nb = min(NB, n_act - a0);
-    const uint8_t* w = m.matrix(a0) + static_cast<size_t>(row) * m.row_bytes;
+    const uint8_t* w =
+        job_matrix(m.w, m.expert, m.expert_stride, a0) + static_cast<size_t>(row) * m.row_bytes;
     float acc[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = 0.f;
@@ -186,25 +191,46 @@ template <int T>
 void by_batch_q(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
                 cudaStream_t s) {
     // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
-    if (n_act == 1 || J.m[0].expert) launch_q<T, 1, 4>(J, k, aq, ad, n_act, acc, s);
-    else if (n_act == 2) launch_q<T, 2, 4>(J, k, aq, ad, n_act, acc, s);
-    else if (n_act <= 4) launch_q<T, 4, 2>(J, k, aq, ad, n_act, acc, s);
-    else launch_q<T, 8, 2>(J, k, aq, ad, n_act, acc, s);
+    if (n_act == 1 || J.m[0].expert)
+        launch_q<T, 1, 4>(J, k, aq, ad, n_act, acc, s);
+    else if (n_act == 2)
+        launch_q<T, 2, 4>(J, k, aq, ad, n_act, acc, s);
+    else if (n_act <= 4)
+        launch_q<T, 4, 2>(J, k, aq, ad, n_act, acc, s);
+    else
+        launch_q<T, 8, 2>(J, k, aq, ad, n_act, acc, s);
 }
 template <int T>
 void by_batch_f(const Jobs& J, int k, const float* x, int n_act, bool acc, cudaStream_t s) {
-    if (n_act == 1 || J.m[0].expert) launch_f<T, 1>(J, k, x, n_act, acc, s);
-    else if (n_act <= 4) launch_f<T, 4>(J, k, x, n_act, acc, s);
-    else launch_f<T, 8>(J, k, x, n_act, acc, s);
+    if (n_act == 1 || J.m[0].expert)
+        launch_f<T, 1>(J, k, x, n_act, acc, s);
+    else if (n_act <= 4)
+        launch_f<T, 4>(J, k, x, n_act, acc, s);
+    else
+        launch_f<T, 8>(J, k, x, n_act, acc, s);
 }
 
 }  // namespace
 
 bool dmmv_supports(int type) {
     switch (type) {
-        case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
-        case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
-        case kQ4_0R: case kQ8_0R: case kQ6_KR: case kMXFP4:
+        case kF32:
+        case kF16:
+        case kBF16:
+        case kQ4_0:
+        case kQ4_1:
+        case kQ5_0:
+        case kQ5_1:
+        case kQ8_0:
+        case kQ2_K:
+        case kQ3_K:
+        case kQ4_K:
+        case kQ5_K:
+        case kQ6_K:
+        case kQ4_0R:
+        case kQ8_0R:
+        case kQ6_KR:
+        case kMXFP4:
             return true;
         default:
             return false;
@@ -222,24 +248,59 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
         J.row_end[i] = total;
     }
     switch (type) {
-        case kQ4_0: by_batch_q<kQ4_0>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ4_1: by_batch_q<kQ4_1>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_0: by_batch_q<kQ5_0>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_1: by_batch_q<kQ5_1>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ8_0: by_batch_q<kQ8_0>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ2_K: by_batch_q<kQ2_K>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ3_K: by_batch_q<kQ3_K>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ4_K: by_batch_q<kQ4_K>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ5_K: by_batch_q<kQ5_K>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ6_K: by_batch_q<kQ6_K>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ4_0R: by_batch_q<kQ4_0R>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ8_0R: by_batch_q<kQ8_0R>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kQ6_KR: by_batch_q<kQ6_KR>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kMXFP4: by_batch_q<kMXFP4>(J, k, aq, ad, n_act, accumulate, s); break;
-        case kF32: by_batch_f<kF32>(J, k, xf, n_act, accumulate, s); break;
-        case kF16: by_batch_f<kF16>(J, k, xf, n_act, accumulate, s); break;
-        case kBF16: by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s); break;
-        default: break;  // callers check dmmv_supports
+        case kQ4_0:
+            by_batch_q<kQ4_0>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ4_1:
+            by_batch_q<kQ4_1>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ5_0:
+            by_batch_q<kQ5_0>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ5_1:
+            by_batch_q<kQ5_1>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ8_0:
+            by_batch_q<kQ8_0>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ2_K:
+            by_batch_q<kQ2_K>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ3_K:
+            by_batch_q<kQ3_K>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ4_K:
+            by_batch_q<kQ4_K>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ5_K:
+            by_batch_q<kQ5_K>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ6_K:
+            by_batch_q<kQ6_K>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ4_0R:
+            by_batch_q<kQ4_0R>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ8_0R:
+            by_batch_q<kQ8_0R>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kQ6_KR:
+            by_batch_q<kQ6_KR>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kMXFP4:
+            by_batch_q<kMXFP4>(J, k, aq, ad, n_act, accumulate, s);
+            break;
+        case kF32:
+            by_batch_f<kF32>(J, k, xf, n_act, accumulate, s);
+            break;
+        case kF16:
+            by_batch_f<kF16>(J, k, xf, n_act, accumulate, s);
+            break;
+        case kBF16:
+            by_batch_f<kBF16>(J, k, xf, n_act, accumulate, s);
+            break;
+        default:
+            break;  // callers check dmmv_supports
     }
 }
 

@@ -94,7 +94,8 @@ struct Legacy<kQ5_0> {
     __device__ static void codes(const uint8_t* b, int h, int& lo, int& hi) {
         const uint32_t v = ld32_a2(b + 6 + 4 * h), qh = ld32_a2(b + 2);
         lo = static_cast<int>(__vsubss4((v & 0x0f0f0f0fu) | hbits4(qh, 4 * h), 0x10101010u));
-        hi = static_cast<int>(__vsubss4(((v >> 4) & 0x0f0f0f0fu) | hbits4(qh, 16 + 4 * h), 0x10101010u));
+        hi = static_cast<int>(
+            __vsubss4(((v >> 4) & 0x0f0f0f0fu) | hbits4(qh, 16 + 4 * h), 0x10101010u));
     }
 };
 template <>
@@ -140,8 +141,10 @@ struct Legacy<kMXFP4> {  // 17-byte blocks: e, qs[16] (byte loads); codes by e2m
 // The weight scale of a block: the f16 d at byte 0, or MXFP4's E8M0 byte as 2^(e - 128).
 template <int T>
 __device__ __forceinline__ float legacy_scale(const uint8_t* b) {
-    if constexpr (T == kMXFP4) return e8m0_half(b[0]);
-    else return h2f(ld16(b));
+    if constexpr (T == kMXFP4)
+        return e8m0_half(b[0]);
+    else
+        return h2f(ld16(b));
 }
 
 // 8 threads per weight row (4 rows per warp, 16 per block): thread (p, h) owns chain p (block
@@ -158,7 +161,8 @@ __global__ void __launch_bounds__(kThreads)
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
     const int a0 = blockIdx.y * NB;
-    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const uint8_t* w = job_matrix(J.m[jj].w, J.m[jj].expert, J.m[jj].expert_stride, a0) +
+                       static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const size_t k = static_cast<size_t>(nb) * 32;
     const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * h;
@@ -189,13 +193,16 @@ __global__ void __launch_bounds__(kThreads)
                     const int8_t* xa = aqb + b * k + 32 * i;
                     xlo[u] = *reinterpret_cast<const int*>(xa);
                     xhi[u] = *reinterpret_cast<const int*>(xa + 16);
-                    da[u] = reinterpret_cast<const float*>(adb + b * static_cast<size_t>(nb) + i)[0];
+                    da[u] =
+                        reinterpret_cast<const float*>(adb + b * static_cast<size_t>(nb) + i)[0];
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
                     const float dd = cn::mul(dw[u], da[u]);
-                    acc_lo[b] = cn::fma(dd, static_cast<float>(__dp4a(wlo[u], xlo[u], 0)), acc_lo[b]);
-                    acc_hi[b] = cn::fma(dd, static_cast<float>(__dp4a(whi[u], xhi[u], 0)), acc_hi[b]);
+                    acc_lo[b] =
+                        cn::fma(dd, static_cast<float>(__dp4a(wlo[u], xlo[u], 0)), acc_lo[b]);
+                    acc_hi[b] =
+                        cn::fma(dd, static_cast<float>(__dp4a(whi[u], xhi[u], 0)), acc_hi[b]);
                 }
             }
         }
@@ -350,13 +357,14 @@ __global__ void __launch_bounds__(kThreads)
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
     const int a0 = blockIdx.y * NB;
-    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const uint8_t* w = job_matrix(J.m[jj].w, J.m[jj].expert, J.m[jj].expert_stride, a0) +
+                       static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const int n_grp = nsb * 8;  // 32-element groups per row
     const size_t k = static_cast<size_t>(nsb) * 256;
     const int8_t* aqb = aq + static_cast<size_t>(a0) * k + 4 * l;
     const float4* adb = ad + static_cast<size_t>(a0) * n_grp;
-    const int kk = l & 3;  // Q4_K/Q5_K: this thread's min chain (sub-blocks 2kk, 2kk + 1)
+    const int kk = l & 3;   // Q4_K/Q5_K: this thread's min chain (sub-blocks 2kk, 2kk + 1)
     float acc[NB], mn[NB];  // mn: Q2_K's st, or Q4_K/Q5_K's am[kk]
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = mn[b] = 0.0f;
@@ -400,7 +408,8 @@ __global__ void __launch_bounds__(kThreads)
                     int s = 0;
 #pragma unroll
                     for (int c = 0; c < 8; ++c)
-                        s += sc[u][c] * __dp4a(q[u][c], *reinterpret_cast<const int*>(xa + 32 * c), 0);
+                        s += sc[u][c] *
+                             __dp4a(q[u][c], *reinterpret_cast<const int*>(xa + 32 * c), 0);
                     if constexpr (T == kQ6_K) {  // lane l's share of the -32 offset
                         const float4 g = sa[l];
                         s -= 32 * (sx[u][0] * bsum_lo(g) + sx[u][1] * bsum_hi(g));
@@ -414,7 +423,8 @@ __global__ void __launch_bounds__(kThreads)
                         m = isum_xor(m, 4);
                         m = isum_xor(m, 2);
                         m = isum_xor(m, 1);
-                        mn[b] = cn::sub(mn[b], cn::mul(cn::mul(da, dmin[u]), static_cast<float>(m)));
+                        mn[b] =
+                            cn::sub(mn[b], cn::mul(cn::mul(da, dmin[u]), static_cast<float>(m)));
                     } else if constexpr (T == kQ4_K || T == kQ5_K) {
                         const float4 g0 = sa[2 * kk], g1 = sa[2 * kk + 1];
                         const int m = sx[u][0] * (bsum_lo(g0) + bsum_hi(g0)) +
@@ -450,9 +460,12 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int T>
 __device__ __forceinline__ float load_w(const uint8_t* w, int i) {
-    if constexpr (T == kF32) return reinterpret_cast<const float*>(w)[i];
-    else if constexpr (T == kF16) return h2f(reinterpret_cast<const uint16_t*>(w)[i]);
-    else return bf2f(reinterpret_cast<const uint16_t*>(w)[i]);
+    if constexpr (T == kF32)
+        return reinterpret_cast<const float*>(w)[i];
+    else if constexpr (T == kF16)
+        return h2f(reinterpret_cast<const uint16_t*>(w)[i]);
+    else
+        return bf2f(reinterpret_cast<const uint16_t*>(w)[i]);
 }
 
 template <int T, int NB>
@@ -464,7 +477,8 @@ __global__ void __launch_bounds__(kThreads)
     int r = min(row, total - 1);
     const int jj = pick_job(J, r);
     const int a0 = blockIdx.y * NB;
-    const uint8_t* w = J.m[jj].matrix(a0) + static_cast<size_t>(r) * J.m[jj].row_bytes;
+    const uint8_t* w = job_matrix(J.m[jj].w, J.m[jj].expert, J.m[jj].expert_stride, a0) +
+                       static_cast<size_t>(r) * J.m[jj].row_bytes;
     const int na = min(NB, n_act - a0);
     const float* xb = x + static_cast<size_t>(a0) * k;
     float acc[NB];
@@ -512,13 +526,14 @@ template <int T, int NB>
 void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
             bool acc, cudaStream_t s) {
     if constexpr (T == kF32 || T == kF16 || T == kBF16) {
-        exact_f<T, NB><<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k, xf, n_act, acc);
+        exact_f<T, NB>
+            <<<grid_of<NB>(J, kThreads / 32, n_act), kThreads, 0, s>>>(J, k, xf, n_act, acc);
     } else if constexpr (T == kQ2_K || T == kQ3_K || T == kQ4_K || T == kQ5_K || T == kQ6_K) {
         exact_k<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(J, k / 256, aq, ad,
-                                                                               n_act, acc);
+                                                                                n_act, acc);
     } else {
-        exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(J, k / 32, aq,
-                                                                                    ad, n_act, acc);
+        exact_legacy<T, NB><<<grid_of<NB>(J, kThreads / 8, n_act), kThreads, 0, s>>>(
+            J, k / 32, aq, ad, n_act, acc);
     }
 }
 
@@ -527,27 +542,44 @@ template <int T>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, const float* xf, int n_act,
               bool acc, cudaStream_t s) {
     // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
-    if (n_act == 1 || J.m[0].expert) launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
-    else if (n_act == 2) launch<T, 2>(J, k, aq, ad, xf, n_act, acc, s);
-    else if (n_act <= 4) launch<T, 4>(J, k, aq, ad, xf, n_act, acc, s);
-    else if (n_act <= 8) launch<T, 8>(J, k, aq, ad, xf, n_act, acc, s);
-    else launch<T, 16>(J, k, aq, ad, xf, n_act, acc, s);
+    if (n_act == 1 || J.m[0].expert)
+        launch<T, 1>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act == 2)
+        launch<T, 2>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act <= 4)
+        launch<T, 4>(J, k, aq, ad, xf, n_act, acc, s);
+    else if (n_act <= 8)
+        launch<T, 8>(J, k, aq, ad, xf, n_act, acc, s);
+    else
+        launch<T, 16>(J, k, aq, ad, xf, n_act, acc, s);
 }
 
 }  // namespace
 
 bool dmmv_exact_supports(int type) {
     switch (type) {
-        case kF32: case kF16: case kBF16: case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1:
-        case kQ8_0: case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K: case kMXFP4:
+        case kF32:
+        case kF16:
+        case kBF16:
+        case kQ4_0:
+        case kQ4_1:
+        case kQ5_0:
+        case kQ5_1:
+        case kQ8_0:
+        case kQ2_K:
+        case kQ3_K:
+        case kQ4_K:
+        case kQ5_K:
+        case kQ6_K:
+        case kMXFP4:
             return true;
         default:
             return false;
     }
 }
 
-void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s) {
+void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+                const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     // Prefill: the tiled GEMM (dmmv_exact_gemm.cu, same bits) for the types it covers.
     if (n_act > 16 && !jobs[0].expert && exact_gemm_enabled() &&
         dmmv_exact_gemm(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s))
@@ -562,21 +594,50 @@ void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* a
     }
     if (total == 0 || n_act == 0) return;
     switch (type) {
-        case kQ4_0: by_batch<kQ4_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ4_1: by_batch<kQ4_1>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ5_0: by_batch<kQ5_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ5_1: by_batch<kQ5_1>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ8_0: by_batch<kQ8_0>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ2_K: by_batch<kQ2_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ3_K: by_batch<kQ3_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ4_K: by_batch<kQ4_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ5_K: by_batch<kQ5_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kQ6_K: by_batch<kQ6_K>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kF32: by_batch<kF32>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kF16: by_batch<kF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kBF16: by_batch<kBF16>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        case kMXFP4: by_batch<kMXFP4>(J, k, aq, ad, xf, n_act, accumulate, s); break;
-        default: break;  // callers check dmmv_exact_supports
+        case kQ4_0:
+            by_batch<kQ4_0>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ4_1:
+            by_batch<kQ4_1>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ5_0:
+            by_batch<kQ5_0>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ5_1:
+            by_batch<kQ5_1>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ8_0:
+            by_batch<kQ8_0>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ2_K:
+            by_batch<kQ2_K>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ3_K:
+            by_batch<kQ3_K>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ4_K:
+            by_batch<kQ4_K>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ5_K:
+            by_batch<kQ5_K>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kQ6_K:
+            by_batch<kQ6_K>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kF32:
+            by_batch<kF32>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kF16:
+            by_batch<kF16>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kBF16:
+            by_batch<kBF16>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        case kMXFP4:
+            by_batch<kMXFP4>(J, k, aq, ad, xf, n_act, accumulate, s);
+            break;
+        default:
+            break;  // callers check dmmv_exact_supports
     }
 }
 

@@ -312,11 +312,23 @@ void CudaRunner::exec_attention(const model::Op& op) {
     // Fast mode: decode spans by the GQA-grouped split-K kernel, prefill spans by the
     // tensor-core FlashAttention kernel (attention_fast*.cu); exact mode, ZINC_FA=0 or a shape
     // they do not cover: attention.cu for the whole step.
+    // Decode spans take the fast decode kernel only with ZINC_FA_DECODE=1: on the H200 (run 3,
+    // docs/perf-notes.md) it was slower than attention.cu's split-K at every depth measured.
     bool fast = !exact_ && fa_ && rows_ == n_rows_ && attention_fast_covers(aj);
+    if (fast && !fa_decode_ && attn_spans_.size() == 1 && attn_spans_[0].decode) fast = false;
     if (fast) {
         for (const AttnSpan& sp : attn_spans_) {
-            fast = sp.decode ? attention_fast_decode(aj, sp.row0, sp.n, stream_)
-                             : attention_fast_prefill(aj, sp.row0, sp.n, stream_);
+            if (sp.decode && !fa_decode_) {  // attention.cu on the span's rows alone
+                AttnJob d = aj;
+                d.q += static_cast<size_t>(sp.row0) * aj.q_ld;
+                d.out += static_cast<size_t>(sp.row0) * aj.out_ld;
+                d.row_pos += sp.row0;
+                d.row_bt += sp.row0;
+                attention(d, sp.n, stream_);
+            } else {
+                fast = sp.decode ? attention_fast_decode(aj, sp.row0, sp.n, stream_)
+                                 : attention_fast_prefill(aj, sp.row0, sp.n, stream_);
+            }
             if (!fast) break;  // (attention() below then recomputes every row)
             if (&sp != &attn_spans_.back()) ++launches_;
         }
@@ -386,8 +398,8 @@ void CudaRunner::exec_moe(const model::Op& op) {
     ZINC_CHECK(nv <= moe_.max_slots);
     const Tid o = op.outs[0].t;
     if (staged_ == o) staged_ = model::kNoTensor;
-    moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK,
-              p.norm_w, p.w_scale, moe_.ids, moe_.w, moe_.src, stream_);
+    moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
+              p.w_scale, moe_.ids, moe_.w, moe_.src, stream_);
     launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
     gather_rows(loc(p.in), moe_.src, nv, E, moe_.x, stream_);
     launched(runtime::Op::Gather, 0, 8ull * nv * E);

@@ -185,6 +185,7 @@ class CudaRunner final : public model::Runner {
         bool decode = false;
     };
     bool fa_ = true;
+    bool fa_decode_ = false;  // ZINC_FA_DECODE=1: decode spans by attention_fast_decode.cu
     std::vector<AttnSpan> attn_spans_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;
