@@ -285,12 +285,12 @@ def test_interactive_preempts_batch_and_batch_output_is_unchanged(tmp_path):
     s, _ = start(tmp_path, tenants, "--parallel", 1, "-c", "512")
     try:
         prompt = "Write a long story about a lighthouse keeper."
-        alone = complete(s, "kb", prompt=prompt, max_tokens=60,
+        alone = complete(s, "kb", prompt=prompt, max_tokens=200,
                          extra_body={"ignore_eos": True}).choices[0].text
         out = {}
 
         def batch():
-            out["b"] = complete(s, "kb", prompt=prompt, max_tokens=60,
+            out["b"] = complete(s, "kb", prompt=prompt, max_tokens=200,
                                 extra_body={"ignore_eos": True})
             out["b_end"] = time.monotonic()
 
