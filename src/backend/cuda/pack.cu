@@ -136,12 +136,23 @@ inline dim3 pack_grid(int n_rows, int dim) {
 // canon::rms_scale of a row, computed by warp 0 (lane l owns chain l: elements l, l + 32, ...
 // squared in f32, summed in f64 in increasing order; the xor butterfly is canon::tree32) and
 // shared with the block. Every thread of the block must call it.
+// Rows of up to kStagedDim elements are first staged in shared memory by the whole block (one
+// round of loads instead of warp 0's dim / 32 dependent ones); the chains are the same.
+constexpr int kStagedDim = 8192;
 __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps) {
     __shared__ float s_scale;
+    __shared__ float s_x[kStagedDim];
+    const bool staged = dim <= kStagedDim;
+    if (staged) {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) s_x[i] = xr[i];
+        __syncthreads();
+    }
     if (threadIdx.x < 32) {
+        const float* src = staged ? s_x : xr;
         double ch = 0.0;
+#pragma unroll 8
         for (int i = threadIdx.x; i < dim; i += 32)
-            ch = cn::dadd(ch, static_cast<double>(cn::mul(xr[i], xr[i])));
+            ch = cn::dadd(ch, static_cast<double>(cn::mul(src[i], src[i])));
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) ch = cn::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, off));
         const float mean = static_cast<float>(cn::ddiv(ch, static_cast<double>(dim)));
