@@ -322,10 +322,11 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         const char* e = std::getenv("ZINC_DMMV_PDL");
         return e && std::strcmp(e, "1") == 0;
     }();
-    // ZINC_DMMV_STREAM=0: one-row calls on dmmv_fast's grid schedule instead of its streaming one.
+    // ZINC_DMMV_STREAM=1: one-row calls on dmmv_fast's streaming schedule (H200: slower than the
+    // grid schedule on every 8B shape, docs/perf-notes.md "dmmv streaming schedule"; kept to measure).
     static const bool stream = [] {
         const char* e = std::getenv("ZINC_DMMV_STREAM");
-        return !(e && std::strcmp(e, "0") == 0);
+        return e && std::strcmp(e, "1") == 0;
     }();
     const int choice = dmmv_choice();
     int rows = 0;
