@@ -46,6 +46,17 @@ __device__ __forceinline__ uint32_t ld32_a1(const uint8_t* p) {
            (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 
+// Programmatic dependent launch, the primary's side: lets the next kernel of the stream, when
+// that one is launched with programmatic stream serialization (dmmv_fast under ZINC_DMMV_PDL=1),
+// start on the free SMs now and stream its weights while this grid finishes; the next kernel's
+// griddepcontrol.wait still waits for all of this grid's writes. A no-op for a plain launch after
+// it, and on the host emulations.
+__device__ __forceinline__ void launch_dependents() {
+#if !defined(ZINC_SIMT_EMULATION) && !defined(ZINC_CUDA_EMU)
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -438,6 +438,7 @@ template <int T, int NB, int LPR, int U>
 __global__ void __launch_bounds__(kWarps * 32)
     dmmv_fast_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                      int n_act, bool accumulate) {
+    launch_dependents();  // a fused projection launched after this one (V after Q+K) may start
     constexpr int RPW = 32 / LPR;  // rows per warp
     const int lane = static_cast<int>(threadIdx.x) & 31;
     const int li = lane & (LPR - 1);

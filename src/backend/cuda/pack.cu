@@ -164,6 +164,7 @@ __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps)
 
 __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                 float eps, int dim, int mode, RowOut o) {
+    dev::launch_dependents();  // the projection after it may start streaming its weights
     const int row = blockIdx.x;
     const float* xr = x + static_cast<size_t>(row) * dim;
     const float scale = row_rms_scale(xr, dim, eps);
@@ -173,6 +174,7 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
 }
 
 __global__ void pack_kernel(const float* __restrict__ x, int dim, int mode, RowOut o) {
+    dev::launch_dependents();  // the projection after it may start streaming its weights
     const int row = blockIdx.x;
     const float* xr = x + static_cast<size_t>(row) * dim;
     pack_row(row, dim, mode, o, [&](int i) { return xr[i]; });
@@ -180,6 +182,7 @@ __global__ void pack_kernel(const float* __restrict__ x, int dim, int mode, RowO
 
 __global__ void glu_kernel(const float* __restrict__ g, const float* __restrict__ u, int ld,
                            bool gelu, int dim, int mode, RowOut o) {
+    dev::launch_dependents();  // the projection after it may start streaming its weights
     const int row = blockIdx.x;
     const float* gr = g + static_cast<size_t>(row) * ld;
     const float* ur = u + static_cast<size_t>(row) * ld;
