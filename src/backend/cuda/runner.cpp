@@ -71,6 +71,12 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
                       int n_rows, int k, bool accumulate, const float* const* biases) {
     const bool big = n_rows > dmmv_max_rows_;
     bool use_blas = big && cublas_.ok();
+    // Small F32 matrices (MoE routers and other tensors the file keeps at full precision) are not
+    // rounded to f16 for cuBLAS: dmmv's f32 kernel on the f32 activations instead (a router's
+    // top-k choice flips on small changes of its logits: H200 run 4, qwen3moe-tiny prefill).
+    for (int i = 0; i < n_mats; ++i)
+        if (mats[i]->type == 0 && mats[i]->n * static_cast<int64_t>(k) <= (int64_t{1} << 22))
+            use_blas = false;
     if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
         bool all = true;
         for (int i = 0; i < n_mats; ++i)
