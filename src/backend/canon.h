@@ -147,6 +147,14 @@ ZINC_HD float x_sigmoid(float x, float z) {
 ZINC_HD float silu(float x) {
     return x_sigmoid(x, x);
 }
+/// gpt-oss's gated activation (ggml_swiglu_oai, alpha 1.702, limit 7): x = min(gate, limit),
+/// y = clamp(up, -limit, limit), x sigmoid(alpha x) (y + 1).
+constexpr float kOaiAlpha = 1.702f, kOaiLimit = 7.0f;
+ZINC_HD float swiglu_oai(float gate, float up) {
+    const float x = gate < kOaiLimit ? gate : kOaiLimit;  // NaN stays NaN (as std::min(g, limit))
+    const float y = up < -kOaiLimit ? -kOaiLimit : (up > kOaiLimit ? kOaiLimit : up);
+    return mul(x_sigmoid(x, mul(kOaiAlpha, x)), add(y, 1.0f));
+}
 constexpr float kGeluZ = 2.0f * 0.79788456080286535588f;  // 2 sqrt(2/pi)
 constexpr float kGeluC = 0.044715f;
 /// GELU, tanh approximation: 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi)(x + c x^3);

@@ -64,9 +64,10 @@ ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_fi
         prev_i = best;
     }
     if (!softmax_first) {  // softmax over the k selected logits (w[0] is their max)
+        const float top = w[0];  // (w[0] itself is overwritten first)
         double sum = 0.0;
         for (int s = 0; s < k; ++s) {
-            w[s] = canon::exp(canon::sub(w[s], w[0]));
+            w[s] = canon::exp(canon::sub(w[s], top));
             sum = canon::dadd(sum, static_cast<double>(w[s]));
         }
         const float kinv = static_cast<float>(canon::ddiv(1.0, sum));

@@ -55,7 +55,9 @@ struct Preset {
     bool tied;
     int sliding_window;     // gemma3
     float rope_scale_linear;  // 0: none
-    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe (0: dense)
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // qwen3moe, gpt-oss (0: dense)
+    float yarn_factor = 0.f;  // gpt-oss: rope.scaling.type yarn with this factor (0: none)
+    int yarn_orig_ctx = 0;    // and rope.scaling.original_context_length
 };
 
 // Shapes from the models' published configs (config.json / llama.cpp's GGUF metadata).
@@ -86,6 +88,15 @@ const Preset kPresets[] = {
      false, 0, 0, 128, 8, 768},
     {"qwen3moe-tiny", "qwen3moe", 256, 4, 8, 2, 64, 768, 0, 2048, 1000000.f, 1e-6f, false, 0, 0,
      16, 4, 256},
+    // gpt-oss-20b (config.json: hidden 2880, 24 layers, 64 heads of 64, 8 KV heads, 32 experts,
+    // 4 per token, intermediate 2880, sliding window 128 on even layers, rope_theta 150000, YaRN
+    // factor 32 over 4096 positions, vocab 201088, untied)
+    {"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 64, 2880, 201088, 131072, 150000.f, 1e-5f, false,
+     128, 0, 32, 4, 2880, 32.f, 4096},
+    // The same structure, tiny: Q wider than the residual stream (8 x 64 over 256), a window of
+    // 16 and YaRN over 512 positions, so that short prompts exercise both.
+    {"gpt-oss-tiny", "gpt-oss", 256, 4, 8, 2, 64, 256, 0, 4096, 150000.f, 1e-5f, false, 16, 0, 8,
+     2, 256, 8.f, 512},
 };
 
 // The Gated DeltaNet side of the qwen35 presets (GGUF keys <arch>.ssm.*, llama.cpp's names).
@@ -410,6 +421,14 @@ int synth(const Opts& o) {
         return report_error("--type " + o.type +
                             ": unknown (one of q4_k_m, q4_0, q8_0, bf16, f32)");
     }
+    // gpt-oss: experts in MXFP4 (as the published files), the other matrices in Q8_0 for every
+    // quantized --type (its 2880-wide rows are not a multiple of the K-quants' 256).
+    const bool oss = std::string(p->arch) == "gpt-oss";
+    GgmlType exp_t = base;
+    if (oss && base != GgmlType::BF16 && base != GgmlType::F32) {
+        exp_t = GgmlType::MXFP4;
+        base = out_t = more = GgmlType::Q8_0;
+    }
     std::string vocab_path = o.vocab_from.empty() ? find_default_model() : o.vocab_from;
     if (vocab_path.empty())
         return report_error("no tokenizer source: pass --vocab-from FILE (a GGUF with a "
@@ -483,6 +502,11 @@ int synth(const Opts& o) {
         s.w.add_kv(a + ".final_logit_softcapping", OwnedValue::f32(o.final_softcap));
     if (o.attn_softcap > 0)
         s.w.add_kv(a + ".attn_logit_softcapping", OwnedValue::f32(o.attn_softcap));
+    if (p->yarn_factor > 0) {
+        s.w.add_kv(a + ".rope.scaling.type", OwnedValue::string("yarn"));
+        s.w.add_kv(a + ".rope.scaling.factor", OwnedValue::f32(p->yarn_factor));
+        s.w.add_kv(a + ".rope.scaling.original_context_length", OwnedValue::u32(p->yarn_orig_ctx));
+    }
     if (p->rope_scale_linear > 0) {
         s.w.add_kv(a + ".rope.scaling.type", OwnedValue::string("linear"));
         s.w.add_kv(a + ".rope.scaling.factor", OwnedValue::f32(p->rope_scale_linear));
@@ -511,11 +535,11 @@ int synth(const Opts& o) {
     const int64_t qd = static_cast<int64_t>(p->n_head) * p->head_dim;
     const int64_t kvd = static_cast<int64_t>(p->n_head_kv) * p->head_dim;
     const float se = 3.0f / std::sqrt(static_cast<float>(E));
-    const GgmlType emb_t = o.type == "q4_k_m" ? GgmlType::Q4_K : base;
+    const GgmlType emb_t = o.type == "q4_k_m" && !oss ? GgmlType::Q4_K : base;
     s.tensor("token_embd.weight", E, V, p->tied ? out_t : emb_t, 0.f, se);
     s.tensor("output_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
     if (!p->tied) s.tensor("output.weight", E, V, out_t, 0.f, se);
-    const bool gemma = a == "gemma3", qk_norm = a != "llama";
+    const bool gemma = a == "gemma3", qk_norm = a != "llama" && !oss;
     if (hy) qwen35_tensors(s, *p, *hy, base, more);
     for (int il = 0; il < (hy ? 0 : p->n_layer); ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
@@ -526,6 +550,25 @@ int synth(const Opts& o) {
         s.tensor(b + "attn_k.weight", E, kvd, base, 0.f, si);
         s.tensor(b + "attn_v.weight", E, kvd, vt, 0.f, si);
         s.tensor(b + "attn_output.weight", qd, E, base, 0.f, 1.0f / std::sqrt(static_cast<float>(qd)));
+        if (oss) {  // llama.cpp's openai-moe tensors: biases, sinks, post-attention norm, experts
+            const int64_t X = p->n_expert, FX = p->n_ff_exp;
+            s.tensor(b + "attn_q.bias", qd, 1, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "attn_k.bias", kvd, 1, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "attn_v.bias", kvd, 1, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "attn_output.bias", E, 1, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "attn_sinks.weight", p->n_head, 1, GgmlType::F32, 0.f, 1.0f);
+            s.tensor(b + "post_attention_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "ffn_gate_inp.weight", E, X, GgmlType::F32, 0.f, si);
+            s.tensor(b + "ffn_gate_inp.bias", X, 1, GgmlType::F32, 0.f, 0.5f);
+            s.tensor(b + "ffn_gate_exps.weight", E, FX, exp_t, 0.f, si, X);
+            s.tensor(b + "ffn_up_exps.weight", E, FX, exp_t, 0.f, si, X);
+            s.tensor(b + "ffn_down_exps.weight", FX, E, exp_t, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)), X);
+            s.tensor(b + "ffn_gate_exps.bias", FX, X, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "ffn_up_exps.bias", FX, X, GgmlType::F32, 0.f, 0.1f);
+            s.tensor(b + "ffn_down_exps.bias", E, X, GgmlType::F32, 0.f, 0.1f);
+            continue;
+        }
         if (qk_norm) {
             s.tensor(b + "attn_q_norm.weight", p->head_dim, 1, GgmlType::F32, 1.f, 0.1f);
             s.tensor(b + "attn_k_norm.weight", p->head_dim, 1, GgmlType::F32, 1.f, 0.1f);
@@ -569,7 +612,8 @@ int synth_main(int argc, char** argv) {
                  "zinc synth"};
     std::string presets;
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
-    app.add_option("--arch", o.arch, "llama, qwen3, qwen3moe, gemma3 or qwen35 (must match the preset)");
+    app.add_option("--arch", o.arch,
+                   "llama, qwen3, qwen3moe, gemma3, qwen35 or gpt-oss (must match the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
     app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0, bf16 or f32")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();

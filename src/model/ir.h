@@ -72,7 +72,9 @@ enum class OpKind : uint8_t {
 };
 const char* op_kind_name(OpKind k);
 
-enum class GluAct : uint8_t { SiLU, GeluTanh };
+/// SiLU: silu(g) u; GeluTanh: gelu_tanh(g) u; SwigluOai (MoE experts only, gpt-oss):
+/// canon::swiglu_oai(g, u) = min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1).
+enum class GluAct : uint8_t { SiLU, GeluTanh, SwigluOai };
 
 struct EmbedP {
     const Weight* table = nullptr;  // (n_vocab rows, width) any matmul type
@@ -145,6 +147,12 @@ struct MoeP {
     MoeGating gating = MoeGating::SoftmaxTopK;
     bool norm_w = false;   // renormalise the k weights (sum clamped below at 2^-14, as llama.cpp)
     float w_scale = 0.0f;  // multiplies the weights (0 or 1: none; <arch>.expert_weights_scale)
+    GluAct act = GluAct::SiLU;  // the experts' gated activation
+    // Per-expert biases (gpt-oss), each added to its expert's output before the activation /
+    // the weighting, or null: gate_b, up_b (n_ff, n_expert), down_b (n_embd, n_expert) f32.
+    const Weight* gate_b = nullptr;
+    const Weight* up_b = nullptr;
+    const Weight* down_b = nullptr;
 };
 /// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
 /// inputs before its first row taken from the sequence's conv state (zeros at position 0), then

@@ -20,6 +20,7 @@ inline constexpr std::string_view kAttnOut = "attn_output";
 inline constexpr std::string_view kAttnQNorm = "attn_q_norm";
 inline constexpr std::string_view kAttnKNorm = "attn_k_norm";
 inline constexpr std::string_view kAttnPostNorm = "post_attention_norm";
+inline constexpr std::string_view kAttnSinks = "attn_sinks";  // (n_head) f32 (gpt-oss)
 inline constexpr std::string_view kFfnNorm = "ffn_norm";
 inline constexpr std::string_view kFfnGate = "ffn_gate";
 inline constexpr std::string_view kFfnUp = "ffn_up";

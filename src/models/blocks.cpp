@@ -18,6 +18,22 @@ DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c) {
     return t;
 }
 
+Result<void> check_moe_config(const gguf::File& file, const ModelConfig& c) {
+    auto missing = [&](const char* key, const char* what) {
+        return make_error(file.path() + ": missing metadata key " + c.arch_name + "." + key +
+                          " (" + what + ", required for architecture " + c.arch_name + ")");
+    };
+    if (c.n_expert < 1) return missing("expert_count", "integer >= 1");
+    if (c.n_expert_used < 1) return missing("expert_used_count", "integer >= 1");
+    if (c.n_ff_exp < 1) return missing("expert_feed_forward_length", "integer >= 1");
+    if (c.n_expert_used > model::kMoeMaxUsed || c.n_expert_used > c.n_expert)
+        return make_error(file.path() + ": metadata " + c.arch_name + ".expert_used_count = " +
+                          std::to_string(c.n_expert_used) + ", expected at most " +
+                          std::to_string(std::min(model::kMoeMaxUsed, c.n_expert)) +
+                          " (kMoeMaxUsed and expert_count)");
+    return {};
+}
+
 void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const AttentionWeights& w,
                     const DecoderTensors& t, Tid out) {
     b.matmul(t.xn,
@@ -43,8 +59,9 @@ void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const Atten
     a.head_dim_v = c.head_dim_v;
     a.scale = c.attn_scale;
     a.window = c.window(il);
+    a.sinks = w.sinks;
     b.attention(t.attn, a, "kqv_out");
-    b.matmul(t.attn, {{w.wo, nullptr, out, "attn_out"}});
+    b.matmul(t.attn, {{w.wo, w.bo, out, "attn_out"}});
 }
 
 void ffn_gated(ProgramBuilder& b, const ModelConfig& c, const FfnWeights& w, Activation act,

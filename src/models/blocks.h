@@ -7,6 +7,7 @@
 // injection and ZINC_DUMP=blk.3.l_out address them.
 #pragma once
 
+#include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/ir.h"
 #include "model/weights.h"
@@ -27,6 +28,8 @@ struct AttentionWeights {
     const Weight* bq = nullptr;  // (n_head * head_dim_k) f32
     const Weight* bk = nullptr;
     const Weight* bv = nullptr;
+    const Weight* bo = nullptr;     // (n_embd) f32 bias of the output projection, or null
+    const Weight* sinks = nullptr;  // (n_head) f32 attention sink logits (gpt-oss), or null
     const Weight* q_norm = nullptr;  // (head_dim_k) f32, RMS norm per head before RoPE
     const Weight* k_norm = nullptr;
     const Weight* rope_freqs = nullptr;  // (n_rot / 2) f32 per-pair frequency divisors
@@ -64,5 +67,10 @@ void ffn_gated(ProgramBuilder& b, const ModelConfig& cfg, const FfnWeights& w, A
 /// softcap > 0 applies cap * tanh(logit / cap).
 void output_head(ProgramBuilder& b, const ModelConfig& cfg, const DecoderTensors& t,
                  const Weight& norm, const Weight& lm_head, float softcap);
+
+/// The MoE keys every routed-expert architecture needs: <arch>.expert_count, .expert_used_count
+/// (at most model::kMoeMaxUsed) and .expert_feed_forward_length, each >= 1; the error names the
+/// missing or bad key.
+Result<void> check_moe_config(const gguf::File& file, const ModelConfig& cfg);
 
 }  // namespace zinc::models

@@ -18,5 +18,6 @@ Result<std::unique_ptr<Model>> make_qwen2(const gguf::File& file, ModelConfig cf
 Result<std::unique_ptr<Model>> make_qwen3(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen35(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen3moe(const gguf::File& file, ModelConfig cfg);
+Result<std::unique_ptr<Model>> make_gpt_oss(const gguf::File& file, ModelConfig cfg);
 
 }  // namespace zinc::models

@@ -125,21 +125,10 @@ class Qwen3Moe : public model::ArchModel {
     std::vector<Layer> layers_;
 };
 
-Error missing(const gguf::File& f, const ModelConfig& c, const char* key, const char* what) {
-    return make_error(f.path() + ": missing metadata key " + c.arch_name + "." + key + " (" + what +
-                      ", required for architecture " + c.arch_name + ")");
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Model>> make_qwen3moe(const gguf::File& file, ModelConfig cfg) {
-    if (cfg.n_expert < 1) return missing(file, cfg, "expert_count", "integer >= 1");
-    if (cfg.n_expert_used < 1) return missing(file, cfg, "expert_used_count", "integer >= 1");
-    if (cfg.n_ff_exp < 1) return missing(file, cfg, "expert_feed_forward_length", "integer >= 1");
-    if (cfg.n_expert_used > model::kMoeMaxUsed)
-        return make_error(file.path() + ": metadata " + cfg.arch_name +
-                          ".expert_used_count = " + std::to_string(cfg.n_expert_used) +
-                          ", expected at most " + std::to_string(model::kMoeMaxUsed));
+    ZINC_TRY(check_moe_config(file, cfg));
     auto m = std::make_unique<Qwen3Moe>(std::move(cfg));
     ZINC_TRY(m->bind(file));
     return std::unique_ptr<Model>(std::move(m));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/canon.h"
 #include "backend/cpu/activations.h"
 #include "backend/cpu/delta_net.h"
 #include "backend/cpu/elementwise.h"
@@ -296,6 +297,9 @@ class Executor {
             for (int64_t t = t0; t < t1; ++t) {
                 if (p.act == model::GluAct::SiLU) {
                     swiglu(gate + t * ff, up + t * ff, out + t * ff, ff);
+                } else if (p.act == model::GluAct::SwigluOai) {
+                    for (int64_t j = 0; j < ff; ++j)
+                        out[t * ff + j] = canon::swiglu_oai(gate[t * ff + j], up[t * ff + j]);
                 } else {
                     geglu(gate + t * ff, up + t * ff, out + t * ff, ff);
                 }
@@ -484,6 +488,10 @@ class Executor {
         a.gate = &st_.ws.mat(p.gate_exps);
         a.up = &st_.ws.mat(p.up_exps);
         a.down = &st_.ws.mat(p.down_exps);
+        a.oai = p.act == model::GluAct::SwigluOai;
+        a.gate_b = p.gate_b ? p.gate_b->f32() : nullptr;
+        a.up_b = p.up_b ? p.up_b->f32() : nullptr;
+        a.down_b = p.down_b ? p.down_b->f32() : nullptr;
         const MoeStats ms = moe_ffn(st_.pool, st_.mm, a, st_.ws.moe);
         const uint64_t n = static_cast<uint64_t>(st_.n_tokens), k = p.n_used;
         count(Op::MoeRoute, 0, kF32 * n * (p.n_expert + 2 * k));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/canon.h"
 #include "backend/cpu/activations.h"
 #include "backend/moe_route.h"
 #include "model/ir.h"
@@ -28,6 +29,14 @@ void MoeScratch::reserve(int n_rows, int k, int64_t n_embd, int n_ff, int n_expe
     grow(up, static_cast<size_t>(n_rows) * n_ff);
     grow(y, static_cast<size_t>(n_rows) * n_embd);
     grow(down, v * n_embd);
+}
+
+// y[i] += b[e] for the ne rows of expert e (ggml_add_id: one rounded add per element).
+static void add_bias(const float* b, int e, int64_t n, float* y, int ne) {
+    if (!b) return;
+    const float* be = b + static_cast<int64_t>(e) * n;
+    for (int i = 0; i < ne; ++i)
+        for (int64_t j = 0; j < n; ++j) y[i * n + j] = canon::add(y[i * n + j], be[j]);
 }
 
 MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScratch& s) {
@@ -65,9 +74,19 @@ MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScrat
         }
         const MatmulJob gu[2] = {{&g, s.gate.data(), F, nullptr}, {&u, s.up.data(), F, nullptr}};
         matmul(pool, mm, std::span<const MatmulJob>(gu, 2), s.x.data(), ne, E);
-        for (int i = 0; i < ne; ++i)  // one call per row, as the Glu op (batch invariance)
-            swiglu(s.gate.data() + i * F, s.up.data() + i * F, s.gate.data() + i * F, F);
+        add_bias(a.gate_b, e, F, s.gate.data(), ne);
+        add_bias(a.up_b, e, F, s.up.data(), ne);
+        for (int i = 0; i < ne; ++i) {  // one call per row, as the Glu op (batch invariance)
+            float* g = s.gate.data() + i * F;
+            const float* u = s.up.data() + i * F;
+            if (a.oai) {
+                for (int64_t j = 0; j < F; ++j) g[j] = canon::swiglu_oai(g[j], u[j]);
+            } else {
+                swiglu(g, u, g, F);
+            }
+        }
         matmul(pool, mm, d, s.gate.data(), ne, F, s.y.data(), E);
+        add_bias(a.down_b, e, E, s.y.data(), ne);
         for (int i = 0; i < ne; ++i)
             std::memcpy(s.down.data() + static_cast<int64_t>(s.order[b + i]) * E,
                         s.y.data() + i * E, sizeof(float) * E);

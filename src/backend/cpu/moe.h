@@ -30,6 +30,10 @@ struct MoeArgs {
     const MatView* gate = nullptr;  // (n_expert * n_ff rows, n_embd)
     const MatView* up = nullptr;
     const MatView* down = nullptr;  // (n_expert * n_embd rows, n_ff)
+    bool oai = false;               // gpt-oss's swiglu_oai instead of swiglu
+    const float* gate_b = nullptr;  // (n_expert, n_ff) per-expert biases, or null
+    const float* up_b = nullptr;
+    const float* down_b = nullptr;  // (n_expert, n_embd)
 };
 
 /// Buffers of moe_ffn, sized once for a step of n_rows rows (reserve), never per call.

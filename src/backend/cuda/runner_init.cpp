@@ -300,6 +300,19 @@ Result<void> CudaRunner::init() {
             return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
                               model_.arch_name() +
                               " has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
+        // gpt-oss's experts (swiglu_oai, per-expert biases): CPU tier only so far.
+        const bool oai_glu = k == model::OpKind::Glu &&
+                             op.as<model::GluP>().act == model::GluAct::SwigluOai;
+        bool oai_moe = false;
+        if (k == model::OpKind::Moe) {
+            const auto& m = op.as<model::MoeP>();
+            oai_moe = m.act != model::GluAct::SiLU || m.gate_b || m.up_b || m.down_b;
+        }
+        if (oai_glu || oai_moe)
+            return make_error("cuda: the " + std::string(oai_moe ? "experts" : "GLU") + " of " +
+                              model_.arch_name() +
+                              " (swiglu_oai, per-expert biases) have no CUDA kernel yet (run it on "
+                              "the CPU tier: --tier cpu)");
     }
     if (c.head_dim_k > 256 || c.head_dim_v > 256)
         return make_error("cuda: head_dim " + std::to_string(c.head_dim_k) +
