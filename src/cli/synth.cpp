@@ -83,6 +83,11 @@ const Preset kPresets[] = {
     // The same structure, tiny: 3 DeltaNet + 1 attention layer, 2 QK / 4 V DeltaNet heads (the
     // repeat of q/k heads is exercised), a NextN block, tied embeddings.
     {"qwen35-tiny", "qwen35", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0, 0},
+    // qwen35moe's structure, tiny: the qwen35-tiny layers with 8 experts (top 2, width 128) and a
+    // shared expert of width 128 (expert_shared_feed_forward_length) in every block, NextN too.
+    // (No full-size Qwen 3.6 35B-A3B preset yet.)
+    {"qwen35moe-tiny", "qwen35moe", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0,
+     0, 8, 2, 128},
     // Qwen3-30B-A3B (config.json: moe_intermediate_size 768, 128 experts, 8 per token)
     {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 151936, 40960, 1000000.f, 1e-6f,
      false, 0, 0, 128, 8, 768},
@@ -108,6 +113,7 @@ struct HybridShape {
 const HybridShape kHybrid[] = {
     {"qwen3.5-9b", 4, 128, 16, 32, 4, 64, 1, {11, 11, 10, 0}},
     {"qwen35-tiny", 4, 64, 2, 4, 4, 16, 1, {3, 3, 2, 0}},
+    {"qwen35moe-tiny", 4, 64, 2, 4, 4, 16, 1, {3, 3, 2, 0}},
 };
 const HybridShape* hybrid_shape(const std::string& preset) {
     for (const auto& h : kHybrid)
@@ -368,9 +374,23 @@ void qwen35_tensors(Synth& s, const Preset& p, const HybridShape& hy, GgmlType b
         } else {
             attention(b, vt);
         }
-        s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
-        s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
-        s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
+        if (p.n_expert > 0) {  // qwen35moe: router, experts, the gated shared expert (width F)
+            const int64_t X = p.n_expert, FX = p.n_ff_exp;
+            s.tensor(b + "ffn_gate_inp.weight", E, X, GgmlType::F32, 0.f, si);
+            s.tensor(b + "ffn_gate_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_up_exps.weight", E, FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_down_exps.weight", FX, E, vt, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)), X);
+            s.tensor(b + "ffn_gate_inp_shexp.weight", E, 1, GgmlType::F32, 0.f, si);
+            s.tensor(b + "ffn_gate_shexp.weight", E, FX, base, 0.f, si);
+            s.tensor(b + "ffn_up_shexp.weight", E, FX, base, 0.f, si);
+            s.tensor(b + "ffn_down_shexp.weight", FX, E, vt, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)));
+        } else {
+            s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
+            s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
+            s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
+        }
         if (il >= p.n_layer) {  // NextN: eh_proj (2 E -> E), the norms of its two inputs
             s.tensor(b + "nextn.eh_proj.weight", 2 * E, E, base, 0.f,
                      1.0f / std::sqrt(static_cast<float>(2 * E)));
@@ -491,6 +511,8 @@ int synth(const Opts& o) {
         s.w.add_kv(a + ".attention.key_length", OwnedValue::u32(p->head_dim));
         s.w.add_kv(a + ".attention.value_length", OwnedValue::u32(p->head_dim));
     }
+    if (a == "qwen35moe")
+        s.w.add_kv(a + ".expert_shared_feed_forward_length", OwnedValue::u32(p->n_ff_exp));
     if (p->n_expert > 0) {
         s.w.add_kv(a + ".expert_count", OwnedValue::u32(p->n_expert));
         s.w.add_kv(a + ".expert_used_count", OwnedValue::u32(p->n_expert_used));
@@ -613,7 +635,7 @@ int synth_main(int argc, char** argv) {
     std::string presets;
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
     app.add_option("--arch", o.arch,
-                   "llama, qwen3, qwen3moe, gemma3, qwen35 or gpt-oss (must match the preset)");
+                   "llama, qwen3, qwen3moe, gemma3, qwen35, qwen35moe or gpt-oss (must match the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
     app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0, bf16 or f32")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();

@@ -18,7 +18,7 @@ class File;
 
 namespace zinc::model {
 
-enum class Arch { Llama, Gemma3, Qwen2, Qwen3, Qwen35, Qwen3Moe, GptOss };
+enum class Arch { Llama, Gemma3, Qwen2, Qwen3, Qwen35, Qwen3Moe, GptOss, Qwen35Moe };
 
 class Model;
 struct ModelConfig;

@@ -326,7 +326,7 @@ void ProgramBuilder::split_gate(const SplitGateP& p, Tid q, Tid gate) {
 }
 
 void ProgramBuilder::sigmoid_mul(Tid x, Tid gate, const char* name) {
-    ZINC_CHECK(x != gate && prog_.width(x) == prog_.width(gate));
+    ZINC_CHECK(x != gate && (prog_.width(x) == prog_.width(gate) || prog_.width(gate) == 1));
     out(emit(SigmoidMulP{gate}), x, name);
 }
 

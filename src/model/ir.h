@@ -188,6 +188,8 @@ struct SplitGateP {
     Tid in = kNoTensor;  // (rows, n_head * 2 * head_dim)
     int n_head = 0, head_dim = 0;
 };
+/// x *= sigmoid(gate), elementwise (gate as wide as x), or one gate per row (gate width 1:
+/// qwen35moe's shared-expert gate) broadcast over the row.
 struct SigmoidMulP {
     Tid gate = kNoTensor;
 };

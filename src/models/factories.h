@@ -17,6 +17,7 @@ Result<std::unique_ptr<Model>> make_gemma3(const gguf::File& file, ModelConfig c
 Result<std::unique_ptr<Model>> make_qwen2(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen3(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen35(const gguf::File& file, ModelConfig cfg);
+Result<std::unique_ptr<Model>> make_qwen35moe(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen3moe(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_gpt_oss(const gguf::File& file, ModelConfig cfg);
 

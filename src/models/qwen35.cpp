@@ -26,6 +26,13 @@
 // pairs) put no pair there, and then IMROPE is NEOX RoPE over rope.dimension_count dimensions;
 // a file whose sections would rotate some pair by position 0 is refused at load.
 //
+// qwen35moe (Qwen 3.6 35B-A3B; llama.cpp's src/models/qwen35moe.cpp): the same layers with the
+// FFN replaced by routed experts (softmax, top-k, renormalised, as qwen3moe) plus a shared
+// expert gated per row:
+//     x = x + moe(f) + sigmoid(ffn_gate_inp_shexp f) * W_down_sh (silu(W_gate_sh f) * W_up_sh f)
+// (<arch>.expert_shared_feed_forward_length, default feed_forward_length); the NextN blocks
+// carry the same MoE FFN.
+//
 // NextN / MTP: <arch>.nextn_predict_layers blocks after the trunk (block_count includes them)
 // are bound and kept (Qwen35::nextn()) for speculative decoding; the forward pass does not run
 // them, as llama.cpp's main graph does not.
@@ -52,6 +59,8 @@ struct HybridParams {
     int n_k_heads = 0;   // ssm.group_count
     int interval = 4;    // full_attention_interval
     int n_nextn = 0;     // nextn_predict_layers
+    bool moe = false;    // qwen35moe: routed + shared experts instead of the dense FFN
+    int n_ff_shexp = 0;  // expert_shared_feed_forward_length (default feed_forward_length)
     std::array<int, 4> sections{};
     int head_v_dim() const { return d_inner / n_v_heads; }
     int key_dim() const { return n_k_heads * head_k_dim; }
@@ -66,7 +75,7 @@ Result<int64_t> read_int(const gguf::File& f, const std::string& key, bool requi
     if (!r.value()) {
         if (required)
             return make_error(f.path() + ": missing metadata key " + key +
-                              " (integer, required for architecture qwen35)");
+                              " (integer, required for architecture qwen35 / qwen35moe)");
         return dflt;
     }
     const int64_t v = *r.value();
@@ -94,6 +103,9 @@ Result<HybridParams> read_hybrid(const gguf::File& f, const ModelConfig& c) {
     ZINC_TRY(get("ssm.inner_size", true, 0, 1, 1 << 20, h.d_inner));
     ZINC_TRY(get("full_attention_interval", false, 4, 1, 4096, h.interval));
     ZINC_TRY(get("nextn_predict_layers", false, 0, 0, c.n_layer - 1, h.n_nextn));
+    h.moe = c.arch_name == "qwen35moe";
+    if (h.moe)
+        ZINC_TRY(get("expert_shared_feed_forward_length", false, c.n_ff, 1, 1 << 20, h.n_ff_shexp));
     if (h.n_v_heads % h.n_k_heads != 0)
         return make_error(f.path() + ": metadata " + a + "ssm.time_step_rank = " +
                           std::to_string(h.n_v_heads) + ", expected a multiple of " + a +
@@ -157,6 +169,24 @@ class Qwen35 : public model::ArchModel {
         output_ = b.optional(tn::global(tn::kOutput), {e, c.n_vocab}, TypeClass::Matmul);
         if (!output_) output_ = tok_embd_;
         const int64_t kd = h_.key_dim(), vd = h_.d_inner, nv = h_.n_v_heads;
+        // The FFN of block il: dense, or (qwen35moe) router + experts + gated shared expert.
+        auto bind_ffn = [&](int il, FfnWeights& d, MoeWeights& m) {
+            if (!h_.moe) {
+                d.gate = b.require(tn::layer(il, tn::kFfnGate), {e, c.n_ff}, TypeClass::Matmul);
+                d.up = b.require(tn::layer(il, tn::kFfnUp), {e, c.n_ff}, TypeClass::Matmul);
+                d.down = b.require(tn::layer(il, tn::kFfnDown), {c.n_ff, e}, TypeClass::Matmul);
+                return;
+            }
+            const int64_t ff = c.n_ff_exp, ne = c.n_expert, fs = h_.n_ff_shexp;
+            m.router = b.require(tn::layer(il, tn::kFfnGateInp), {e, ne}, TypeClass::Matmul);
+            m.gate = b.require(tn::layer(il, tn::kFfnGateExps), {e, ff, ne}, TypeClass::Matmul);
+            m.up = b.require(tn::layer(il, tn::kFfnUpExps), {e, ff, ne}, TypeClass::Matmul);
+            m.down = b.require(tn::layer(il, tn::kFfnDownExps), {ff, e, ne}, TypeClass::Matmul);
+            m.sh_gate = b.require(tn::layer(il, "ffn_gate_inp_shexp"), {e}, TypeClass::Matmul);
+            m.sh.gate = b.require(tn::layer(il, "ffn_gate_shexp"), {e, fs}, TypeClass::Matmul);
+            m.sh.up = b.require(tn::layer(il, "ffn_up_shexp"), {e, fs}, TypeClass::Matmul);
+            m.sh.down = b.require(tn::layer(il, "ffn_down_shexp"), {fs, e}, TypeClass::Matmul);
+        };
         layers_.resize(c.n_layer);
         for (int il = 0; il < c.n_layer; ++il) {
             Layer& L = layers_[il];
@@ -183,9 +213,7 @@ class Qwen35 : public model::ArchModel {
                 L.q_norm = b.require(tn::layer(il, tn::kAttnQNorm), {hd}, TypeClass::F32);
                 L.k_norm = b.require(tn::layer(il, tn::kAttnKNorm), {hd}, TypeClass::F32);
             }
-            L.ffn.gate = b.require(tn::layer(il, tn::kFfnGate), {e, c.n_ff}, TypeClass::Matmul);
-            L.ffn.up = b.require(tn::layer(il, tn::kFfnUp), {e, c.n_ff}, TypeClass::Matmul);
-            L.ffn.down = b.require(tn::layer(il, tn::kFfnDown), {c.n_ff, e}, TypeClass::Matmul);
+            bind_ffn(il, L.ffn, L.moe);
             if (!b.status().ok()) break;
         }
         // The NextN / MTP blocks (a full-attention decoder block plus eh_proj, enorm, hnorm and
@@ -201,9 +229,7 @@ class Qwen35 : public model::ArchModel {
             n.wo = b.require(tn::layer(il, tn::kAttnOut), {c.attn_out_dim(), e}, TypeClass::Matmul);
             n.q_norm = b.require(tn::layer(il, tn::kAttnQNorm), {hd}, TypeClass::F32);
             n.k_norm = b.require(tn::layer(il, tn::kAttnKNorm), {hd}, TypeClass::F32);
-            n.ffn.gate = b.require(tn::layer(il, tn::kFfnGate), {e, c.n_ff}, TypeClass::Matmul);
-            n.ffn.up = b.require(tn::layer(il, tn::kFfnUp), {e, c.n_ff}, TypeClass::Matmul);
-            n.ffn.down = b.require(tn::layer(il, tn::kFfnDown), {c.n_ff, e}, TypeClass::Matmul);
+            bind_ffn(il, n.ffn, n.moe);
             n.eh_proj = b.require(tn::layer(il, "nextn.eh_proj"), {2 * e, e}, TypeClass::Matmul);
             n.enorm = b.require(tn::layer(il, "nextn.enorm"), {e}, TypeClass::F32);
             n.hnorm = b.require(tn::layer(il, "nextn.hnorm"), {e}, TypeClass::F32);
@@ -220,6 +246,13 @@ class Qwen35 : public model::ArchModel {
     }
 
   private:
+    /// qwen35moe's FFN: router, experts, and the shared expert with its per-row gate.
+    struct MoeWeights {
+        const Weight* router = nullptr;  // (n_embd -> n_expert)
+        const Weight *gate = nullptr, *up = nullptr, *down = nullptr;  // 3-D experts
+        const Weight* sh_gate = nullptr;  // ffn_gate_inp_shexp (n_embd -> 1)
+        FfnWeights sh;                    // the shared expert (n_ff_shexp wide)
+    };
     model::Program build() const {
         const ModelConfig& c = cfg_;
         ProgramBuilder b;
@@ -232,6 +265,16 @@ class Qwen35 : public model::ArchModel {
         const Tid alpha = b.tensor("alpha", h_.n_v_heads);
         const Tid qg = b.tensor("qg", 2 * int64_t{c.q_dim()});
         const Tid agate = b.tensor("agate", c.attn_out_dim());
+        // qwen35moe: the router's logits, the shared expert's intermediates, output and gate
+        DecoderTensors ts = t;
+        Tid router = model::kNoTensor, shexp = model::kNoTensor, shg = model::kNoTensor;
+        if (h_.moe) {
+            router = b.tensor("router", c.n_expert);
+            ts.gate = b.tensor("sh_gate", h_.n_ff_shexp);
+            ts.up = b.tensor("sh_up", h_.n_ff_shexp);
+            shexp = b.tensor("shexp", c.n_embd);
+            shg = b.tensor("shexp_gate", 1);
+        }
         b.embed(*tok_embd_, 1.0f, t.x, "inp_embd");
         int rs = 0;
         for (int il = 0; il < c.n_layer; ++il) {
@@ -300,7 +343,28 @@ class Qwen35 : public model::ArchModel {
             if (il == c.n_layer - 1) b.keep_rows({t.x, t.proj});  // only the output rows now
             b.add(t.x, t.proj, "attn_residual");
             b.rms_norm(t.x, *L.post_norm, c.rms_eps, t.xn, "attn_post_norm");
-            ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
+            if (!h_.moe) {
+                ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
+            } else {
+                b.matmul(t.xn, {{L.moe.router, nullptr, router, "ffn_moe_logits"}});
+                model::MoeP m;
+                m.in = t.xn;
+                m.logits = router;
+                m.gate_exps = L.moe.gate;
+                m.up_exps = L.moe.up;
+                m.down_exps = L.moe.down;
+                m.n_expert = c.n_expert;
+                m.n_used = c.n_expert_used;
+                m.n_ff = c.n_ff_exp;
+                m.gating = model::MoeGating::SoftmaxTopK;
+                m.norm_w = true;
+                m.w_scale = c.expert_weights_scale;
+                b.moe(m, t.proj, "ffn_moe_out");
+                ffn_gated(b, c, L.moe.sh, Activation::SiLU, ts, shexp);
+                b.matmul(t.xn, {{L.moe.sh_gate, nullptr, shg, "shared_expert_gate"}});
+                b.sigmoid_mul(shexp, shg, "ffn_shexp_gated");
+                b.add(t.proj, shexp, "ffn_out");
+            }
             b.add(t.x, t.proj, "l_out");
         }
         output_head(b, c, t, *output_norm_, *output_, 0.0f);
@@ -324,7 +388,8 @@ class Qwen35 : public model::ArchModel {
         const Weight* wq = nullptr;  // (n_embd -> n_head * 2 * head_dim): [q_h | gate_h] per head
         const Weight *wk = nullptr, *wv = nullptr, *wo = nullptr;
         const Weight *q_norm = nullptr, *k_norm = nullptr;
-        FfnWeights ffn;
+        FfnWeights ffn;  // dense (qwen35)
+        MoeWeights moe;  // or qwen35moe's
     };
     /// One NextN / MTP block (not executed by the forward pass).
     struct Nextn {
@@ -332,6 +397,7 @@ class Qwen35 : public model::ArchModel {
         const Weight *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
         const Weight *q_norm = nullptr, *k_norm = nullptr;
         FfnWeights ffn;
+        MoeWeights moe;
         const Weight* eh_proj = nullptr;  // (2 * n_embd -> n_embd)
         const Weight *enorm = nullptr, *hnorm = nullptr;
         const Weight* embed_tokens = nullptr;  // optional (else token_embd)
@@ -357,9 +423,14 @@ Result<std::unique_ptr<Model>> make_qwen35(const gguf::File& file, ModelConfig c
         return make_error(file.path() + ": qwen35 needs attention.key_length == value_length (" +
                           std::to_string(cfg.head_dim_k) + " != " + std::to_string(cfg.head_dim_v) +
                           ")");
+    if (h.value().moe) ZINC_TRY(check_moe_config(file, cfg));
     auto m = std::make_unique<Qwen35>(std::move(cfg), h.value());
     ZINC_TRY(m->bind(file));
     return std::unique_ptr<Model>(std::move(m));
+}
+
+Result<std::unique_ptr<Model>> make_qwen35moe(const gguf::File& file, ModelConfig cfg) {
+    return make_qwen35(file, std::move(cfg));  // read_hybrid sets the MoE variant from the arch
 }
 
 }  // namespace zinc::models

@@ -9,6 +9,7 @@
 // for validation, then ZINC_DUMP. The math inside an op knows none of this. The CPU tier runs
 // the plain ops (no fusions): it is the oracle.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -460,12 +461,21 @@ class Executor {
 
     void sigmoid_mul(const model::Op& op) {
         const Tid g = op.as<model::SigmoidMulP>().gate;
-        const int64_t w = width(g);
+        const int64_t w = width(op.outs[0].t);
         float* x = buf(op.outs[0].t);
         const float* gate = buf(g);
-        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
-            cpu::sigmoid_mul(x + r0 * w, gate + r0 * w, (r1 - r0) * w);
-        });
+        if (width(g) == 1) {  // one gate per row (qwen35moe's shared expert), broadcast
+            parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    const float s = 1.0f / (1.0f + std::exp(-gate[r]));
+                    for (int64_t i = 0; i < w; ++i) x[r * w + i] *= s;
+                }
+            });
+        } else {
+            parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+                cpu::sigmoid_mul(x + r0 * w, gate + r0 * w, (r1 - r0) * w);
+            });
+        }
         count(Op::Glu, 0, 3 * kF32 * st_.n_tokens * w);
     }
 
