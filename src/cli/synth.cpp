@@ -17,7 +17,8 @@
 //
 // Type recipes (--type): q4_k_m as llama.cpp's Q4_K_M (Q4_K, with Q6_K for output.weight and for
 // attn_v / ffn_down of the layers llama.cpp's use_more_bits picks); q4_0 (Q4_0, output Q6_K);
-// q8_0; bf16. Norms are always F32.
+// q8_0; bf16. Norms are always F32. gpt-oss presets: experts MXFP4 (quantized from random float
+// rows), every other matrix Q8_0, for each quantized --type (as the published gpt-oss files).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
