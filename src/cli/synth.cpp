@@ -84,9 +84,15 @@ const Preset kPresets[] = {
     // The same structure, tiny: 3 DeltaNet + 1 attention layer, 2 QK / 4 V DeltaNet heads (the
     // repeat of q/k heads is exercised), a NextN block, tied embeddings.
     {"qwen35-tiny", "qwen35", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0, 0},
+    // Qwen3.6-35B-A3B, from its model card: 40 layers = 10 x (3 Gated DeltaNet + 1 gated
+    // attention), hidden 2048, attention 16 Q / 2 KV heads of 256, RoPE on 64 dims, DeltaNet 32 V
+    // / 16 QK heads of 128, 256 experts (8 routed + 1 shared) of width 512, vocab 248320 padded,
+    // one MTP block; RoPE base, sections, norm eps and untied head as Qwen3.5-9B's (not checked
+    // against its config.json here).
+    {"qwen3.6-35b-a3b", "qwen35moe", 2048, 40, 16, 2, 256, 512, 248320, 262144, 10000000.f, 1e-6f,
+     false, 0, 0, 256, 8, 512},
     // qwen35moe's structure, tiny: the qwen35-tiny layers with 8 experts (top 2, width 128) and a
     // shared expert of width 128 (expert_shared_feed_forward_length) in every block, NextN too.
-    // (No full-size Qwen 3.6 35B-A3B preset yet.)
     {"qwen35moe-tiny", "qwen35moe", 256, 4, 4, 2, 64, 512, 0, 2048, 10000000.f, 1e-6f, true, 0,
      0, 8, 2, 128},
     // Qwen3-30B-A3B (config.json: moe_intermediate_size 768, 128 experts, 8 per token)
@@ -115,6 +121,7 @@ const HybridShape kHybrid[] = {
     {"qwen3.5-9b", 4, 128, 16, 32, 4, 64, 1, {11, 11, 10, 0}},
     {"qwen35-tiny", 4, 64, 2, 4, 4, 16, 1, {3, 3, 2, 0}},
     {"qwen35moe-tiny", 4, 64, 2, 4, 4, 16, 1, {3, 3, 2, 0}},
+    {"qwen3.6-35b-a3b", 4, 128, 16, 32, 4, 64, 1, {11, 11, 10, 0}},
 };
 const HybridShape* hybrid_shape(const std::string& preset) {
     for (const auto& h : kHybrid)
