@@ -68,14 +68,14 @@ struct HybridParams {
     bool recurrent(int il) const { return (il + 1) % interval != 0; }
 };
 
-Result<int64_t> read_int(const gguf::File& f, const std::string& key, bool required, int64_t dflt,
-                         int64_t lo, int64_t hi) {
+Result<int64_t> read_int(const gguf::File& f, const std::string& arch, const std::string& key,
+                         bool required, int64_t dflt, int64_t lo, int64_t hi) {
     auto r = f.get_int(key);
     if (!r.ok()) return r.error();
     if (!r.value()) {
         if (required)
             return make_error(f.path() + ": missing metadata key " + key +
-                              " (integer, required for architecture qwen35 / qwen35moe)");
+                              " (integer, required for architecture " + arch + ")");
         return dflt;
     }
     const int64_t v = *r.value();
@@ -91,7 +91,7 @@ Result<HybridParams> read_hybrid(const gguf::File& f, const ModelConfig& c) {
     const std::string a = c.arch_name + ".";
     auto get = [&](const char* k, bool req, int64_t dflt, int64_t lo, int64_t hi,
                    int& out) -> Result<void> {
-        auto r = read_int(f, a + k, req, dflt, lo, hi);
+        auto r = read_int(f, c.arch_name, a + k, req, dflt, lo, hi);
         if (!r) return r.error();
         out = static_cast<int>(r.value());
         return {};
