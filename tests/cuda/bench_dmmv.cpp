@@ -50,13 +50,13 @@ struct Variant {
     const char* name;
     int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
     bool pdl;  // launched with programmatic dependent launch (timed back to back in the graph)
-    bool stream;  // the streaming schedule (one activation row; other row counts: the grid one)
 };
-const Variant kVariants[] = {{"v2", -1, false, false},    {"v3", 0, false, false},
-                             {"v3-l8", 8, false, false},  {"v3-l32", 32, false, false},
-                             {"v3-pdl", 0, true, false},  {"v3-stream", 0, false, true},
-                             {"v3-str-pdl", 0, true, true}};
-constexpr int kNV = 7;
+const Variant kVariants[] = {{"v2", -1, false},
+                             {"v3", 0, false},
+                             {"v3-l8", 8, false},
+                             {"v3-l32", 32, false},
+                             {"v3-pdl", 0, true}};
+constexpr int kNV = 5;
 
 std::vector<Case> cases() {
     const int E = 4096, F = 14336, KV = 1024, V = 128256;
@@ -146,7 +146,7 @@ bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, 
         return true;
     }
     return cu::dmmv_fast(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, n_act, acc, s,
-                         v.lpr, v.pdl, v.stream);
+                         v.lpr, v.pdl);
 }
 
 }  // namespace
@@ -363,24 +363,19 @@ int main(int argc, char** argv) {
         "case\n",
         copy_gbs);
     std::printf(
-        "| case | n_act | MB | v2 us | v3 us | v3-l8 us | v3-l32 us | v3-pdl us | v3-stream us | "
-        "v3-str-pdl us | v3 GB/s | v3 %% copy | v3/v2 | stream GB/s | stream/v3 |\n");
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                "---: | ---: | ---: | ---: |\n");
+        "| case | n_act | MB | v2 us | v3 us | v3-l8 us | v3-l32 us | v3-pdl us | v3 GB/s | "
+        "v3 %% copy | v3/v2 |\n");
+    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (const Row& r : table) {
         // '-': not covered; '0.00': not timed (a failed check or capture)
         auto cell = [](float us) { return us < 0 ? std::string("-") : fmt("%.2f", us); };
         const double gbs = r.us[1] > 0 ? r.mb * 1e6 / (r.us[1] * 1e-6) / 1e9 : 0;
-        const double sgbs = r.us[5] > 0 ? r.mb * 1e6 / (r.us[5] * 1e-6) / 1e9 : 0;
         const std::string ratio =
             r.us[1] > 0 && r.us[0] > 0 ? fmt("%.2fx", r.us[0] / r.us[1]) : "-";
-        const std::string sratio =
-            r.us[1] > 0 && r.us[5] > 0 ? fmt("%.2fx", r.us[1] / r.us[5]) : "-";
-        std::printf("| %s%s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %.0f | %s |\n",
+        std::printf("| %s%s | %d | %.1f | %s | %s | %s | %s | %s | %.0f | %.1f | %s |\n",
                     r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb, cell(r.us[0]).c_str(),
                     cell(r.us[1]).c_str(), cell(r.us[2]).c_str(), cell(r.us[3]).c_str(),
-                    cell(r.us[4]).c_str(), cell(r.us[5]).c_str(), cell(r.us[6]).c_str(), gbs,
-                    100 * gbs / copy_gbs, ratio.c_str(), sgbs, sratio.c_str());
+                    cell(r.us[4]).c_str(), gbs, 100 * gbs / copy_gbs, ratio.c_str());
     }
     std::printf("\n%s: %d of %d checks failed\n", n_fail ? "FAIL" : "PASS", n_fail, n_check);
     return n_fail ? 1 : 0;

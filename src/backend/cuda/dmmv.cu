@@ -322,17 +322,11 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         const char* e = std::getenv("ZINC_DMMV_PDL");
         return e && std::strcmp(e, "1") == 0;
     }();
-    // ZINC_DMMV_STREAM=1: one-row calls on dmmv_fast's streaming schedule (H200: slower than the
-    // grid schedule on every 8B shape, docs/perf-notes.md "dmmv streaming schedule"; kept to measure).
-    static const bool stream = [] {
-        const char* e = std::getenv("ZINC_DMMV_STREAM");
-        return e && std::strcmp(e, "1") == 0;
-    }();
     const int choice = dmmv_choice();
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
     if (!jobs[0].expert && choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
-        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl, stream))
+        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
         return;
     dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }

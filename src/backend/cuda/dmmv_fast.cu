@@ -16,8 +16,6 @@
 // thread mapping over decode_chunk (common.cuh), whose loads are narrower. Not bit-identical to the
 // CPU tier (float sums in another order); tests/cuda/bench_dmmv.cpp and test_parity check the
 // relative error against quant::vec_dot.
-#include <algorithm>
-
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -516,100 +514,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-// The streaming schedule for one activation row (decode): a grid of at most the GPU's resident
-// capacity; warp w takes the row groups (32 / LPR rows) w, w + W, ... (W: warps in the grid) and
-// walks the flattened sequence of its steps (row group, first unit) with the weight loads of step
-// s + 1 issued before the arithmetic of step s (two register buffers), so a warp keeps loads in
-// flight across row boundaries and the grid has no waves: the H200 profile of the grid schedule
-// (one warp per row group, 1-4 load rounds each) had the 8B decode's projections at 1.1-2.0 TB/s
-// (docs/perf-notes.md "dmmv streaming schedule"). Same unit decoding and sums as
-// dmmv_fast_kernel<T, 1, LPR, U>: the results are the same bits.
-template <int T, int LPR, int U>
-__global__ void __launch_bounds__(kWarps * 32)
-    dmmv_stream_kernel(Jobs J, int k, const int8_t* __restrict__ aq,
-                       const float4* __restrict__ ad, bool accumulate) {
-    constexpr int RPW = 32 / LPR;  // rows per warp (one row group)
-    const int lane = static_cast<int>(threadIdx.x) & 31;
-    const int li = lane & (LPR - 1);
-    const int total = J.row_end[J.n_jobs - 1];
-    const int n_groups = (total + RPW - 1) / RPW;
-    const int warp = static_cast<int>(blockIdx.x) * kWarps + (static_cast<int>(threadIdx.x) >> 5);
-    const int n_warps = static_cast<int>(gridDim.x) * kWarps;
-    if (warp >= n_groups) return;  // whole warps
-    const int nu = k >> 5;
-    const int nbk = k / Traits<T>::qk;
-    const int steps_per_row = (nu + LPR * U - 1) / (LPR * U);
-    const int n_steps = ((n_groups - 1 - warp) / n_warps + 1) * steps_per_row;
-    // The row this lane works on in step s, and its job: rows past the end compute row total - 1
-    // and write nothing.
-    struct At {
-        int row, j, jrow, u0;
-        bool valid;
-    };
-    auto at = [&](int s) {
-        At a;
-        a.row = (warp + (s / steps_per_row) * n_warps) * RPW + lane / LPR;
-        a.valid = a.row < total;
-        if (!a.valid) a.row = total - 1;
-        a.j = 0;
-        if (J.n_jobs > 1 && a.row >= J.row_end[0]) a.j = 1;
-        if (J.n_jobs > 2 && a.row >= J.row_end[1]) a.j = 2;
-        a.jrow = a.j == 0 ? a.row : a.row - J.row_end[a.j - 1];
-        a.u0 = li + (s % steps_per_row) * LPR * U;
-        return a;
-    };
-    auto load_step = [&](int s, typename Fast<T>::Raw (&raw)[U]) {
-        const At a = at(s);
-        const uint8_t* wbase = a.j == 0 ? J.m[0].w : (a.j == 1 ? J.m[1].w : J.m[2].w);
-        const size_t rb =
-            a.j == 0 ? J.m[0].row_bytes : (a.j == 1 ? J.m[1].row_bytes : J.m[2].row_bytes);
-        const uint8_t* w = wbase + static_cast<size_t>(a.jrow) * rb;
-#pragma unroll
-        for (int i = 0; i < U; ++i)
-            if (a.u0 + LPR * i < nu) Fast<T>::load(w, nbk, a.u0 + LPR * i, raw[i]);
-    };
-    float acc = 0.f;
-    auto compute_step = [&](int s, const typename Fast<T>::Raw (&raw)[U]) {
-        const At a = at(s);
-#pragma unroll
-        for (int i = 0; i < U; ++i) {
-            const int u = a.u0 + LPR * i;
-            if (u < nu) {
-                Unit un;
-                Fast<T>::decode(raw[i], u, nbk, un);
-                ActUnit x;
-                load_act(un, aq, ad, x);
-                acc += unit_dot(un, x);
-            }
-        }
-        if (s % steps_per_row == steps_per_row - 1) {  // the row's last step: its sum
-#pragma unroll
-            for (int off = LPR / 2; off > 0; off >>= 1)
-                acc += __shfl_xor_sync(0xffffffffu, acc, off);
-            if (a.valid && li == 0) {
-                float* y = a.j == 0 ? J.m[0].y : (a.j == 1 ? J.m[1].y : J.m[2].y);
-                const float* bias = a.j == 0 ? J.m[0].bias : (a.j == 1 ? J.m[1].bias : J.m[2].bias);
-                const float r = acc + (bias ? bias[a.jrow] : 0.f);
-                float* p = y + a.jrow;
-                *p = accumulate ? *p + r : r;
-            }
-            acc = 0.f;
-        }
-    };
-    typename Fast<T>::Raw ra[U], rb[U];
-    load_step(0, ra);
-    // The weights do not depend on the previous kernel; its outputs (the activations, y when
-    // accumulating) are read only after this (a no-op unless launched with PDL).
-    grid_dependency_wait();
-    for (int s = 0; s < n_steps; s += 2) {
-        if (s + 1 < n_steps) load_step(s + 1, rb);
-        compute_step(s, ra);
-        if (s + 1 >= n_steps) break;
-        if (s + 2 < n_steps) load_step(s + 2, ra);
-        compute_step(s + 1, rb);
-    }
-}
-
 template <int T, int NB, int LPR, int U>
 void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc, bool pdl,
             cudaStream_t s) {
@@ -634,45 +538,6 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
     cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, n_act, acc);
-#endif
-}
-
-// The streaming schedule's launch: as many blocks as are resident at once (blocks per SM for this
-// kernel's registers, times the SMs; computed once per kernel), or fewer for a matrix of fewer
-// row groups. Under the host emulation one block, so that its warps walk several row groups.
-template <int T, int LPR, int U>
-void launch_stream(const Jobs& J, int k, const int8_t* aq, const float4* ad, bool acc, bool pdl,
-                   cudaStream_t s) {
-    constexpr auto kernel = dmmv_stream_kernel<T, LPR, U>;
-    static const int capacity = [] {
-#if defined(ZINC_SIMT_EMULATION)
-        return 1;
-#else
-        int dev = 0, sms = 0, per_sm = 0;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0);
-        return std::max(1, sms) * std::max(1, per_sm);
-#endif
-    }();
-    const int rows = J.row_end[J.n_jobs - 1];
-    const int groups = (rows + 32 / LPR - 1) / (32 / LPR);
-    const dim3 grid(static_cast<unsigned>(std::min(capacity, (groups + kWarps - 1) / kWarps)));
-#if defined(ZINC_SIMT_EMULATION)
-    (void)pdl;
-    (void)s;
-    zinc_simt::launch(kernel, grid, kWarps * 32, J, k, aq, ad, acc);
-#else
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kWarps * 32);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, acc);
 #endif
 }
 
@@ -702,10 +567,8 @@ constexpr int units_one_row() {
 
 template <int T, int LPR>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-              bool pdl, bool stream, cudaStream_t s) {
-    if (n_act == 1 && stream)
-        launch_stream<T, LPR, 4>(J, k, aq, ad, acc, pdl, s);  // 2 x 4 units in flight per lane
-    else if (n_act == 1)
+              bool pdl, cudaStream_t s) {
+    if (n_act == 1)
         launch<T, 1, LPR, units_one_row<T, LPR>()>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act == 2)
         launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
@@ -719,11 +582,11 @@ void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_ac
 
 template <int T>
 void by_lpr(int lpr, const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-            bool pdl, bool stream, cudaStream_t s) {
+            bool pdl, cudaStream_t s) {
     if (lpr == 32)
-        by_batch<T, 32>(J, k, aq, ad, n_act, acc, pdl, stream, s);
+        by_batch<T, 32>(J, k, aq, ad, n_act, acc, pdl, s);
     else
-        by_batch<T, 8>(J, k, aq, ad, n_act, acc, pdl, stream, s);
+        by_batch<T, 8>(J, k, aq, ad, n_act, acc, pdl, s);
 }
 
 bool aligned16(const void* p) {
@@ -788,8 +651,7 @@ bool dmmv_fast_preferred(int type, int rows, int n_act) {
 }
 
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl,
-               bool stream) {
+               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl) {
     if (!dmmv_fast_covers(type, jobs, n_jobs, k, aq, n_act)) return false;
     if (lanes_per_row != 0 && lanes_per_row != 8 && lanes_per_row != 32) return false;
     Jobs J{};
@@ -804,46 +666,46 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
     const int lpr = lanes_per_row ? lanes_per_row : auto_lpr(type, total, n_act);
     switch (type) {
         case kQ4_0:
-            by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_1:
-            by_lpr<kQ4_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ4_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_0:
-            by_lpr<kQ5_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ5_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_1:
-            by_lpr<kQ5_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ5_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0:
-            by_lpr<kQ8_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ8_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ2_K:
-            by_lpr<kQ2_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ2_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ3_K:
-            by_lpr<kQ3_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ3_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_K:
-            by_lpr<kQ4_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ4_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_K:
-            by_lpr<kQ5_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ5_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_K:
-            by_lpr<kQ6_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ6_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_0R:
-            by_lpr<kQ4_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ4_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0R:
-            by_lpr<kQ8_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ8_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_KR:
-            by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kMXFP4:
-            by_lpr<kMXFP4>(lpr, J, k, aq, ad, n_act, accumulate, pdl, stream, s);
+            by_lpr<kMXFP4>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         default:
             return false;

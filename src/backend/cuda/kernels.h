@@ -103,12 +103,9 @@ bool dmmv_fast_preferred(int type, int rows, int n_act);
 /// thread mapping from the shape; 8 or 32 force it (for measuring). pdl: launch with
 /// programmatic stream serialization, so that the grid starts while the previous kernel drains
 /// and streams its weights before waiting for that kernel's outputs (griddepcontrol.wait).
-/// stream (one activation row only): the streaming schedule (a resident-size grid whose warps
-/// walk several row groups with the next step's weight loads in flight; same results) instead
-/// of one warp per row group.
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                const float4* ad, int n_act, bool accumulate, cudaStream_t s,
-               int lanes_per_row = 0, bool pdl = false, bool stream = false);
+               int lanes_per_row = 0, bool pdl = false);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).

@@ -27,17 +27,10 @@ namespace dc = zinc::dmmv_check;
 
 // Three fused jobs of 13, 7 and 5 rows (the first with a bias) over n_act activation rows:
 // plain, then accumulate (y = 2 (W x + b)).
-// stream: the streaming schedule (one activation row), whose results must also be the grid
-// schedule's bits. The shim's shuffles are block-wide barriers, so every warp of the emulated
-// one-block grid must walk the same number of row groups: 30 rows (8 groups of 4, the last one
-// partial: 2 per warp) at 8 lanes per row, 32 rows (8 per warp) at 32.
-void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed, bool stream = false) {
+void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed) {
     SCOPED_TRACE(std::string(q::type_name(t)) + (repack ? "R" : "") + " k " + std::to_string(k) +
-                 " n_act " + std::to_string(n_act) + " lanes/row " + std::to_string(lpr) +
-                 (stream ? " streaming" : ""));
-    int n_out[3] = {13, 7, 5};
-    if (stream) n_out[1] = lpr == 8 ? 9 : 11, n_out[2] = 8;
-    const int total = n_out[0] + n_out[1] + n_out[2];
+                 " n_act " + std::to_string(n_act) + " lanes/row " + std::to_string(lpr));
+    const int n_out[3] = {13, 7, 5}, total = 25;
     const size_t rb = q::row_size(t, k);
     std::vector<uint8_t> w(rb * total);
     dc::fill_weights(t, w.data(), rb, 0, total, k, seed);
@@ -71,17 +64,8 @@ void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed, bo
     for (int b = 0; b < n_act; ++b)
         for (int r = 0; r < n_out[0]; ++r) add[static_cast<size_t>(b) * total + r] = bias[r];
     for (int pass = 0; pass < 2; ++pass) {
-        std::vector<float> y0(y);  // the input of the accumulating pass
-        ASSERT_TRUE(cu::dmmv_fast(dt, jobs, 3, k, a.q(), a.d.data(), n_act, pass == 1, nullptr,
-                                  lpr, false, stream));
-        if (stream) {  // the grid schedule on the same input: the same bits
-            std::vector<float> ys(y);
-            y = y0;
-            ASSERT_TRUE(cu::dmmv_fast(dt, jobs, 3, k, a.q(), a.d.data(), n_act, pass == 1,
-                                      nullptr, lpr, false, false));
-            EXPECT_EQ(0, std::memcmp(ys.data(), y.data(), y.size() * 4))
-                << "streaming and grid schedules differ";
-        }
+        ASSERT_TRUE(
+            cu::dmmv_fast(dt, jobs, 3, k, a.q(), a.d.data(), n_act, pass == 1, nullptr, lpr));
         std::vector<double> add2(add);
         for (auto& v : add2) v *= pass + 1.0;
         const dc::Err e = dc::compare(y.data(), ref.data(), y.size(), pass + 1.0, add2.data());
@@ -108,15 +92,6 @@ TEST(DmmvFastEmul, EveryLayoutOneRow) {
     uint64_t seed = 1;
     for (const Layout& l : kLayouts)
         for (int lpr : {8, 32}) check(l.t, l.repack, l.k, 1, lpr, seed += 3);
-}
-
-// The streaming schedule: the emulation's grid is one block (4 warps), so every warp walks several
-// row groups; k 4096 gives the 8-lanes-per-row mapping 4 steps per row.
-TEST(DmmvFastEmul, StreamingOneRow) {
-    uint64_t seed = 500;
-    for (const Layout& l : kLayouts)
-        for (int lpr : {8, 32}) check(l.t, l.repack, l.k, 1, lpr, seed += 3, true);
-    for (int lpr : {8, 32}) check(GgmlType::Q4_K, false, 4096, 1, lpr, seed += 3, true);
 }
 
 TEST(DmmvFastEmul, Batches) {
