@@ -1,9 +1,11 @@
 // zinc/models/blocks.cpp — the shared transformer blocks as ops.
 #include "models/blocks.h"
 
+#include "model/tensor_names.h"
+
 namespace zinc::models {
 
-DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c) {
+DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c, bool dense_ffn) {
     DecoderTensors t;
     t.x = b.tensor("x", c.n_embd);
     t.xn = b.tensor("xn", c.n_embd);
@@ -12,8 +14,8 @@ DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c) {
     t.k = b.tensor("k", c.kv_dim_k());
     t.v = b.tensor("v", c.kv_dim_v());
     t.attn = b.tensor("attn", c.attn_out_dim());
-    t.gate = b.tensor("gate", c.n_ff);
-    t.up = b.tensor("up", c.n_ff);
+    t.gate = dense_ffn ? b.tensor("gate", c.n_ff) : model::kNoTensor;
+    t.up = dense_ffn ? b.tensor("up", c.n_ff) : model::kNoTensor;
     t.logits = b.tensor("logits", c.n_vocab);
     return t;
 }
@@ -32,6 +34,46 @@ Result<void> check_moe_config(const gguf::File& file, const ModelConfig& c) {
                           std::to_string(std::min(model::kMoeMaxUsed, c.n_expert)) +
                           " (kMoeMaxUsed and expert_count)");
     return {};
+}
+
+ExpertWeights bind_experts(model::WeightBinder& b, const ModelConfig& c, int il, bool biases) {
+    using model::TypeClass;
+    namespace tn = model::tn;
+    const int64_t e = c.n_embd, ff = c.n_ff_exp, ne = c.n_expert;
+    ExpertWeights w;
+    w.router = b.require(tn::layer(il, tn::kFfnGateInp), {e, ne}, TypeClass::Matmul);
+    w.gate = b.require(tn::layer(il, tn::kFfnGateExps), {e, ff, ne}, TypeClass::Matmul);
+    w.up = b.require(tn::layer(il, tn::kFfnUpExps), {e, ff, ne}, TypeClass::Matmul);
+    w.down = b.require(tn::layer(il, tn::kFfnDownExps), {ff, e, ne}, TypeClass::Matmul);
+    if (biases) {
+        w.router_b = b.require(tn::layer(il, tn::kFfnGateInp, "bias"), {ne}, TypeClass::F32);
+        w.gate_b = b.require(tn::layer(il, tn::kFfnGateExps, "bias"), {ff, ne}, TypeClass::F32);
+        w.up_b = b.require(tn::layer(il, tn::kFfnUpExps, "bias"), {ff, ne}, TypeClass::F32);
+        w.down_b = b.require(tn::layer(il, tn::kFfnDownExps, "bias"), {e, ne}, TypeClass::F32);
+    }
+    return w;
+}
+
+void routed_experts(ProgramBuilder& b, const ModelConfig& c, const ExpertWeights& w,
+                    const ExpertRouting& r, Tid in, Tid logits, Tid out) {
+    b.matmul(in, {{w.router, w.router_b, logits, "ffn_moe_logits"}});
+    model::MoeP m;
+    m.in = in;
+    m.logits = logits;
+    m.gate_exps = w.gate;
+    m.up_exps = w.up;
+    m.down_exps = w.down;
+    m.gate_b = w.gate_b;
+    m.up_b = w.up_b;
+    m.down_b = w.down_b;
+    m.n_expert = c.n_expert;
+    m.n_used = c.n_expert_used;
+    m.n_ff = c.n_ff_exp;
+    m.gating = r.gating;
+    m.norm_w = r.norm_w;
+    m.w_scale = c.expert_weights_scale;
+    m.act = r.act;
+    b.moe(m, out, "ffn_moe_out");
 }
 
 void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const AttentionWeights& w,

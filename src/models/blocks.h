@@ -47,10 +47,12 @@ struct DecoderTensors {
     Tid x, xn, proj;  // residual stream, normalised block input, attention / FFN output (n_embd)
     Tid q, k, v;      // (q_dim), (kv_dim_k), (kv_dim_v)
     Tid attn;         // (n_head * head_dim_v)
-    Tid gate, up;     // (n_ff)
+    Tid gate, up;     // (n_ff), or kNoTensor without a dense FFN
     Tid logits;       // (n_vocab): the output rows' logits
 };
-DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& cfg);
+/// The standard decoder tensors; dense_ffn false (routed-expert layers, whose intermediates live
+/// in the tiers' moe op) leaves gate and up out.
+DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& cfg, bool dense_ffn = true);
 
 /// Self-attention of layer il on t.xn: Q/K/V projections (+bias) -> Qcur/Kcur/Vcur, optional
 /// per-head Q/K RMS norm, RoPE, K/V appended to the cache (rope_kv), causal (optionally
@@ -67,6 +69,28 @@ void ffn_gated(ProgramBuilder& b, const ModelConfig& cfg, const FfnWeights& w, A
 /// softcap > 0 applies cap * tanh(logit / cap).
 void output_head(ProgramBuilder& b, const ModelConfig& cfg, const DecoderTensors& t,
                  const Weight& norm, const Weight& lm_head, float softcap);
+
+/// Routed experts of one layer (3-D GGUF tensors: gate/up (n_embd, n_ff_exp, n_expert), down
+/// (n_ff_exp, n_embd, n_expert)), the router, and gpt-oss's optional biases.
+struct ExpertWeights {
+    const Weight* router = nullptr;    // ffn_gate_inp (n_embd -> n_expert)
+    const Weight* router_b = nullptr;  // (n_expert) f32, or null
+    const Weight *gate = nullptr, *up = nullptr, *down = nullptr;
+    const Weight *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;  // or null
+};
+/// Binds ffn_gate_inp and ffn_{gate,up,down}_exps of layer il (shapes from cfg); biases only with
+/// `biases` (ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias, all required then).
+ExpertWeights bind_experts(model::WeightBinder& b, const ModelConfig& cfg, int il, bool biases);
+/// The routing (how the experts and weights are chosen) and the experts' activation.
+struct ExpertRouting {
+    model::MoeGating gating = model::MoeGating::SoftmaxTopK;
+    bool norm_w = false;
+    model::GluAct act = model::GluAct::SiLU;
+};
+/// out = the routed experts of `in` (rows, n_embd): the router matmul into `logits` (a tensor of
+/// width n_expert) and the moe op (ffn_moe_logits, ffn_moe_out).
+void routed_experts(ProgramBuilder& b, const ModelConfig& cfg, const ExpertWeights& w,
+                    const ExpertRouting& r, Tid in, Tid logits, Tid out);
 
 /// The MoE keys every routed-expert architecture needs: <arch>.expert_count, .expert_used_count
 /// (at most model::kMoeMaxUsed) and .expert_feed_forward_length, each >= 1; the error names the

@@ -177,11 +177,8 @@ class Qwen35 : public model::ArchModel {
                 d.down = b.require(tn::layer(il, tn::kFfnDown), {c.n_ff, e}, TypeClass::Matmul);
                 return;
             }
-            const int64_t ff = c.n_ff_exp, ne = c.n_expert, fs = h_.n_ff_shexp;
-            m.router = b.require(tn::layer(il, tn::kFfnGateInp), {e, ne}, TypeClass::Matmul);
-            m.gate = b.require(tn::layer(il, tn::kFfnGateExps), {e, ff, ne}, TypeClass::Matmul);
-            m.up = b.require(tn::layer(il, tn::kFfnUpExps), {e, ff, ne}, TypeClass::Matmul);
-            m.down = b.require(tn::layer(il, tn::kFfnDownExps), {ff, e, ne}, TypeClass::Matmul);
+            const int64_t fs = h_.n_ff_shexp;
+            m.experts = bind_experts(b, c, il, false);
             m.sh_gate = b.require(tn::layer(il, "ffn_gate_inp_shexp"), {e}, TypeClass::Matmul);
             m.sh.gate = b.require(tn::layer(il, "ffn_gate_shexp"), {e, fs}, TypeClass::Matmul);
             m.sh.up = b.require(tn::layer(il, "ffn_up_shexp"), {e, fs}, TypeClass::Matmul);
@@ -248,15 +245,14 @@ class Qwen35 : public model::ArchModel {
   private:
     /// qwen35moe's FFN: router, experts, and the shared expert with its per-row gate.
     struct MoeWeights {
-        const Weight* router = nullptr;  // (n_embd -> n_expert)
-        const Weight *gate = nullptr, *up = nullptr, *down = nullptr;  // 3-D experts
+        ExpertWeights experts;
         const Weight* sh_gate = nullptr;  // ffn_gate_inp_shexp (n_embd -> 1)
         FfnWeights sh;                    // the shared expert (n_ff_shexp wide)
     };
     model::Program build() const {
         const ModelConfig& c = cfg_;
         ProgramBuilder b;
-        const DecoderTensors t = decoder_tensors(b, c);
+        const DecoderTensors t = decoder_tensors(b, c, !h_.moe);
         const Tid qkv = b.tensor("qkv", h_.conv_dim());
         const Tid conv = b.tensor("conv", h_.conv_dim());
         const Tid z = b.tensor("z", h_.d_inner);
@@ -346,20 +342,8 @@ class Qwen35 : public model::ArchModel {
             if (!h_.moe) {
                 ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
             } else {
-                b.matmul(t.xn, {{L.moe.router, nullptr, router, "ffn_moe_logits"}});
-                model::MoeP m;
-                m.in = t.xn;
-                m.logits = router;
-                m.gate_exps = L.moe.gate;
-                m.up_exps = L.moe.up;
-                m.down_exps = L.moe.down;
-                m.n_expert = c.n_expert;
-                m.n_used = c.n_expert_used;
-                m.n_ff = c.n_ff_exp;
-                m.gating = model::MoeGating::SoftmaxTopK;
-                m.norm_w = true;
-                m.w_scale = c.expert_weights_scale;
-                b.moe(m, t.proj, "ffn_moe_out");
+                routed_experts(b, c, L.moe.experts, {model::MoeGating::SoftmaxTopK, true}, t.xn,
+                               router, t.proj);
                 ffn_gated(b, c, L.moe.sh, Activation::SiLU, ts, shexp);
                 b.matmul(t.xn, {{L.moe.sh_gate, nullptr, shg, "shared_expert_gate"}});
                 b.sigmoid_mul(shexp, shg, "ffn_shexp_gated");

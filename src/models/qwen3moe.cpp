@@ -36,7 +36,7 @@ class Qwen3Moe : public model::ArchModel {
     Result<void> bind(const gguf::File& file) {
         const ModelConfig& c = cfg_;
         model::WeightBinder b(file, c.arch_name, weights_);
-        const int64_t e = c.n_embd, ff = c.n_ff_exp, ne = c.n_expert;
+        const int64_t e = c.n_embd;
         tok_embd_ = b.require(tn::global(tn::kTokenEmbd), {e, c.n_vocab}, TypeClass::Matmul);
         output_norm_ = b.require(tn::global(tn::kOutputNorm), {e}, TypeClass::F32);
         output_ = b.optional(tn::global(tn::kOutput), {e, c.n_vocab}, TypeClass::Matmul);
@@ -55,10 +55,7 @@ class Qwen3Moe : public model::ArchModel {
             L.attn.k_norm =
                 b.require(tn::layer(il, tn::kAttnKNorm), {c.head_dim_k}, TypeClass::F32);
             L.ffn_norm = b.require(tn::layer(il, tn::kFfnNorm), {e}, TypeClass::F32);
-            L.router = b.require(tn::layer(il, tn::kFfnGateInp), {e, ne}, TypeClass::Matmul);
-            L.gate = b.require(tn::layer(il, tn::kFfnGateExps), {e, ff, ne}, TypeClass::Matmul);
-            L.up = b.require(tn::layer(il, tn::kFfnUpExps), {e, ff, ne}, TypeClass::Matmul);
-            L.down = b.require(tn::layer(il, tn::kFfnDownExps), {ff, e, ne}, TypeClass::Matmul);
+            L.experts = bind_experts(b, c, il, false);
             if (!b.status().ok()) break;
         }
         ZINC_TRY(b.status());
@@ -70,17 +67,8 @@ class Qwen3Moe : public model::ArchModel {
     model::Program build() const {
         const ModelConfig& c = cfg_;
         ProgramBuilder b;
-        DecoderTensors t;
-        t.x = b.tensor("x", c.n_embd);
-        t.xn = b.tensor("xn", c.n_embd);
-        t.proj = b.tensor("proj", c.n_embd);
-        t.q = b.tensor("q", c.q_dim());
-        t.k = b.tensor("k", c.kv_dim_k());
-        t.v = b.tensor("v", c.kv_dim_v());
-        t.attn = b.tensor("attn", c.attn_out_dim());
-        t.gate = t.up = model::kNoTensor;  // the experts' intermediates live in the tiers' MoE
+        const DecoderTensors t = decoder_tensors(b, c, false);
         const Tid router = b.tensor("router", c.n_expert);
-        t.logits = b.tensor("logits", c.n_vocab);
         b.embed(*tok_embd_, 1.0f, t.x, "inp_embd");
         for (int il = 0; il < c.n_layer; ++il) {
             const Layer& L = layers_[il];
@@ -90,20 +78,8 @@ class Qwen3Moe : public model::ArchModel {
             if (il == c.n_layer - 1) b.keep_rows({t.x, t.proj});  // only the output rows from here
             b.add(t.x, t.proj, "ffn_inp");
             b.rms_norm(t.x, *L.ffn_norm, c.rms_eps, t.xn);
-            b.matmul(t.xn, {{L.router, nullptr, router, "ffn_moe_logits"}});
-            model::MoeP m;
-            m.in = t.xn;
-            m.logits = router;
-            m.gate_exps = L.gate;
-            m.up_exps = L.up;
-            m.down_exps = L.down;
-            m.n_expert = c.n_expert;
-            m.n_used = c.n_expert_used;
-            m.n_ff = c.n_ff_exp;
-            m.gating = model::MoeGating::SoftmaxTopK;
-            m.norm_w = true;
-            m.w_scale = c.expert_weights_scale;
-            b.moe(m, t.proj, "ffn_moe_out");
+            routed_experts(b, c, L.experts, {model::MoeGating::SoftmaxTopK, true}, t.xn, router,
+                           t.proj);
             b.add(t.x, t.proj, "l_out");
         }
         output_head(b, c, t, *output_norm_, *output_, 0.0f);
@@ -114,10 +90,7 @@ class Qwen3Moe : public model::ArchModel {
         const Weight* attn_norm = nullptr;
         AttentionWeights attn;
         const Weight* ffn_norm = nullptr;
-        const Weight* router = nullptr;  // (n_embd -> n_expert), f32 in llama.cpp's files
-        const Weight* gate = nullptr;    // (n_embd, n_ff_exp, n_expert)
-        const Weight* up = nullptr;
-        const Weight* down = nullptr;  // (n_ff_exp, n_embd, n_expert)
+        ExpertWeights experts;  // router f32 in llama.cpp's files
     };
     const Weight* tok_embd_ = nullptr;
     const Weight* output_norm_ = nullptr;
