@@ -22,8 +22,8 @@ import subprocess
 
 import pytest
 
-from test_model_goldens import BUILD, NEAR_TIE, compare, report, run_zinc  # noqa: F401
-from test_moe import llama_run, tokenize
+from moe_oracle import missing_expert_count, teacher_forced, tokenize
+from test_model_goldens import BUILD, report  # noqa: F401
 from test_synth import need, synth
 
 N_STEPS = 64
@@ -74,37 +74,11 @@ def test_tiny_has_the_gpt_oss_structure(tiny):
 
 @pytest.mark.parametrize("text", [SHORT, LONG], ids=["short", "long"])
 def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
-    need(os.path.join(BUILD, "logits_tool"))
-    toks = tokenize(tiny, text)
+    n = teacher_forced("gpt-oss-tiny", tiny, text, report, N_STEPS, AGREE_MIN, MAX_JUMPS)
     if text is LONG:
-        assert len(toks) >= 150, len(toks)
+        assert n >= 150, n
     else:
-        assert len(toks) < 16, len(toks)
-    top, greedy, step_top = llama_run(tiny, toks, N_STEPS)
-    prompt = {"text": text, "tokens": toks, "top_logits": top, "greedy": greedy,
-              "greedy_top": step_top}
-    union = sorted({i for pos in top for i, _ in pos})
-    z = run_zinc(tiny, toks, N_STEPS, union, forced=greedy)
-    compare("gpt-oss-tiny", prompt, z, report)
-    agree, jumps = 0, []
-    for s, g in enumerate(greedy):
-        pick = z["forced_top"][s][0][0]
-        if pick == g:
-            agree += 1
-            continue
-        d = dict((t, v) for t, v in step_top[s])
-        margin = step_top[s][0][1] - d.get(pick, -1e30)
-        if margin < NEAR_TIE:
-            report.append(f"gpt-oss-tiny {len(toks)}-token prompt: near-tie at step {s} "
-                          f"(margin {margin:.4f})")
-        else:
-            jumps.append(s)
-    report.append(f"gpt-oss-tiny {len(toks)}-token prompt: teacher-forced top-1 {agree}/{N_STEPS}, "
-                  f"steps where zinc's pick is not a llama.cpp near-tie: {jumps}")
-    assert len(jumps) <= MAX_JUMPS, (f"gpt-oss-tiny {len(toks)}-token prompt: at steps {jumps} zinc "
-                                     "picks a token llama.cpp does not have near its top")
-    assert agree >= AGREE_MIN * N_STEPS, f"{agree}/{N_STEPS} teacher-forced steps agree"
-
+        assert n < 16, n
 
 def test_experts_match_llama_cpp_without_attention(tiny, tmp):
     """The MoE path alone (router + bias, top-k then softmax, MXFP4 experts with biases,
@@ -145,14 +119,4 @@ def test_batched_equals_alone(tiny):
 
 
 def test_missing_expert_count_is_a_precise_error(tiny, tmp):
-    need(os.path.join(BUILD, "logits_tool"))
-    data = open(tiny, "rb").read()
-    key = b"gpt-oss.expert_count"
-    assert data.count(key) == 1
-    out = os.path.join(tmp, "no-expert-count.gguf")
-    with open(out, "wb") as f:  # the same bytes with the key renamed (same length)
-        f.write(data.replace(key, b"gpt-oss.expert_cxunt"))
-    r = subprocess.run([os.path.join(BUILD, "logits_tool"), "--model", out, "--tokens", "1,2"],
-                       capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "missing metadata key gpt-oss.expert_count" in r.stderr, r.stderr
+    missing_expert_count(tiny, tmp, "gpt-oss")

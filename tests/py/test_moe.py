@@ -20,11 +20,11 @@ Checks:
 import os
 import subprocess
 
-import numpy as np
 import pytest
 
-from test_model_goldens import BUILD, NEAR_TIE, compare, report, run_zinc  # noqa: F401
-from test_synth import VOCAB, need, synth
+from moe_oracle import missing_expert_count, teacher_forced
+from test_model_goldens import BUILD, report  # noqa: F401
+from test_synth import need, synth
 
 N_STEPS = 64
 # Teacher-forced top-1 agreement per prompt. Measured 59/64 (short) and 62/64 (long): every
@@ -71,59 +71,11 @@ def test_tiny_has_the_qwen3moe_structure(tiny):
         assert b + "attn_q_norm.weight" in t
 
 
-def llama_run(path, toks, n_steps):
-    llama_cpp = pytest.importorskip("llama_cpp")
-    llm = llama_cpp.Llama(model_path=path, n_ctx=512, n_batch=512, n_ubatch=512, n_threads=2,
-                          n_threads_batch=2, logits_all=True, flash_attn=False, seed=0,
-                          verbose=False)
-    llm.eval(toks)
-    top = []
-    for i in range(min(8, len(toks))):
-        row = np.asarray(llm.scores[i], dtype=np.float64)
-        idx = np.lexsort((np.arange(len(row)), -row))[:20]
-        top.append([[int(j), float(row[j])] for j in idx])
-    greedy, step_top = [], []
-    for _ in range(n_steps):
-        row = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
-        best = np.lexsort((np.arange(len(row)), -row))[:5]
-        greedy.append(int(best[0]))
-        step_top.append([[int(j), float(row[j])] for j in best])
-        llm.eval([int(best[0])])
-    return top, greedy, step_top
-
-
-def tokenize(path, text):
-    llama_cpp = pytest.importorskip("llama_cpp")
-    llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
-    return llm.tokenize(text.encode(), add_bos=True, special=False)
-
-
 @pytest.mark.parametrize("text", [SHORT, LONG], ids=["short", "long"])
 def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
-    need(os.path.join(BUILD, "logits_tool"))
-    toks = tokenize(tiny, text)
+    n = teacher_forced("qwen3moe-tiny", tiny, text, report, N_STEPS, AGREE_MIN, max_jumps=0)
     if text is LONG:
-        assert len(toks) >= 150, len(toks)
-    top, greedy, step_top = llama_run(tiny, toks, N_STEPS)
-    prompt = {"text": text, "tokens": toks, "top_logits": top, "greedy": greedy,
-              "greedy_top": step_top}
-    union = sorted({i for pos in top for i, _ in pos})
-    z = run_zinc(tiny, toks, N_STEPS, union, forced=greedy)
-    compare("qwen3moe-tiny", prompt, z, report)
-    agree = 0
-    for s, g in enumerate(greedy):
-        pick = z["forced_top"][s][0][0]
-        if pick == g:
-            agree += 1
-            continue
-        d = dict((t, v) for t, v in step_top[s])
-        margin = step_top[s][0][1] - d.get(pick, -1e30)
-        assert margin < NEAR_TIE, (f"qwen3moe-tiny {len(toks)}-token prompt, step {s}: zinc picks "
-                                   f"{pick}, llama.cpp {g} by a margin {margin:.3f}")
-        report.append(f"qwen3moe-tiny {len(toks)}-token prompt: near-tie at step {s} "
-                      f"(margin {margin:.4f})")
-    report.append(f"qwen3moe-tiny {len(toks)}-token prompt: teacher-forced top-1 {agree}/{N_STEPS}")
-    assert agree >= AGREE_MIN * N_STEPS, f"{agree}/{N_STEPS} teacher-forced steps agree"
+        assert n >= 150, n
 
 
 def test_batched_equals_alone(tiny):
@@ -137,14 +89,4 @@ def test_batched_equals_alone(tiny):
 
 
 def test_missing_expert_count_is_a_precise_error(tiny, tmp):
-    need(os.path.join(BUILD, "logits_tool"))
-    data = open(tiny, "rb").read()
-    key = b"qwen3moe.expert_count"
-    assert data.count(key) == 1
-    out = os.path.join(tmp, "no-expert-count.gguf")
-    with open(out, "wb") as f:  # the same bytes with the key renamed (same length)
-        f.write(data.replace(key, b"qwen3moe.expert_cxunt"))
-    r = subprocess.run([os.path.join(BUILD, "logits_tool"), "--model", out, "--tokens", "1,2"],
-                       capture_output=True, text=True)
-    assert r.returncode == 2
-    assert "missing metadata key qwen3moe.expert_count" in r.stderr, r.stderr
+    missing_expert_count(tiny, tmp, "qwen3moe")
