@@ -1,15 +1,15 @@
 // zinc/tests/cuda/bench_dmmv.cpp — correctness and bandwidth of the fast matrix-vector kernels
-// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
+// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu, dmmv_stream in dmmv_stream.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
 // 8 and 16 activation rows. docs/perf-notes.md ("dmmv") has the command line and the results.
 //
 //   cuda_bench_dmmv [--quick] [--filter SUBSTR] [--no-time] [--reps N]
 //
 // Per case (weight type, layout, shape; up to 3 fused matrices, the first with a bias) and row
 // count: fresh random weights and activations; each variant (v2, v3 with its own thread mapping,
-// v3 with 8 and 32 lanes per row, v3 launched with PDL) runs on NaN-poisoned outputs and then again
-// in accumulate mode, and both results are compared with quant::vec_dot on the same packed
-// activations (dmmv_check.h; relative L2 error <= 1e-4 and largest element error <= 1e-3 of the
-// reference RMS; a non-finite output fails). Then the timing: the launch replayed from a CUDA graph
+// v3 with 8 and 32 lanes per row, v3 launched with PDL, v4 = dmmv_stream plain and with PDL)
+// runs on NaN-poisoned outputs and then again in accumulate mode, and both results are compared
+// with quant::vec_dot on the same packed activations (dmmv_check.h; relative L2 error <= 1e-4 and
+// largest element error <= 1e-3 of the reference RMS; a non-finite output fails). Then the timing: the launch replayed from a CUDA graph
 // of 20+ launches that rotate over enough copies of the weights to exceed the 60 MB L2, median of
 // --reps replays; GB/s counts the weight bytes only, and % is of the device-to-device copy
 // bandwidth measured first (1 GiB cudaMemcpy, read + write bytes). A table of all cases closes
@@ -48,15 +48,13 @@ struct Case {
 
 struct Variant {
     const char* name;
-    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
+    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row; -4: dmmv_stream
     bool pdl;  // launched with programmatic dependent launch (timed back to back in the graph)
 };
-const Variant kVariants[] = {{"v2", -1, false},
-                             {"v3", 0, false},
-                             {"v3-l8", 8, false},
-                             {"v3-l32", 32, false},
-                             {"v3-pdl", 0, true}};
-constexpr int kNV = 5;
+const Variant kVariants[] = {{"v2", -1, false},    {"v3", 0, false},     {"v3-l8", 8, false},
+                             {"v3-l32", 32, false}, {"v3-pdl", 0, true}, {"v4", -4, false},
+                             {"v4-pdl", -4, true}};
+constexpr int kNV = 7;
 
 std::vector<Case> cases() {
     const int E = 4096, F = 14336, KV = 1024, V = 128256;
@@ -140,6 +138,9 @@ struct Row {  // one line of the closing table
 
 bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, int k,
                  const int8_t* aq, const float4* ad, int n_act, bool acc, cudaStream_t s) {
+    if (v.lpr == -4)
+        return cu::dmmv_stream(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, n_act,
+                               acc, s, 0, v.pdl);
     if (v.lpr < 0) {
         cu::dmmv_v2(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, nullptr, n_act, acc,
                     s);
@@ -363,19 +364,24 @@ int main(int argc, char** argv) {
         "case\n",
         copy_gbs);
     std::printf(
-        "| case | n_act | MB | v2 us | v3 us | v3-l8 us | v3-l32 us | v3-pdl us | v3 GB/s | "
-        "v3 %% copy | v3/v2 |\n");
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        "| case | n_act | MB | v2 us | v3 us | v3-l8 us | v3-l32 us | v3-pdl us | v4 us | "
+        "v4-pdl us | v3 GB/s | v4 GB/s | v4 %% copy | v4/v3 |\n");
+    std::printf(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |\n");
     for (const Row& r : table) {
         // '-': not covered; '0.00': not timed (a failed check or capture)
         auto cell = [](float us) { return us < 0 ? std::string("-") : fmt("%.2f", us); };
         const double gbs = r.us[1] > 0 ? r.mb * 1e6 / (r.us[1] * 1e-6) / 1e9 : 0;
+        const double gbs4 = r.us[5] > 0 ? r.mb * 1e6 / (r.us[5] * 1e-6) / 1e9 : 0;
         const std::string ratio =
-            r.us[1] > 0 && r.us[0] > 0 ? fmt("%.2fx", r.us[0] / r.us[1]) : "-";
-        std::printf("| %s%s | %d | %.1f | %s | %s | %s | %s | %s | %.0f | %.1f | %s |\n",
-                    r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb, cell(r.us[0]).c_str(),
-                    cell(r.us[1]).c_str(), cell(r.us[2]).c_str(), cell(r.us[3]).c_str(),
-                    cell(r.us[4]).c_str(), gbs, 100 * gbs / copy_gbs, ratio.c_str());
+            r.us[1] > 0 && r.us[5] > 0 ? fmt("%.2fx", r.us[1] / r.us[5]) : "-";
+        std::printf(
+            "| %s%s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.1f | %s |\n",
+            r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb, cell(r.us[0]).c_str(),
+            cell(r.us[1]).c_str(), cell(r.us[2]).c_str(), cell(r.us[3]).c_str(),
+            cell(r.us[4]).c_str(), cell(r.us[5]).c_str(), cell(r.us[6]).c_str(), gbs, gbs4,
+            100 * gbs4 / copy_gbs, ratio.c_str());
     }
     std::printf("\n%s: %d of %d checks failed\n", n_fail ? "FAIL" : "PASS", n_fail, n_check);
     return n_fail ? 1 : 0;
