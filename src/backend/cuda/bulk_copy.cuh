@@ -32,7 +32,7 @@ inline void init(Bar* b, int) {
 }
 inline void fence_init() {}
 inline void fence_proxy() {}
-inline void copy(void* dst, const void* src, uint32_t bytes, Bar* b) {
+inline void copy(void* dst, const void* src, uint32_t bytes, Bar* b, bool = true) {
     std::memcpy(dst, src, bytes);
     std::atomic_ref<uint64_t>(*b).fetch_add(1, std::memory_order_release);
 }
@@ -63,18 +63,28 @@ __device__ __forceinline__ void fence_proxy() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 /// Arms barrier b for `bytes` and starts the bulk copy global src -> shared dst, whose
-/// completion completes b's current phase. The L2 policy is evict-first: each byte is read once.
-__device__ __forceinline__ void copy(void* dst, const void* src, uint32_t bytes, Bar* b) {
+/// completion completes b's current phase. evict_first: the copy's L2 policy is evict-first
+/// (each byte is read once), else the default.
+__device__ __forceinline__ void copy(void* dst, const void* src, uint32_t bytes, Bar* b,
+                                     bool evict_first = true) {
     const uint32_t bar = smem_addr(b);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
                  : "memory");
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-        " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-        : "memory");
+    if (evict_first) {
+        uint64_t policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+            " [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+            "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+            : "memory");
+    } else {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+            " [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
+            "l"(src), "r"(bytes), "r"(bar)
+            : "memory");
+    }
 }
 /// Waits until the phase of parity `parity` has completed (phases count from 0).
 __device__ __forceinline__ void wait(Bar* b, uint32_t parity) {

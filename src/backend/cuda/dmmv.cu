@@ -319,6 +319,30 @@ static int dmmv_choice() {
     return choice;
 }
 
+// dmmv_stream's schedule: the defaults, or ZINC_DMMV_V4 = comma-separated i0/i1 (interleave),
+// bN (blocks per SM), sN (min stages), h0/h1 (evict-first), read once (bench_dmmv's v4 columns
+// measure the same choices).
+static DmmvStreamOpts stream_opts(bool pdl) {
+    static const DmmvStreamOpts base = [] {
+        DmmvStreamOpts o;
+        const char* e = std::getenv("ZINC_DMMV_V4");
+        for (const char* p = e; p && *p;) {
+            const char c = *p++;
+            const int v = std::atoi(p);
+            if (c == 'i') o.interleave = v;
+            if (c == 'b') o.blocks_per_sm = v;
+            if (c == 's') o.min_stages = v >= 2 && v <= 8 ? v : 4;
+            if (c == 'h') o.evict_first = v != 0;
+            while (*p && *p != ',') ++p;
+            if (*p == ',') ++p;
+        }
+        return o;
+    }();
+    DmmvStreamOpts o = base;
+    o.pdl = pdl;
+    return o;
+}
+
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s) {
     static const bool pdl = [] {
@@ -329,7 +353,7 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
     if (!jobs[0].expert && (choice == 0 || choice == 4) &&
-        dmmv_stream(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
+        dmmv_stream(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, stream_opts(pdl)))
         return;
     if (!jobs[0].expert && choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
         dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))

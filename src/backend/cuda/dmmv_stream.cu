@@ -41,9 +41,12 @@ struct StreamJobs {
     MatJob m[3];
     int n_jobs;
     int row_end[3];  // cumulative row counts
+    int tile_end[3];  // cumulative tile counts (interleaved walk)
     int rows_per_tile;
     int stages;
     uint32_t stage_bytes;  // rows_per_tile x row_bytes
+    bool interleave;       // block b takes tiles b, b + G, ... (else a contiguous row range)
+    bool evict_first;      // the copies' L2 policy
 };
 
 __device__ __forceinline__ int job_of(const StreamJobs& J, int row) {
@@ -55,14 +58,47 @@ __device__ __forceinline__ int job_of(const StreamJobs& J, int row) {
 __device__ __forceinline__ int job_start(const StreamJobs& J, int j) {
     return j == 0 ? 0 : J.row_end[j - 1];
 }
-// The tile starting at global row r of a block whose rows end at r_end: its rows (<= R, never
-// across a job's end).
-__device__ __forceinline__ int tile_rows(const StreamJobs& J, int r, int r_end, int j) {
-    return min(J.rows_per_tile, min(r_end - r, J.row_end[j] - r));
-}
 __device__ __forceinline__ const uint8_t* row_ptr(const StreamJobs& J, int j, int r) {
     const uint8_t* w = j == 0 ? J.m[0].w : (j == 1 ? J.m[1].w : J.m[2].w);
     return w + static_cast<size_t>(r - job_start(J, j)) * J.m[0].row_bytes;
+}
+
+// A block's walk over its tiles (the producer and the consumers each hold one). Contiguous: the
+// rows [r_begin, r_end) of an even split (+-1 row), cut into tiles of <= R rows at job ends.
+// Interleaved: the matrices' tiles (each job's rows cut into tiles of R, the last one short)
+// numbered across jobs, block b taking tiles b, b + G, b + 2G, ...
+struct Walk {
+    int t = 0;  // tiles taken so far
+    int r = 0;  // contiguous: the next tile's first row
+    int r_end = 0;
+};
+__device__ __forceinline__ Walk walk_begin(const StreamJobs& J, int bi, int G) {
+    Walk w;
+    const int n_rows = J.row_end[J.n_jobs - 1];
+    w.r = static_cast<int>(static_cast<int64_t>(n_rows) * bi / G);
+    w.r_end = static_cast<int>(static_cast<int64_t>(n_rows) * (bi + 1) / G);
+    return w;
+}
+// The next tile (job j, first row r, n rows), or false when the block has none left.
+__device__ __forceinline__ bool walk_next(const StreamJobs& J, int bi, int G, Walk& w, int& j,
+                                          int& r, int& n) {
+    if (J.interleave) {
+        const int g = bi + w.t * G;
+        if (g >= J.tile_end[J.n_jobs - 1]) return false;
+        j = 0;
+        if (J.n_jobs > 1 && g >= J.tile_end[0]) j = 1;
+        if (J.n_jobs > 2 && g >= J.tile_end[1]) j = 2;
+        r = job_start(J, j) + (g - (j == 0 ? 0 : J.tile_end[j - 1])) * J.rows_per_tile;
+        n = min(J.rows_per_tile, J.row_end[j] - r);
+    } else {
+        if (w.r >= w.r_end) return false;
+        j = job_of(J, w.r);
+        r = w.r;
+        n = min(J.rows_per_tile, min(w.r_end - w.r, J.row_end[j] - w.r));
+        w.r += n;
+    }
+    ++w.t;
+    return true;
 }
 
 template <int T, int NB>
@@ -73,10 +109,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     __shared__ __align__(8) bulk::Bar bars[kMaxStages];
     __shared__ float part[2][kMaxRows][kWarps][NB];  // per-warp row sums (WPR > 1), by tile parity
     launch_dependents();
-    const int n_rows = J.row_end[J.n_jobs - 1];
     const int G = static_cast<int>(gridDim.x), bi = static_cast<int>(blockIdx.x);
-    const int r_begin = static_cast<int>(static_cast<int64_t>(n_rows) * bi / G);
-    const int r_end = static_cast<int>(static_cast<int64_t>(n_rows) * (bi + 1) / G);
     const int R = J.rows_per_tile, S = J.stages;
     const size_t rb = J.m[0].row_bytes;
     const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
@@ -86,13 +119,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const int nu = k >> 5, nbk = k / Traits<T>::qk;
     const int na = min(NB, n_act);
 
-    int pr = r_begin;  // producer cursor (thread 0)
-    auto issue = [&](int s) {
-        const int j = job_of(J, pr);
-        const int n = tile_rows(J, pr, r_end, j);
-        bulk::copy(tiles + static_cast<size_t>(s) * J.stage_bytes, row_ptr(J, j, pr),
-                   static_cast<uint32_t>(n * rb), &bars[s]);
-        pr += n;
+    Walk pw = walk_begin(J, bi, G);  // the producer's walk (thread 0)
+    auto issue = [&](int s) {  // the producer's next tile into stage s, if it has one
+        int j, r, n;
+        if (!walk_next(J, bi, G, pw, j, r, n)) return;
+        bulk::copy(tiles + static_cast<size_t>(s) * J.stage_bytes, row_ptr(J, j, r),
+                   static_cast<uint32_t>(n * rb), &bars[s], J.evict_first);
     };
     if (tid == 0) {
         for (int s = 0; s < S; ++s) bulk::init(&bars[s], 1);
@@ -100,15 +132,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     }
     __syncthreads();
     if (tid == 0)
-        for (int s = 0; s < S && pr < r_end; ++s) issue(s);
+        for (int s = 0; s < S; ++s) issue(s);
     // The weights do not depend on the previous kernel; its outputs (the activations, y when
     // accumulating) are read only after this (a no-op unless launched with PDL).
     grid_dependency_wait();
 
-    int t = 0;
-    for (int r = r_begin; r < r_end; ++t) {
-        const int j = job_of(J, r);
-        const int n = tile_rows(J, r, r_end, j);
+    Walk cw = walk_begin(J, bi, G);  // the consumers' walk
+    int j, r, n;
+    for (int t = 0; walk_next(J, bi, G, cw, j, r, n); ++t) {
         const int s = t % S;
         bulk::wait(&bars[s], static_cast<uint32_t>((t / S) & 1));
         const uint8_t* tile = tiles + static_cast<size_t>(s) * J.stage_bytes;
@@ -183,20 +214,19 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
                 *py = accumulate ? *py + v : v;
             }
         }
-        if (tid == 0 && pr < r_end) {
+        if (tid == 0) {
             bulk::fence_proxy();
             issue(s);
         }
-        r += n;
     }
 }
 
 // Rows per tile and stages for rows of rb bytes: the most rows (1, 2, 4, 8) that leave at least
-// 4 stages (3 when one row needs it, 2 at the least); 0 rows: a row does not fit two stages.
-void tile_shape(size_t rb, int& rows, int& stages) {
+// min_stages stages (else fewer, down to 2); 0 rows: a row does not fit two stages.
+void tile_shape(size_t rb, int min_stages, int& rows, int& stages) {
     rows = 0;
     stages = 0;
-    for (int want : {4, 3, 2}) {
+    for (int want = min_stages; want >= 2; --want) {
         for (int r = kMaxRows; r >= 1; r /= 2) {
             const size_t s = kTileBytes / (static_cast<size_t>(r) * rb);
             if (s >= static_cast<size_t>(want)) {
@@ -208,16 +238,21 @@ void tile_shape(size_t rb, int& rows, int& stages) {
     }
 }
 
+// The grid (o.blocks, else o.blocks_per_sm or as many blocks as are resident per SM, times the
+// SMs; at most one block per row) and the tiles: R rows by tile_shape, halved for the
+// interleaved walk while the matrices have fewer than 8 tiles per block (so that the last round
+// of tiles is a small part of a block's work).
 template <int T, int NB>
-void launch(const StreamJobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-            int blocks, bool pdl, cudaStream_t s) {
+void launch(StreamJobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
+            const DmmvStreamOpts& o, cudaStream_t s) {
     constexpr auto kernel = dmmv_stream_kernel<T, NB>;
     const int rows = J.row_end[J.n_jobs - 1];
+    int blocks = o.blocks;
     if (blocks <= 0) {
 #if defined(ZINC_SIMT_EMULATION)
         blocks = 7;
 #else
-        static const int resident = [] {
+        static const int2 sm_res = [] {
             int dev = 0, sms = 0, per_sm = 0;
             cudaGetDevice(&dev);
             cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -227,14 +262,33 @@ void launch(const StreamJobs& J, int k, const int8_t* aq, const float4* ad, int 
                                  cudaSharedmemCarveoutMaxShared);
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dmmv_stream_kernel<T, NB>,
                                                           kThreads, 0);
-            return sms * (per_sm > 0 ? per_sm : 1);
+            return int2{sms, per_sm > 0 ? per_sm : 1};
         }();
-        blocks = resident;
+        const int per_sm = o.blocks_per_sm > 0 && o.blocks_per_sm < sm_res.y ? o.blocks_per_sm
+                                                                             : sm_res.y;
+        blocks = sm_res.x * per_sm;
 #endif
     }
     if (blocks > rows) blocks = rows;
+    const size_t rb = J.m[0].row_bytes;
+    tile_shape(rb, o.min_stages, J.rows_per_tile, J.stages);
+    J.interleave = o.interleave != 0;
+    J.evict_first = o.evict_first;
+    auto tiles = [&](int R) {
+        int t = 0;
+        for (int i = 0; i < J.n_jobs; ++i) {
+            t += (J.m[i].n_out + R - 1) / R;
+            J.tile_end[i] = t;
+        }
+        return t;
+    };
+    if (J.interleave)
+        while (J.rows_per_tile > 1 && tiles(J.rows_per_tile) < 8 * blocks) J.rows_per_tile /= 2;
+    tiles(J.rows_per_tile);
+    const size_t st = kTileBytes / (static_cast<size_t>(J.rows_per_tile) * rb);
+    J.stages = static_cast<int>(st < kMaxStages ? st : kMaxStages);
+    J.stage_bytes = static_cast<uint32_t>(J.rows_per_tile * rb);
 #if defined(ZINC_SIMT_EMULATION)
-    (void)pdl;
     (void)s;
     zinc_simt::launch(kernel, dim3(static_cast<unsigned>(blocks)), kThreads, J, k, aq, ad, n_act,
                       acc);
@@ -247,20 +301,20 @@ void launch(const StreamJobs& J, int k, const int8_t* aq, const float4* ad, int 
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = o.pdl ? 1 : 0;
     cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, n_act, acc);
 #endif
 }
 
 template <int T>
-void by_batch(const StreamJobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
-              int blocks, bool pdl, cudaStream_t s) {
+void by_batch(StreamJobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
+              const DmmvStreamOpts& o, cudaStream_t s) {
     if (n_act == 1)
-        launch<T, 1>(J, k, aq, ad, n_act, acc, blocks, pdl, s);
+        launch<T, 1>(J, k, aq, ad, n_act, acc, o, s);
     else if (n_act == 2)
-        launch<T, 2>(J, k, aq, ad, n_act, acc, blocks, pdl, s);
+        launch<T, 2>(J, k, aq, ad, n_act, acc, o, s);
     else
-        launch<T, 4>(J, k, aq, ad, n_act, acc, blocks, pdl, s);
+        launch<T, 4>(J, k, aq, ad, n_act, acc, o, s);
 }
 
 bool aligned16(const void* p) {
@@ -294,13 +348,13 @@ bool dmmv_stream_covers(int type, const MatJob* jobs, int n_jobs, int k, const i
             jobs[i].row_bytes % 16 != 0)
             return false;
     int rows = 0, stages = 0;
-    tile_shape(jobs[0].row_bytes, rows, stages);
+    tile_shape(jobs[0].row_bytes, 2, rows, stages);
     return rows > 0;
 }
 
 bool dmmv_stream(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                 const float4* ad, int n_act, bool accumulate, cudaStream_t s, int blocks,
-                 bool pdl) {
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const DmmvStreamOpts& o) {
     if (!dmmv_stream_covers(type, jobs, n_jobs, k, aq, n_act)) return false;
     StreamJobs J{};
     J.n_jobs = n_jobs;
@@ -311,32 +365,30 @@ bool dmmv_stream(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* 
         J.row_end[i] = total;
     }
     if (total == 0) return true;
-    tile_shape(jobs[0].row_bytes, J.rows_per_tile, J.stages);
-    J.stage_bytes = static_cast<uint32_t>(J.rows_per_tile * jobs[0].row_bytes);
     switch (type) {
         case kQ4_0:
-            by_batch<kQ4_0>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ4_0>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ8_0:
-            by_batch<kQ8_0>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ8_0>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ4_K:
-            by_batch<kQ4_K>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ4_K>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ5_K:
-            by_batch<kQ5_K>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ5_K>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ6_K:
-            by_batch<kQ6_K>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ6_K>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ4_0R:
-            by_batch<kQ4_0R>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ4_0R>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ8_0R:
-            by_batch<kQ8_0R>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ8_0R>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         case kQ6_KR:
-            by_batch<kQ6_KR>(J, k, aq, ad, n_act, accumulate, blocks, pdl, s);
+            by_batch<kQ6_KR>(J, k, aq, ad, n_act, accumulate, o, s);
             break;
         default:
             return false;

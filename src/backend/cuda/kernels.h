@@ -117,13 +117,21 @@ constexpr int kDmmvStreamMaxRows = 4;
 /// weights and aq, no expert gathering.
 bool dmmv_stream_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                         int n_act);
+/// dmmv_stream's schedule (the defaults are dmmv()'s; bench_dmmv measures the others).
+struct DmmvStreamOpts {
+    int blocks = 0;          // grid size; 0: blocks_per_sm x SMs
+    int blocks_per_sm = 0;   // 0: as many as are resident at once
+    int min_stages = 4;      // rows per tile: the most that leave this many stages (4, 3, 2)
+    int interleave = 1;      // 1: block b takes tiles b, b + G, ...; 0: a contiguous row range
+    bool evict_first = true;  // L2 evict-first policy on the weight copies
+    bool pdl = false;         // launched with programmatic stream serialization (as dmmv_fast's)
+};
 /// dmmv's contract for the covered calls (false: nothing launched), computed by a persistent
-/// grid whose blocks stream whole-row tiles into shared memory (cp.async.bulk). blocks 0: as
-/// many as are resident at once; > 0 forces the grid size (for measuring and the emulation
-/// tests). pdl: as dmmv_fast's. Not bit-identical to the CPU tier; relative error as dmmv_fast.
+/// grid whose blocks stream whole-row tiles into shared memory (cp.async.bulk), scheduled by o.
+/// Not bit-identical to the CPU tier; relative error as dmmv_fast.
 bool dmmv_stream(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                 const float4* ad, int n_act, bool accumulate, cudaStream_t s, int blocks = 0,
-                 bool pdl = false);
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const DmmvStreamOpts& o = {});
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).

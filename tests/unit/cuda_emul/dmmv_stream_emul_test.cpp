@@ -22,14 +22,25 @@ namespace {
 using zinc::quant::GgmlType;
 namespace cu = zinc::cuda;
 
+// Both walks (interleaved tiles, contiguous row ranges), and the tile shapes of min_stages 4
+// and 2.
 void check(GgmlType t, bool repack, int k, int n_act, int blocks, uint64_t seed,
            const int (&n_out)[3] = {13, 7, 5}) {
-    zinc::dmmv_emul::check(t, repack, k, n_act, seed, n_out, "blocks " + std::to_string(blocks),
-                           [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq,
-                               const float4* ad, int na, bool acc) {
-                               return cu::dmmv_stream(dt, jobs, 3, kk, aq, ad, na, acc, nullptr,
-                                                      blocks);
-                           });
+    for (int il : {1, 0})
+        for (int ms : {4, 2}) {
+            cu::DmmvStreamOpts o;
+            o.blocks = blocks;
+            o.interleave = il;
+            o.min_stages = ms;
+            zinc::dmmv_emul::check(
+                t, repack, k, n_act, seed, n_out,
+                "blocks " + std::to_string(blocks) + " interleave " + std::to_string(il) +
+                    " min stages " + std::to_string(ms),
+                [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq, const float4* ad,
+                    int na, bool acc) {
+                    return cu::dmmv_stream(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, o);
+                });
+        }
 }
 
 struct Layout {
