@@ -361,6 +361,7 @@
     }
     if (!conv.title) conv.title = text.trim().replace(/\s+/g, " ").slice(0, 60);
     conv.messages.push({ role: "user", content: text });
+    const body = JSON.stringify(requestBody(conv));  // the history before this reply
     const reply = { role: "assistant", content: "", reasoning: "" };
     conv.messages.push(reply);
     conv.updated = Date.now();
@@ -383,7 +384,7 @@
     };
     try {
       const res = await fetch("/v1/chat/completions", {
-        method: "POST", headers: headers(), body: JSON.stringify(requestBody(conv)),
+        method: "POST", headers: headers(), body,
         signal: controller.signal,
       });
       if (!res.ok) throw new Error(await errorText(res));
