@@ -1,6 +1,6 @@
 // zinc/server/http_server.cpp — see http_server.h. Routes, auth, body limit, error shapes,
-// /health, /metrics, /v1/models, /tokenize, /detokenize; the completion endpoints are in
-// completion_handler.cpp.
+// /health, /metrics, /v1/models, /tokenize, /detokenize, the web chat's files (/, /webchat/*);
+// the completion endpoints are in completion_handler.cpp.
 #include "server/http_server.h"
 
 #include <netdb.h>

@@ -1,5 +1,6 @@
 // zinc/server/http_server.h — the OpenAI-compatible HTTP server over one Engine: routes, auth,
-// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize.
+// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize, and the web
+// chat's static files at / and /webchat/* (static_files.h).
 //
 // HTTP is cpp-httplib (Debian's libcpp-httplib, 0.11): a thread pool where each connection is
 // served by one thread for its lifetime, so a stream holds a thread while it runs; the pool is
