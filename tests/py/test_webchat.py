@@ -454,3 +454,56 @@ def test_api_key_entered_in_the_page(tmp_path, browser):
         wait_for(lambda: d.find_element("id", "model").text == MODEL_ID, what="the model id")
     finally:
         s.close()
+
+
+THINK_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}")
+
+
+def test_thinking_switch_for_a_template_that_reads_enable_thinking(tmp_path, browser):
+    # A copy of SmolLM2 whose template reads enable_thinking (Qwen3-style), written by gguf's own
+    # gguf_new_metadata (as test_cli.py's --no-think test).
+    import subprocess
+    import sys
+    from server_harness import SMOL
+    dst = tmp_path / "think.gguf"
+    r = subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(SMOL),
+                        str(dst), "--chat-template", THINK_TEMPLATE, "--force"],
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    s = Server("--parallel", 1, "-c", 512, model=dst)
+    try:
+        assert s.get("/v1/models").json()["data"][0]["zinc"] == {"thinking_toggle": True}
+        # The server passes the switch to the template: "off" adds the empty think block.
+        usage = {}
+        for on in (True, False):
+            r = s.post("/v1/chat/completions", {
+                "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
+                "chat_template_kwargs": {"enable_thinking": on}})
+            assert r.status == 200, r.text
+            usage[on] = r.json()["usage"]["prompt_tokens"]
+        assert usage[False] > usage[True], usage
+        d = browser
+        open_fresh(d, s.url)
+        wait_for(lambda: d.find_element("id", "thinking-label").is_displayed(),
+                 what="the thinking switch")
+        box = d.find_element("id", "thinking")
+        assert box.is_selected()  # on by default
+        d.execute_script("window.__bodies = []; const f = window.fetch;"
+                         "window.fetch = (u, o) => { if (o && o.body) window.__bodies.push("
+                         "JSON.parse(o.body)); return f(u, o); };")
+        set_settings(d, **{"max-tokens": 2, "temperature": 0})
+        for expect in (True, False):
+            if box.is_selected() != expect:
+                box.click()
+            type_message(d, "Hi")
+            wait_reply_done(d)
+        sent = d.execute_script("return window.__bodies.map(b => b.chat_template_kwargs)")
+        assert sent == [{"enable_thinking": True}, {"enable_thinking": False}], sent
+        assert d.execute_script("return JSON.parse(localStorage.getItem('zinc.chat.settings'))"
+                                ".thinking") is False
+    finally:
+        s.close()
