@@ -89,11 +89,13 @@ TEST(StaticFiles, ChatTemplateKwargs) {
     auto off = parse({{"chat_template_kwargs", {{"enable_thinking", false}, {"x", 1}}}});
     ASSERT_TRUE(off.ok());
     EXPECT_EQ(off.value().enable_thinking, std::optional<bool>(false));
-    EXPECT_EQ(parse({{"chat_template_kwargs", {{"enable_thinking", true}}}}).value().enable_thinking,
-              std::optional<bool>(true));
+    EXPECT_EQ(
+        parse({{"chat_template_kwargs", {{"enable_thinking", true}}}}).value().enable_thinking,
+        std::optional<bool>(true));
     auto bad = parse({{"chat_template_kwargs", {{"enable_thinking", 1}}}});
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.error().param, std::optional<std::string>("chat_template_kwargs.enable_thinking"));
+    EXPECT_EQ(bad.error().param,
+              std::optional<std::string>("chat_template_kwargs.enable_thinking"));
     auto bad2 = parse({{"chat_template_kwargs", "x"}});
     ASSERT_FALSE(bad2.ok());
     EXPECT_EQ(bad2.error().param, std::optional<std::string>("chat_template_kwargs"));
