@@ -147,7 +147,8 @@
     if (st.finish) part(st.finish === "stopped" ? "stopped" : st.finish,
                         "finish_reason (or stopped by you)", st.finish === "stopped" ? "warn" : "");
     if (st.tokens !== undefined)
-      part(`${st.tokens}${st.approx ? "≈" : ""} tokens`, "completion tokens");
+      part(`${st.approx ? "≈" : ""}${st.tokens} tokens`,
+           st.approx ? "streamed pieces (no usage: the reply was stopped)" : "completion tokens");
     if (st.tps !== undefined)
       part(`${fmt(st.tps, 1)} tok/s`, "decode speed: tokens after the first / their time",
            "volatile");
