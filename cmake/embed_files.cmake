@@ -14,8 +14,9 @@ foreach(f ${FILES})
     message(FATAL_ERROR "embed_files: ${DIR}/${f} is empty")
   endif()
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
-  # 16 bytes a line (5 characters a byte).
-  string(REGEX REPLACE "((0x..,){16})" "\\1\n    " hex "${hex}")
+  # 16 bytes a line (CMake's regular expressions have no {n}: the 16 are written out).
+  string(REPEAT "0x..," 16 line)
+  string(REGEX REPLACE "(${line})" "\\1\n    " hex "${hex}")
   string(APPEND body "const unsigned char f${i}[] = {\n    ${hex}};\n")
   string(APPEND table "        {\"${f}\", f${i}, sizeof f${i}},\n")
   math(EXPR i "${i} + 1")
