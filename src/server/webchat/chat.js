@@ -146,6 +146,9 @@
     if (st.model) part(st.model, "the model that answered");
     if (st.finish) part(st.finish === "stopped" ? "stopped" : st.finish,
                         "finish_reason (or stopped by you)", st.finish === "stopped" ? "warn" : "");
+    if (st.prompt !== undefined)
+      part(`prompt ${st.prompt}` + (st.cached ? ` (${st.cached} cached)` : ""),
+           "prompt tokens (of them served from the prefix cache)");
     if (st.tokens !== undefined)
       part(`${st.approx ? "≈" : ""}${st.tokens} tokens`,
            st.approx ? "streamed pieces (no usage: the reply was stopped)" : "completion tokens");
@@ -380,8 +383,11 @@
     let pending = false;
     const paint = () => {
       pending = false;
+      // Follow the reply unless the reader scrolled up to read something else.
+      const m = ui.messages;
+      const follow = m.scrollHeight - m.scrollTop - m.clientHeight < 40;
       renderContent(content, reply, true);
-      ui.messages.scrollTop = ui.messages.scrollHeight;
+      if (follow) m.scrollTop = m.scrollHeight;
     };
     try {
       const res = await fetch("/v1/chat/completions", {
@@ -429,6 +435,11 @@
       st.finish = finish || "incomplete";
       st.tokens = usage ? usage.completion_tokens : chunks;
       st.approx = !usage;
+      if (usage) {
+        st.prompt = usage.prompt_tokens;
+        const details = usage.prompt_tokens_details;
+        if (details && details.cached_tokens) st.cached = details.cached_tokens;
+      }
       if (tFirst !== null) st.ttft = (tFirst - t0) / 1000;
       if (tFirst !== null && tLast > tFirst && st.tokens > 1)
         st.tps = (st.tokens - 1) / ((tLast - tFirst) / 1000);
