@@ -357,6 +357,22 @@ def test_reload_finds_the_conversations(server, browser):
     assert d.find_element("id", "max-tokens").get_attribute("value") == "8"
 
 
+def test_server_errors_are_shown(server, browser):
+    d = browser
+    open_fresh(d, server.url)
+    set_settings(d, **{"max-tokens": 100000})  # more than the 2048-position context
+    type_message(d, "Hi")
+    wait_reply_done(d)
+    err = wait_for(lambda: by_css(d, ".msg.error .content"), what="the error")[0].text
+    assert err.startswith("400: ") and "context" in err, err
+    assert [m["role"] for m in stored(d)[0]["messages"]] == ["user", "error"]
+    # The error is not sent back as a turn: the next request works.
+    set_settings(d, **{"max-tokens": 4})
+    type_message(d, "Hi")
+    wait_reply_done(d)
+    assert [m["role"] for m in stored(d)[0]["messages"]] == ["user", "error", "user", "assistant"]
+
+
 EVIL = ('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
         '<b onmouseover="window.__xss=3">bold?</b> [click](javascript:window.__xss=4) '
         '[ok](https://example.org/a) <iframe src="javascript:window.__xss=5"></iframe>')
