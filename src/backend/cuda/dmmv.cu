@@ -1,7 +1,7 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
-// dmmv() runs dmmv_stream.cu's kernels (v4) where they cover the call, else dmmv_fast.cu's (v3)
-// where they cover it and measured faster (dmmv_fast_preferred), else these (v2, also the float
-// types); ZINC_DMMV=v2 / v3 / v4 force one (dmmv_choice).
+// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call and measured faster
+// (dmmv_fast_preferred), else these (v2, also the float types); ZINC_DMMV=v4 takes
+// dmmv_stream.cu's (v4) first where they cover the call, v2 / v3 force those (dmmv_choice).
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
@@ -305,9 +305,9 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
     }
 }
 
-// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call, never
-// dmmv_stream), "v4" (dmmv_stream wherever it covers the call, else as unset), unset: dmmv_stream
-// where it covers the call, else dmmv_fast by dmmv_fast_preferred, else dmmv_v2. Read once.
+// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call), "v4"
+// (dmmv_stream wherever it covers the call, else as unset), unset: dmmv_fast by
+// dmmv_fast_preferred, else dmmv_v2. Read once.
 static int dmmv_choice() {
     static const int choice = [] {
         const char* e = std::getenv("ZINC_DMMV");
@@ -352,7 +352,8 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
     const int choice = dmmv_choice();
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
-    if (!jobs[0].expert && (choice == 0 || choice == 4) &&
+    // v4 is opt-in: slower than v3 at one activation row in H200 run 5 (docs/perf-notes.md)
+    if (!jobs[0].expert && choice == 4 &&
         dmmv_stream(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, stream_opts(pdl)))
         return;
     if (!jobs[0].expert && choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&

@@ -79,10 +79,11 @@ struct MatJob {
 bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
-/// Runs dmmv_stream where it covers the call (1..4 activation rows of the common types), else
-/// dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred), else dmmv_v2.
-/// ZINC_DMMV=v2: dmmv_v2 only; v3: dmmv_fast wherever it covers the call, never dmmv_stream;
-/// v4: the default order. ZINC_DMMV_PDL=1: dmmv_stream / dmmv_fast launched with PDL.
+/// Runs dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred), else dmmv_v2.
+/// ZINC_DMMV=v2: dmmv_v2 only; v3: dmmv_fast wherever it covers the call; v4: dmmv_stream
+/// first where it covers the call (1..4 activation rows of the common types; opt-in: slower than
+/// v3 at one row on the H200, docs/perf-notes.md "dmmv v4"), then the default order.
+/// ZINC_DMMV_PDL=1: dmmv_stream / dmmv_fast launched with PDL.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
 /// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
