@@ -1,5 +1,5 @@
 // zinc/tests/cuda/bench_dmmv.cpp — correctness and bandwidth of the fast matrix-vector kernels
-// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu, dmmv_stream in dmmv_stream.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
+// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
 // 8 and 16 activation rows. docs/perf-notes.md ("dmmv") has the command line and the results.
 //
 //   cuda_bench_dmmv [--quick] [--filter SUBSTR] [--variants A,B,...] [--acts N,M,...]
@@ -7,12 +7,13 @@
 //
 // Per case (weight type, layout, shape; up to 3 fused matrices, the first with a bias) and row
 // count: fresh random weights and activations; each variant (v2, v3 with its own thread mapping,
-// v3 with 8 and 32 lanes per row, v3 launched with PDL, v4 = dmmv_stream with five schedules)
-// runs on NaN-poisoned outputs and then again in accumulate mode, and both results are compared
-// with quant::vec_dot on the same packed activations (dmmv_check.h; relative L2 error <= 1e-4 and
-// largest element error <= 1e-3 of the reference RMS; a non-finite output fails). Then the timing: the launch replayed from a CUDA graph
-// of 20+ launches that rotate over enough copies of the weights to exceed the 60 MB L2, median of
-// --reps replays; GB/s counts the weight bytes only, and % is of the device-to-device copy
+// v3 with 8 and 32 lanes per row, v3 launched with PDL; --variants picks some, --acts the row
+// counts) runs on NaN-poisoned outputs and then again in accumulate mode, and both results are
+// compared with quant::vec_dot on the same packed activations (dmmv_check.h; relative L2 error
+// <= 1e-4 and largest element error <= 1e-3 of the reference RMS; a non-finite output fails).
+// Then the timing: the launch replayed from a CUDA graph of 20+ launches that rotate over enough
+// copies of the weights to exceed the 60 MB L2, median of --reps replays; GB/s counts the weight
+// bytes only, and % is of the device-to-device copy
 // bandwidth measured first (1 GiB cudaMemcpy, read + write bytes). A table of all cases closes
 // the output. Exit status: 0 when every check passed, 1 otherwise, 77 without a CUDA device.
 #include <cuda_runtime.h>
@@ -49,31 +50,15 @@ struct Case {
 
 struct Variant {
     const char* name;
-    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row; -4: dmmv_stream
+    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
     bool pdl;  // launched with programmatic dependent launch (timed back to back in the graph)
-    cu::DmmvStreamOpts v4{};  // dmmv_stream's schedule
 };
-cu::DmmvStreamOpts v4o(int interleave, int bpsm, int min_stages, bool evict_first) {
-    cu::DmmvStreamOpts o;
-    o.interleave = interleave;
-    o.blocks_per_sm = bpsm;
-    o.min_stages = min_stages;
-    o.evict_first = evict_first;
-    return o;
-}
-// v4: dmmv()'s schedule; v4-c: contiguous row ranges; v4-b2: 2 blocks per SM; v4-s2: tiles
-// of twice the rows (2 stages at the least); v4-nh: no L2 evict-first policy
 const Variant kVariants[] = {{"v2", -1, false},
                              {"v3", 0, false},
                              {"v3-l8", 8, false},
                              {"v3-l32", 32, false},
-                             {"v3-pdl", 0, true},
-                             {"v4", -4, false, v4o(1, 0, 4, true)},
-                             {"v4-c", -4, false, v4o(0, 0, 4, true)},
-                             {"v4-b2", -4, false, v4o(1, 2, 4, true)},
-                             {"v4-s2", -4, false, v4o(1, 0, 2, true)},
-                             {"v4-nh", -4, false, v4o(1, 0, 4, false)}};
-constexpr int kNV = 10;
+                             {"v3-pdl", 0, true}};
+constexpr int kNV = 5;
 
 std::vector<Case> cases() {
     const int E = 4096, F = 14336, KV = 1024, V = 128256;
@@ -157,9 +142,6 @@ struct Row {  // one line of the closing table
 
 bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, int k,
                  const int8_t* aq, const float4* ad, int n_act, bool acc, cudaStream_t s) {
-    if (v.lpr == -4)
-        return cu::dmmv_stream(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, n_act,
-                               acc, s, v.v4);
     if (v.lpr < 0) {
         cu::dmmv_v2(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, nullptr, n_act, acc,
                     s);
@@ -404,23 +386,22 @@ int main(int argc, char** argv) {
         copy_gbs);
     std::printf("| case | n_act | MB |");
     for (const Variant& v : kVariants) std::printf(" %s us |", v.name);
-    std::printf(" v3 GB/s | v4 GB/s | v4 %% copy | v4/v3 | best |\n| --- | ---: | ---: |");
+    std::printf(" v3 GB/s | v3 %% copy | v3/v2 | best |\n| --- | ---: | ---: |");
     for (int i = 0; i < kNV; ++i) std::printf(" ---: |");
-    std::printf(" ---: | ---: | ---: | ---: | --- |\n");
+    std::printf(" ---: | ---: | ---: | --- |\n");
     for (const Row& r : table) {
         // '-': not covered; '0.00': not timed (a failed check or capture)
         auto cell = [](float us) { return us < 0 ? std::string("-") : fmt("%.2f", us); };
         const double gbs = r.us[1] > 0 ? r.mb * 1e6 / (r.us[1] * 1e-6) / 1e9 : 0;
-        const double gbs4 = r.us[5] > 0 ? r.mb * 1e6 / (r.us[5] * 1e-6) / 1e9 : 0;
         const std::string ratio =
-            r.us[1] > 0 && r.us[5] > 0 ? fmt("%.2fx", r.us[1] / r.us[5]) : "-";
+            r.us[1] > 0 && r.us[0] > 0 ? fmt("%.2fx", r.us[0] / r.us[1]) : "-";
         int best = -1;
         for (int i = 0; i < kNV; ++i)
             if (r.us[i] > 0 && (best < 0 || r.us[i] < r.us[best])) best = i;
         std::printf("| %s%s | %d | %.1f |", r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb);
         for (int i = 0; i < kNV; ++i) std::printf(" %s |", cell(r.us[i]).c_str());
-        std::printf(" %.0f | %.0f | %.1f | %s | %s |\n", gbs, gbs4, 100 * gbs4 / copy_gbs,
-                    ratio.c_str(), best >= 0 ? kVariants[best].name : "-");
+        std::printf(" %.0f | %.1f | %s | %s |\n", gbs, 100 * gbs / copy_gbs, ratio.c_str(),
+                    best >= 0 ? kVariants[best].name : "-");
     }
     std::printf("\n%s: %d of %d checks failed\n", n_fail ? "FAIL" : "PASS", n_fail, n_check);
     return n_fail ? 1 : 0;

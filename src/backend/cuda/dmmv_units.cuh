@@ -1,9 +1,8 @@
-// zinc/backend/cuda/dmmv_units.cuh — the 32-weight unit decoding shared by the fast
-// matrix-vector kernels: dmmv_fast.cu (v3, weights loaded from global memory by each lane) and
-// dmmv_stream.cu (v4, weights bulk-copied into shared memory first). Per weight type: Raw (the
-// loaded bytes of one unit), load<L>() (issue the loads through loader L: GlobalLd for streamed
-// global loads, SharedLd for shared memory) and decode() (registers only); then the unit's dot
-// product with one packed activation row (pack.cu's int8 codes and float4 scales).
+// zinc/backend/cuda/dmmv_units.cuh — the 32-weight unit decoding of the fast matrix-vector
+// kernels (dmmv_fast.cu, v3). Per weight type: Raw (the loaded bytes of one unit), load() (issue
+// the streamed global loads) and decode() (registers only); then the unit's dot product with one
+// packed activation row (pack.cu's int8 codes and float4 scales). (Commit 0e76841 also decoded
+// these units from shared memory, for the bulk-copy kernels of docs/perf-notes.md "dmmv v4".)
 //
 // Unit u of a row covers elements of block u >> 3 (256-element types) or u (32-element types),
 // seen as two groups of 16 elements with their own scale and offset. The math follows the GGUF
@@ -25,56 +24,28 @@ struct Unit {
     int e0, e1;
 };
 
-// Weight loaders. GlobalLd: streamed global loads (no L1 allocation: each byte is read once;
-// lanes reading the same block head are served by one request of their warp instruction).
-// SharedLd: shared-memory loads (dmmv_stream's bulk-copied tiles). v4: 16 bytes, 16-byte
-// aligned; u16: 2 bytes, 2-byte aligned.
-struct GlobalLd {
-    static __device__ __forceinline__ uint4 v4(const uint8_t* p) {
+// Weight loads: streamed (no L1 allocation: each byte is read once; lanes reading the same
+// block head are served by one request of their warp instruction).
+__device__ __forceinline__ uint4 ldw128(const uint8_t* p) {
 #if defined(ZINC_SIMT_EMULATION)
-        return *reinterpret_cast<const uint4*>(p);
+    return *reinterpret_cast<const uint4*>(p);
 #else
-        uint4 v;
-        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-            : "l"(p));
-        return v;
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
 #endif
-    }
-    static __device__ __forceinline__ uint32_t u16(const uint8_t* p) {
+}
+__device__ __forceinline__ uint32_t ldw16(const uint8_t* p) {  // 2-byte aligned
 #if defined(ZINC_SIMT_EMULATION)
-        return *reinterpret_cast<const uint16_t*>(p);
+    return *reinterpret_cast<const uint16_t*>(p);
 #else
-        unsigned short v;
-        asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
-        return v;
+    unsigned short v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
 #endif
-    }
-};
-struct SharedLd {
-    static __device__ __forceinline__ uint4 v4(const uint8_t* p) {
-#if defined(ZINC_SIMT_EMULATION)
-        return *reinterpret_cast<const uint4*>(p);
-#else
-        uint4 v;
-        const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "r"(a));
-        return v;
-#endif
-    }
-    static __device__ __forceinline__ uint32_t u16(const uint8_t* p) {
-#if defined(ZINC_SIMT_EMULATION)
-        return *reinterpret_cast<const uint16_t*>(p);
-#else
-        unsigned short v;
-        const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-        asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
-        return v;
-#endif
-    }
-};
+}
 
 // Programmatic dependent launch: wait until the previous kernel in the stream has finished and
 // its writes are visible (returns at once when this grid was launched without the attribute).
@@ -88,14 +59,13 @@ __device__ __forceinline__ uint32_t byte_at(uint32_t w, int i) {
     return (w >> (8 * i)) & 0xffu;
 }
 
-// Per type: Raw (the loaded bytes of one unit), load<L>() (issue the loads; nbk = blocks per
-// row) and decode() (registers only).
+// Per type: Raw (the loaded bytes of one unit), load() (issue the loads; nbk = blocks per row)
+// and decode() (registers only).
 template <int T>
 struct Fast {  // any type: decode_chunk<T> at decode time (its own loads)
     struct Raw {
         const uint8_t* row;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int, Raw& r) {
         r.row = row;
     }
@@ -141,11 +111,10 @@ struct Fast<kQ4_K> {
     struct Raw {
         uint4 qs, head;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
         const uint8_t* b = row + (u >> 3) * 144;
-        r.head = L::v4(b);
-        r.qs = L::v4(b + 16 + 16 * (u & 7));
+        r.head = ldw128(b);
+        r.qs = ldw128(b + 16 + 16 * (u & 7));
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         const int t = u & 7, j = t >> 1, h = t & 1;
@@ -168,13 +137,12 @@ struct Fast<kQ5_K> {
     struct Raw {
         uint4 qs, qh, head;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
         const uint8_t* b = row + (u >> 3) * 176;
         const int t = u & 7;
-        r.head = L::v4(b);
-        r.qh = L::v4(b + 16 + 16 * (t & 1));
-        r.qs = L::v4(b + 48 + 16 * t);
+        r.head = ldw128(b);
+        r.qh = ldw128(b + 16 + 16 * (t & 1));
+        r.qs = ldw128(b + 48 + 16 * t);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         const int t = u & 7, j = t >> 1, h = t & 1;
@@ -204,13 +172,12 @@ struct Fast<kQ6_KR> {
         uint4 ql, qh, sc;
         uint32_t d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int nbk, int u, Raw& r) {
         const int b = u >> 3, t = u & 7;
-        r.ql = L::v4(row + 128 * b + 16 * t);
-        r.qh = L::v4(row + 128 * nbk + 64 * b + 32 * (t >> 2) + 16 * (t & 1));
-        r.sc = L::v4(row + 192 * nbk + 16 * b);
-        r.d = L::u16(row + 208 * nbk + 2 * b);
+        r.ql = ldw128(row + 128 * b + 16 * t);
+        r.qh = ldw128(row + 128 * nbk + 64 * b + 32 * (t >> 2) + 16 * (t & 1));
+        r.sc = ldw128(row + 192 * nbk + 16 * b);
+        r.d = ldw16(row + 208 * nbk + 2 * b);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         const int t = u & 7, n = t >> 2, lq = (t >> 1) & 1, hh = t & 1;
@@ -247,12 +214,11 @@ struct Un16 {
     uint4 lo, hi;
     uint32_t o;  // address % 16
 };
-template <class L>
 __device__ __forceinline__ void ld_un16(const uint8_t* p, Un16& r) {
     r.o = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 15u);
     const uint8_t* base = p - r.o;
-    r.lo = L::v4(base);
-    r.hi = L::v4(base + (r.o ? 16 : 0));
+    r.lo = ldw128(base);
+    r.hi = ldw128(base + (r.o ? 16 : 0));
 }
 __device__ __forceinline__ uint32_t funnel(uint32_t a, uint32_t b, uint32_t sh) {  // sh < 32
     return static_cast<uint32_t>(((static_cast<uint64_t>(b) << 32) | a) >> sh);
@@ -277,15 +243,14 @@ struct Fast<kQ6_K> {
         Un16 ql, qh;
         uint32_t s0, s1, d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
         const uint8_t* b = row + (u >> 3) * 210;
         const int t = u & 7, n = t >> 2, lq = (t >> 1) & 1, hh = t & 1;
-        ld_un16<L>(b + 16 * t, r.ql);
-        ld_un16<L>(b + 128 + 32 * n + 16 * hh, r.qh);
+        ld_un16(b + 16 * t, r.ql);
+        ld_un16(b + 128 + 32 * n + 16 * hh, r.qh);
         r.s0 = b[192 + 8 * n + hh + 2 * lq];
         r.s1 = b[192 + 8 * n + hh + 2 * lq + 4];
-        r.d = L::u16(b + 208);
+        r.d = ldw16(b + 208);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         const int t = u & 7, n = t >> 2, lq = (t >> 1) & 1, hh = t & 1;
@@ -316,11 +281,10 @@ struct Fast<kQ4_0> {
         Un16 qs;
         uint32_t d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
         const uint8_t* b = row + 18 * u;
-        ld_un16<L>(b + 2, r.qs);
-        r.d = L::u16(b);
+        ld_un16(b + 2, r.qs);
+        r.d = ldw16(b);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         uint32_t v[4];
@@ -344,12 +308,11 @@ struct Fast<kQ8_0> {
         Un16 a, b;
         uint32_t d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int, int u, Raw& r) {
         const uint8_t* b = row + 34 * u;
-        ld_un16<L>(b + 2, r.a);
-        ld_un16<L>(b + 18, r.b);
-        r.d = L::u16(b);
+        ld_un16(b + 2, r.a);
+        ld_un16(b + 18, r.b);
+        r.d = ldw16(b);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         uint32_t v0[4], v1[4];
@@ -375,10 +338,9 @@ struct Fast<kQ4_0R> {
         uint4 qs;
         uint32_t d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int nbk, int u, Raw& r) {
-        r.qs = L::v4(row + 16 * u);
-        r.d = L::u16(row + 16 * nbk + 2 * u);
+        r.qs = ldw128(row + 16 * u);
+        r.d = ldw16(row + 16 * nbk + 2 * u);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         const uint32_t v[4] = {r.qs.x, r.qs.y, r.qs.z, r.qs.w};
@@ -401,11 +363,10 @@ struct Fast<kQ8_0R> {
         uint4 a, b;
         uint32_t d;
     };
-    template <class L = GlobalLd>
     static __device__ __forceinline__ void load(const uint8_t* row, int nbk, int u, Raw& r) {
-        r.a = L::v4(row + 32 * u);
-        r.b = L::v4(row + 32 * u + 16);
-        r.d = L::u16(row + 32 * nbk + 2 * u);
+        r.a = ldw128(row + 32 * u);
+        r.b = ldw128(row + 32 * u + 16);
+        r.d = ldw16(row + 32 * nbk + 2 * u);
     }
     static __device__ __forceinline__ void decode(const Raw& r, int u, int, Unit& o) {
         o.q0[0] = static_cast<int>(r.a.x), o.q0[1] = static_cast<int>(r.a.y);
