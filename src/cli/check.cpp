@@ -91,6 +91,11 @@ int run_check(const CheckOptions& o) {
                                 " is not downloaded yet; the first run fetches it (~94 MiB)");
             return r.finish();
         }
+    } else if (auto named = resolve_model_path(path, nullptr, /*fetch=*/false); named) {
+        path = named.value();  // -m NAME: the pulled catalog model or models-directory file
+    } else {
+        r.fail("model", named.error().message);
+        return r.finish();
     }
     auto f = gguf::File::open(path);
     if (!f) {
