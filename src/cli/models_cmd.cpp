@@ -252,7 +252,10 @@ int rm_main(int argc, char** argv) {
         if (t.path.empty() && t.partial.empty()) {
             std::string msg = "'" + n + "' is not in " + dir + " (zinc list shows what is)";
             std::vector<std::pair<std::string, std::string>> cands;
-            for (const auto& m : list_local_models(dir, *cat)) cands.emplace_back(m.name, m.name);
+            for (const auto& m : list_local_models(dir, *cat)) {
+                cands.emplace_back(m.name, m.name);
+                if (m.entry) cands.emplace_back(m.entry->name, m.name);
+            }
             if (std::string s = closest_match(n, cands); !s.empty())
                 msg += "; did you mean " + s + "?";
             return report_error(msg);
