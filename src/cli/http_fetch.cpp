@@ -227,8 +227,6 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
         const CURLcode rc = curl_easy_perform(c);
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_off_t length = -1;
-        curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
         curl_easy_cleanup(c);
         have = size_now();
         if (rc == CURLE_OK) {
@@ -268,7 +266,6 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
                          o.label.c_str(), last_error.c_str(), mib(have).c_str(), attempt + 1,
                          o.attempts);
         std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
-        (void)length;
     }
     progress.finish();
     return make_error("cannot download " + url + ": " + last_error + " (" + std::to_string(have) +

@@ -158,11 +158,16 @@ int list_main(int argc, char** argv) {
         std::vector<std::vector<std::string>> rows{
             {"NAME", "SIZE", "PULLED", "PACKAGES", "DESCRIPTION"}};
         for (const auto& e : cat->entries) {
+            // PULLED: in the models directory, or where -m NAME finds it otherwise (a source
+            // tree's models/, filled by scripts/fetch-models).
             const bool pulled = fs::is_regular_file(dir + "/" + e.file);
+            const std::string found = find_pulled(e, dir);
+            const std::string where = pulled          ? "yes"
+                                      : found.empty() ? "no"
+                                                      : fs::path(found).parent_path().string();
             std::string pkgs = e.parts[0].package + "==" + e.parts[0].version;
             if (e.parts.size() > 1) pkgs += " (+" + std::to_string(e.parts.size() - 1) + " parts)";
-            rows.push_back(
-                {e.full_name(), human_size(e.size), pulled ? "yes" : "no", pkgs, e.description});
+            rows.push_back({e.full_name(), human_size(e.size), where, pkgs, e.description});
             json parts = json::array();
             for (const auto& p : e.parts)
                 parts.push_back(
@@ -175,6 +180,7 @@ int list_main(int argc, char** argv) {
                            {"sha256", e.sha256},
                            {"default", e.is_default},
                            {"pulled", pulled},
+                           {"path", found.empty() ? json(nullptr) : json(found)},
                            {"parts", parts},
                            {"description", e.description}});
         }

