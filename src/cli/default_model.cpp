@@ -39,13 +39,23 @@ std::vector<std::string> default_model_dirs() {
     return dirs;
 }
 
+namespace {
+
+// The catalog's default entry (`"default": true`); null when the catalog is unreadable or marks
+// none (then the file name kDefaultModelFile is searched for).
+const CatalogEntry* default_entry() {
+    auto cat = load_catalog();
+    return cat ? cat.value()->default_entry() : nullptr;
+}
+
+}  // namespace
+
 std::string find_default_model() {
-    if (auto d = models_dir(); !d.empty() && is_regular_file(d + "/" + kDefaultModelFile))
-        return d + "/" + kDefaultModelFile;
-    for (const auto& d : default_model_dirs()) {
-        std::string p = d + "/" + kDefaultModelFile;
-        if (is_regular_file(p)) return p;
-    }
+    if (const CatalogEntry* e = default_entry()) return find_pulled(*e, models_dir());
+    std::vector<std::string> dirs = default_model_dirs();
+    if (auto d = models_dir(); !d.empty()) dirs.insert(dirs.begin(), d);
+    for (const auto& d : dirs)
+        if (std::string p = d + "/" + kDefaultModelFile; is_regular_file(p)) return p;
     return "";
 }
 
@@ -53,9 +63,8 @@ Result<std::string> find_or_fetch_default_model() {
     if (auto p = find_default_model(); !p.empty()) return p;
     auto cat = load_catalog();
     if (!cat) return cat.error();
-    const CatalogEntry* e = cat.value()->find_file(kDefaultModelFile);
-    if (!e)
-        return make_error(std::string("no -m given, and the catalog has no ") + kDefaultModelFile);
+    const CatalogEntry* e = cat.value()->default_entry();
+    if (!e) return make_error("no -m given, and the model catalog marks no default model");
     PullOptions po;
     po.dir = models_dir();
     po.quiet = !log_info();

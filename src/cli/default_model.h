@@ -17,8 +17,9 @@ inline constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.ggu
 /// $XDG_CACHE_HOME/zinc/models or ~/.cache/zinc/models (where older zinc fetched it).
 std::vector<std::string> default_model_dirs();
 
-/// Path of the default model if it is already present somewhere (the models directory first);
-/// empty otherwise.
+/// Path of the default model (the catalog entry marked "default", SmolLM2) if it is already
+/// present somewhere (the models directory first, then default_model_dirs(), by file name and
+/// size); empty otherwise.
 std::string find_default_model();
 
 /// Find the default model, or pull it into the models directory (zinc pull's code: progress on

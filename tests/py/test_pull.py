@@ -511,6 +511,28 @@ def test_dash_m_runs_a_pulled_catalog_model_by_name(smol_pulled, tmp_path):
     assert "did you mean smollm2-135m?" in r.out, r.out
 
 
+def test_without_dash_m_the_catalogs_default_model_is_pulled_on_first_use(env, index, tmp_path):
+    # The catalog's "default": true entry (SmolLM2 in the built-in one; tiny-a here, which is not
+    # a GGUF, so the load fails once it is there) is pulled into the models directory.
+    env["ZINC_CATALOG"] = str(write_catalog(tmp_path / "d.json", [dict(MODELS[0], default=True)]))
+    cwd = tmp_path / "cwd"  # not tmp_path, whose models/ (the models directory) is ./models
+    cwd.mkdir()
+    r = zinc(env, "--prompt", "hi", "-n", "1", cwd=cwd)
+    assert r.err.startswith("zinc: no -m given; pulling the default model tiny-a:q8_0 into "
+                            + str(tmp_path / "models")), r.err
+    assert (tmp_path / "models" / "tiny-a.Q8_0.gguf").read_bytes() == TINY_A
+    one_error(r, 2, str(tmp_path / "models" / "tiny-a.Q8_0.gguf"))  # not a GGUF
+    index.requests.clear()
+    r = zinc(env, "--prompt", "hi", "-n", "1", cwd=cwd)
+    assert "pulling" not in r.err and not index.requests  # found there the second time
+    del env["ZINC_INDEX_URL"]
+    env["ZINC_MODELS"] = str(tmp_path / "elsewhere")
+    env["PIP_INDEX_URL"] = "http://127.0.0.1:9/simple"
+    one_error(zinc(env, "--prompt", "hi", cwd=cwd), 1,
+              "no -m given, and pulling the default model failed: cannot fetch "
+              "http://127.0.0.1:9/simple/zinc-tiny-a/")
+
+
 def test_hf_flags_point_at_zinc_pull(env):
     one_error(zinc(env, "-hf", "bartowski/Some-Model-GGUF"), 2, "zinc pull NAME",
               "zinc list --catalog", "Hugging Face")
