@@ -88,7 +88,8 @@ int run_check(const CheckOptions& o) {
         path = find_default_model();
         if (path.empty()) {
             r.warn("model", std::string("no -m given and the default model ") + kDefaultModelFile +
-                                " is not downloaded yet; the first run fetches it (~94 MiB)");
+                                " is not downloaded yet; the first run pulls it (~94 MiB; or zinc "
+                                "pull smollm2-135m)");
             return r.finish();
         }
     } else if (auto named = resolve_model_path(path, nullptr, /*fetch=*/false); named) {

@@ -326,8 +326,9 @@ int run_main(int argc, char** argv) {
         "zinc -m FILE without --prompt or -f serves the model over HTTP, like zinc serve -m "
         "FILE (and says so); with -n, --chat etc. a piped stdin is the prompt.\n"
         "llama.cpp spellings (-ngl, --ctx-size, -f, -sys, ...) work; docs/cli.md has the table.\n"
-        "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
-        "first use.");
+        "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, pulled on "
+        "first use. Models: zinc pull NAME | zinc list [--catalog] | zinc rm NAME | zinc ps; "
+        "-m takes a path or a model name.");
     app.add_option("-m,--model", o.model_path,
                    "GGUF model file, or a model name (zinc list; default: SmolLM2-135M-Instruct)");
     auto* prompt_opt = app.add_option("-p,--prompt", o.prompt,
