@@ -75,7 +75,7 @@ TEST(ModelsCatalog, MalformedCatalogsNameTheField) {
     EXPECT_EQ(bad("{}"), "the model catalog t.json has no \"models\" array");
     std::string s = one_model("");
     std::string neg = s;
-    neg.replace(neg.find("\"size\": 10"), 12, "\"size\": -1");
+    neg.replace(neg.find("\"size\": 10"), 10, "\"size\": -1");
     EXPECT_EQ(bad(neg),
               "the model catalog t.json: models[0].size must be a positive integer (bytes)");
     std::string upper = s;
