@@ -216,12 +216,14 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.tok = m.tok.get();
     const chat::ChatTemplate chat_tmpl = tmpl.value();
     const LoadedModel* lm = &m;
-    sm.render_chat = [lm, chat_tmpl](const std::vector<chat::Message>& msgs) {
-        return chat_tokens(*lm, chat_tmpl, msgs, std::nullopt);
+    sm.render_chat = [lm, chat_tmpl](const std::vector<chat::Message>& msgs,
+                                     const server::ChatRenderOptions& ro) {
+        return chat_tokens(*lm, chat_tmpl, msgs, ro.enable_thinking);
     };
     sm.render_chat_tools = [lm, chat_tmpl](const std::vector<chat::Message>& msgs,
-                                           const chat::Value& tools) {
-        return chat_tokens(*lm, chat_tmpl, msgs, std::nullopt, &tools);
+                                           const chat::Value& tools,
+                                           const server::ChatRenderOptions& ro) {
+        return chat_tokens(*lm, chat_tmpl, msgs, ro.enable_thinking, &tools);
     };
     sm.chat_template_source = m.chat_template.text;
     sm.chat_stop_strings = template_stop_strings(m);

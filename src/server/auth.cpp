@@ -26,7 +26,12 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
 
 }  // namespace
 
-bool route_needs_key(std::string_view path) { return path != "/health" && path != "/metrics"; }
+bool route_needs_key(std::string_view path) {
+    // The web chat's static files (GET / and /webchat/*) hold no secret: the page asks for the
+    // key and sends it with its API calls.
+    if (path == "/" || path.starts_with("/webchat/")) return false;
+    return path != "/health" && path != "/metrics";
+}
 
 bool api_key_ok(const std::vector<std::string>& keys, std::string_view authorization,
                 std::string_view x_api_key) {

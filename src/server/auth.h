@@ -9,7 +9,8 @@
 
 namespace zinc::server {
 
-/// Whether `path` needs a key when keys are configured (everything but /health and /metrics).
+/// Whether `path` needs a key when keys are configured (everything but /health, /metrics and the
+/// web chat's static files, / and /webchat/*).
 bool route_needs_key(std::string_view path);
 
 /// Whether the headers carry one of `keys`. No keys configured: always true. Compares in time

@@ -36,9 +36,10 @@ ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
     if (cr.kind == ApiKind::Chat) {
         if (cr.use_tools && !ctx.model.render_chat_tools)
             return invalid_value("tools", "this server's chat renderer does not take tools");
+        const ChatRenderOptions ro{cr.enable_thinking};
         auto t = cr.use_tools ? ctx.model.render_chat_tools(
-                                    cr.messages, json_to_template_value(cr.tools.tools))
-                              : ctx.model.render_chat(cr.messages);
+                                    cr.messages, json_to_template_value(cr.tools.tools), ro)
+                              : ctx.model.render_chat(cr.messages, ro);
         if (!t.ok())
             return bad_request("the chat template failed on these messages: " + t.error().message,
                                std::string("messages"), std::string("invalid_value"));

@@ -215,6 +215,20 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
         if (!out.logprobs)
             r.fail(invalid_value(r.path_of("top_logprobs"), "requires 'logprobs' to be true"));
     }
+    // chat_template_kwargs (vLLM, SGLang and llama.cpp's server): variables for the chat
+    // template. enable_thinking (Qwen3-style templates) is read; other keys are ignored, as
+    // unknown top-level fields are.
+    if (const json* k = r.find("chat_template_kwargs")) {
+        const std::string p = r.path_of("chat_template_kwargs");
+        if (!k->is_object()) {
+            r.fail(wrong_type(p, "an object", *k));
+        } else {
+            FieldReader kr(*k, p);
+            bool think = false;
+            if (kr.get_bool("enable_thinking", think)) out.enable_thinking = think;
+            if (kr.error()) r.fail(*kr.error());
+        }
+    }
     {
         auto t = parse_tools(r.find("tools"), r.find("tool_choice"));
         if (!t.ok()) {

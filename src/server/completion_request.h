@@ -61,6 +61,8 @@ struct CompletionRequest {
     /// tools and tool_choice is not "none" (they are rendered and calls parsed back).
     ToolsRequest tools;
     bool use_tools = false;
+    /// Chat: chat_template_kwargs.enable_thinking, passed to the template only when given.
+    std::optional<bool> enable_thinking;
 };
 
 /// Limits on what one request may ask for (docs/server.md, "Limits").

@@ -1,6 +1,6 @@
 // zinc/server/http_server.cpp — see http_server.h. Routes, auth, body limit, error shapes,
-// /health, /metrics, /v1/models, /tokenize, /detokenize; the completion endpoints are in
-// completion_handler.cpp.
+// /health, /metrics, /v1/models, /tokenize, /detokenize, the web chat's files (/, /webchat/*);
+// the completion endpoints are in completion_handler.cpp.
 #include "server/http_server.h"
 
 #include <netdb.h>
@@ -20,6 +20,7 @@
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/serving_context.h"
+#include "server/static_files.h"
 #include "server/tenancy.h"
 
 namespace zinc::server {
@@ -81,6 +82,7 @@ std::string endpoint_label(const std::string& path) {
     for (const char* k : known)
         if (path == k) return k;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+    if (path == "/" || path.rfind("/webchat/", 0) == 0) return "/webchat";
     if (path == "/v1/usage" || path.rfind("/v1/usage/", 0) == 0) return "/v1/usage";
     return "other";
 }
@@ -102,13 +104,16 @@ constexpr Route kRoutes[] = {
     {"/metrics", "/metrics", "GET, HEAD, OPTIONS"},
     {"/v1/usage", "/v1/usage", "GET, HEAD, OPTIONS"},
     {"/v1/usage/(.+)", "/v1/usage/", "GET, HEAD, OPTIONS"},
+    {"/", "/", "GET, HEAD, OPTIONS"},  // the web chat (static_files.h)
+    {"/webchat/(.+)", "/webchat/", "GET, HEAD, OPTIONS"},
 };
 
 // The route a path belongs to, or nullptr.
 const Route* route_of(const std::string& path) {
     for (const Route& r : kRoutes) {
         const std::string_view p = r.path;
-        if (p.back() == '/' ? path.size() > p.size() && path.rfind(p, 0) == 0 : path == p)
+        if (p.size() > 1 && p.back() == '/' ? path.size() > p.size() && path.rfind(p, 0) == 0
+                                            : path == p)
             return &r;
     }
     return nullptr;
@@ -191,7 +196,12 @@ json HttpServer::Impl::model_card() const {
             {"object", "model"},
             {"created", ctx.model.created},
             {"owned_by", "zinc"},
-            {"max_model_len", eo.n_ctx}};
+            {"max_model_len", eo.n_ctx},
+            // zinc's extension: the template reads chat_template_kwargs.enable_thinking
+            // (Qwen3-style thinking models), so a client may offer a thinking switch.
+            {"zinc",
+             {{"thinking_toggle",
+               ctx.model.chat_template_source.find("enable_thinking") != std::string::npos}}}};
 }
 
 void HttpServer::Impl::health(httplib::Response& res) {
@@ -248,7 +258,7 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         auto cr = parse_chat_request(json{{"messages", b["messages"]}}, ctx.opts.sampling,
                                      ctx.opts.limits);
         if (!cr.ok()) return send_error(res, cr.error());
-        auto t = ctx.model.render_chat(cr.value().messages);
+        auto t = ctx.model.render_chat(cr.value().messages, ChatRenderOptions{});
         if (!t.ok())
             return send_error(
                 res, bad_request("the chat template failed on these messages: " + t.error().message,
@@ -272,6 +282,33 @@ void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& 
         j["pieces"] = std::move(pieces);
     }
     send_json(res, j);
+}
+
+// GET / and GET /webchat/NAME: the embedded web chat. No key is needed (the page holds no
+// secret; its API calls carry the key the user gives it). Cache-Control: no-cache with a strong
+// ETag, so a browser revalidates (304) and a new zinc binary's page is never shown stale.
+static void serve_static(const httplib::Request& req, httplib::Response& res) {
+    const StaticFile* f = find_static(req.path);
+    if (!f) return send_error(res, not_found_route(req.method, req.path));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("ETag", f->etag);
+    res.set_header("X-Content-Type-Options", "nosniff");
+    if (f->content_type.starts_with("text/html")) {
+        // Defence in depth under the page's own escaping: no inline or foreign script, no
+        // network but this server, no framing by other sites.
+        res.set_header("Content-Security-Policy",
+                       "default-src 'none'; script-src 'self'; style-src 'self'; "
+                       "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+                       "form-action 'none'; frame-ancestors 'self'");
+        res.set_header("Referrer-Policy", "no-referrer");
+    }
+    if (etag_matches(req.get_header_value("If-None-Match"), f->etag)) {
+        res.status = 304;
+        return;
+    }
+    res.status = 200;
+    res.set_content(reinterpret_cast<const char*>(f->asset->data), f->asset->size,
+                    f->content_type.c_str());
 }
 
 void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
@@ -330,6 +367,8 @@ void HttpServer::Impl::setup_routes() {
     http.Get("/v1/usage/(.+)", [c](const httplib::Request& req, httplib::Response& res) {
         handle_usage(*c, req, res);
     });
+    http.Get("/", serve_static);
+    http.Get("/webchat/(.+)", serve_static);
     http.Post("/tokenize",
               [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -1,5 +1,6 @@
 // zinc/server/http_server.h — the OpenAI-compatible HTTP server over one Engine: routes, auth,
-// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize.
+// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize, and the web
+// chat's static files at / and /webchat/* (static_files.h).
 //
 // HTTP is cpp-httplib (Debian's libcpp-httplib, 0.11): a thread pool where each connection is
 // served by one thread for its lifetime, so a stream holds a thread while it runs; the pool is
@@ -27,14 +28,21 @@ namespace zinc::server {
 
 class Tenancy;
 
+/// Template variables a chat request sets beside its messages.
+struct ChatRenderOptions {
+    /// chat_template_kwargs.enable_thinking: passed as `enable_thinking` only when set.
+    std::optional<bool> enable_thinking;
+};
+
 /// Renders a conversation into prompt token ids with the model's chat template (with the
 /// generation prompt). An Err is the template's own message (a 400 on "messages").
-using ChatRenderer =
-    std::function<Result<std::vector<int32_t>>(const std::vector<chat::Message>& messages)>;
+using ChatRenderer = std::function<Result<std::vector<int32_t>>(
+    const std::vector<chat::Message>& messages, const ChatRenderOptions& options)>;
 
 /// As ChatRenderer, with the template's `tools` variable (tool calling; docs/server.md).
 using ChatToolsRenderer = std::function<Result<std::vector<int32_t>>(
-    const std::vector<chat::Message>& messages, const chat::Value& tools)>;
+    const std::vector<chat::Message>& messages, const chat::Value& tools,
+    const ChatRenderOptions& options)>;
 
 struct ServerOptions {
     std::string host = "127.0.0.1";

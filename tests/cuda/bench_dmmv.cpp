@@ -1,15 +1,16 @@
 // zinc/tests/cuda/bench_dmmv.cpp — correctness and bandwidth of the fast matrix-vector kernels
-// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
+// (dmmv_v2 in dmmv.cu, dmmv_fast in dmmv_fast.cu, dmmv_stream in dmmv_stream.cu) on the Llama-3-8B decode shapes, for 1, 2, 4,
 // 8 and 16 activation rows. docs/perf-notes.md ("dmmv") has the command line and the results.
 //
-//   cuda_bench_dmmv [--quick] [--filter SUBSTR] [--no-time] [--reps N]
+//   cuda_bench_dmmv [--quick] [--filter SUBSTR] [--variants A,B,...] [--acts N,M,...]
+//                   [--no-time] [--reps N]
 //
 // Per case (weight type, layout, shape; up to 3 fused matrices, the first with a bias) and row
 // count: fresh random weights and activations; each variant (v2, v3 with its own thread mapping,
-// v3 with 8 and 32 lanes per row, v3 launched with PDL) runs on NaN-poisoned outputs and then again
-// in accumulate mode, and both results are compared with quant::vec_dot on the same packed
-// activations (dmmv_check.h; relative L2 error <= 1e-4 and largest element error <= 1e-3 of the
-// reference RMS; a non-finite output fails). Then the timing: the launch replayed from a CUDA graph
+// v3 with 8 and 32 lanes per row, v3 launched with PDL, v4 = dmmv_stream with five schedules)
+// runs on NaN-poisoned outputs and then again in accumulate mode, and both results are compared
+// with quant::vec_dot on the same packed activations (dmmv_check.h; relative L2 error <= 1e-4 and
+// largest element error <= 1e-3 of the reference RMS; a non-finite output fails). Then the timing: the launch replayed from a CUDA graph
 // of 20+ launches that rotate over enough copies of the weights to exceed the 60 MB L2, median of
 // --reps replays; GB/s counts the weight bytes only, and % is of the device-to-device copy
 // bandwidth measured first (1 GiB cudaMemcpy, read + write bytes). A table of all cases closes
@@ -48,15 +49,31 @@ struct Case {
 
 struct Variant {
     const char* name;
-    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
+    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row; -4: dmmv_stream
     bool pdl;  // launched with programmatic dependent launch (timed back to back in the graph)
+    cu::DmmvStreamOpts v4{};  // dmmv_stream's schedule
 };
+cu::DmmvStreamOpts v4o(int interleave, int bpsm, int min_stages, bool evict_first) {
+    cu::DmmvStreamOpts o;
+    o.interleave = interleave;
+    o.blocks_per_sm = bpsm;
+    o.min_stages = min_stages;
+    o.evict_first = evict_first;
+    return o;
+}
+// v4: dmmv()'s schedule; v4-c: contiguous row ranges; v4-b2: 2 blocks per SM; v4-s2: tiles
+// of twice the rows (2 stages at the least); v4-nh: no L2 evict-first policy
 const Variant kVariants[] = {{"v2", -1, false},
                              {"v3", 0, false},
                              {"v3-l8", 8, false},
                              {"v3-l32", 32, false},
-                             {"v3-pdl", 0, true}};
-constexpr int kNV = 5;
+                             {"v3-pdl", 0, true},
+                             {"v4", -4, false, v4o(1, 0, 4, true)},
+                             {"v4-c", -4, false, v4o(0, 0, 4, true)},
+                             {"v4-b2", -4, false, v4o(1, 2, 4, true)},
+                             {"v4-s2", -4, false, v4o(1, 0, 2, true)},
+                             {"v4-nh", -4, false, v4o(1, 0, 4, false)}};
+constexpr int kNV = 10;
 
 std::vector<Case> cases() {
     const int E = 4096, F = 14336, KV = 1024, V = 128256;
@@ -140,6 +157,9 @@ struct Row {  // one line of the closing table
 
 bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, int k,
                  const int8_t* aq, const float4* ad, int n_act, bool acc, cudaStream_t s) {
+    if (v.lpr == -4)
+        return cu::dmmv_stream(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, n_act,
+                               acc, s, v.v4);
     if (v.lpr < 0) {
         cu::dmmv_v2(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, nullptr, n_act, acc,
                     s);
@@ -154,7 +174,7 @@ bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, 
 int main(int argc, char** argv) {
     bool quick = false, time_it = true;
     int reps = 15;
-    std::string filter;
+    std::string filter, variants, acts_opt;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--quick")
@@ -163,11 +183,18 @@ int main(int argc, char** argv) {
             time_it = false;
         else if (a == "--filter" && i + 1 < argc)
             filter = argv[++i];
+        else if (a == "--variants" && i + 1 < argc)
+            variants = std::string(",") + argv[++i] + ",";
+        else if (a == "--acts" && i + 1 < argc)
+            acts_opt = argv[++i];
         else if (a == "--reps" && i + 1 < argc)
             reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--ctest") {
         } else {
-            std::printf("usage: %s [--quick] [--filter SUBSTR] [--no-time] [--reps N]\n", argv[0]);
+            std::printf(
+                "usage: %s [--quick] [--filter SUBSTR] [--variants A,B,...] [--acts N,M,...] "
+                "[--no-time] [--reps N]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -191,7 +218,15 @@ int main(int argc, char** argv) {
     std::vector<Row> table;
     int n_fail = 0, n_check = 0;
     uint64_t seed = 1;
-    const std::vector<int> acts = quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16};
+    std::vector<int> acts = quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16};
+    if (!acts_opt.empty()) {
+        acts.clear();
+        for (const char* p = acts_opt.c_str(); *p;) {
+            acts.push_back(std::max(1, std::atoi(p)));
+            while (*p && *p != ',') ++p;
+            if (*p == ',') ++p;
+        }
+    }
     for (const Case& c : cases()) {
         const std::string what = std::string(c.model) + " " + c.name + " " +
                                  std::string(quant::type_name(c.t)) + (c.repack ? "R" : "");
@@ -268,6 +303,11 @@ int main(int argc, char** argv) {
             Row row{what, n_act, bytes / 1e6, {}, true};
             for (int vi = 0; vi < kNV; ++vi) {
                 const Variant& v = kVariants[vi];
+                if (!variants.empty() &&
+                    variants.find(std::string(",") + v.name + ",") == std::string::npos) {
+                    row.us[vi] = -1;
+                    continue;
+                }
                 const auto jobs = make_jobs(0);
                 for (int j = 0; j < nj; ++j)
                     CK(cudaMemset(dy[j], 0xff, sizeof(float) * n_act * c.n_out[j]));
@@ -362,20 +402,25 @@ int main(int argc, char** argv) {
         "\nweights-only GB/s; %% of the copy bandwidth %.0f GB/s; '-': variant does not cover the "
         "case\n",
         copy_gbs);
-    std::printf(
-        "| case | n_act | MB | v2 us | v3 us | v3-l8 us | v3-l32 us | v3-pdl us | v3 GB/s | "
-        "v3 %% copy | v3/v2 |\n");
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("| case | n_act | MB |");
+    for (const Variant& v : kVariants) std::printf(" %s us |", v.name);
+    std::printf(" v3 GB/s | v4 GB/s | v4 %% copy | v4/v3 | best |\n| --- | ---: | ---: |");
+    for (int i = 0; i < kNV; ++i) std::printf(" ---: |");
+    std::printf(" ---: | ---: | ---: | ---: | --- |\n");
     for (const Row& r : table) {
         // '-': not covered; '0.00': not timed (a failed check or capture)
         auto cell = [](float us) { return us < 0 ? std::string("-") : fmt("%.2f", us); };
         const double gbs = r.us[1] > 0 ? r.mb * 1e6 / (r.us[1] * 1e-6) / 1e9 : 0;
+        const double gbs4 = r.us[5] > 0 ? r.mb * 1e6 / (r.us[5] * 1e-6) / 1e9 : 0;
         const std::string ratio =
-            r.us[1] > 0 && r.us[0] > 0 ? fmt("%.2fx", r.us[0] / r.us[1]) : "-";
-        std::printf("| %s%s | %d | %.1f | %s | %s | %s | %s | %s | %.0f | %.1f | %s |\n",
-                    r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb, cell(r.us[0]).c_str(),
-                    cell(r.us[1]).c_str(), cell(r.us[2]).c_str(), cell(r.us[3]).c_str(),
-                    cell(r.us[4]).c_str(), gbs, 100 * gbs / copy_gbs, ratio.c_str());
+            r.us[1] > 0 && r.us[5] > 0 ? fmt("%.2fx", r.us[1] / r.us[5]) : "-";
+        int best = -1;
+        for (int i = 0; i < kNV; ++i)
+            if (r.us[i] > 0 && (best < 0 || r.us[i] < r.us[best])) best = i;
+        std::printf("| %s%s | %d | %.1f |", r.what.c_str(), r.ok ? "" : " FAIL", r.n_act, r.mb);
+        for (int i = 0; i < kNV; ++i) std::printf(" %s |", cell(r.us[i]).c_str());
+        std::printf(" %.0f | %.0f | %.1f | %s | %s |\n", gbs, gbs4, 100 * gbs4 / copy_gbs,
+                    ratio.c_str(), best >= 0 ? kVariants[best].name : "-");
     }
     std::printf("\n%s: %d of %d checks failed\n", n_fail ? "FAIL" : "PASS", n_fail, n_check);
     return n_fail ? 1 : 0;

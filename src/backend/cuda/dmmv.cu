@@ -1,6 +1,7 @@
 // zinc/backend/cuda/dmmv.cu — quantized matrix x few-vectors products (decode and small batches).
-// dmmv() runs dmmv_fast.cu's kernels (v3) where they cover the call and measured faster
-// (dmmv_fast_preferred), else these (v2, also the float types); ZINC_DMMV=v2 / v3 force one.
+// dmmv() runs dmmv_stream.cu's kernels (v4) where they cover the call, else dmmv_fast.cu's (v3)
+// where they cover it and measured faster (dmmv_fast_preferred), else these (v2, also the float
+// types); ZINC_DMMV=v2 / v3 / v4 force one (dmmv_choice).
 //
 // A block of 4 warps per RW weight rows; its threads walk the rows' 32-element chunks
 // (decode_chunk in common.cuh), and every decoded chunk is used for NB activation rows at once,
@@ -304,16 +305,42 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
     }
 }
 
-// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call), unset: by
-// dmmv_fast_preferred. Read once.
+// ZINC_DMMV: "v2" (dmmv_v2 only), "v3" (dmmv_fast wherever it covers the call, never
+// dmmv_stream), "v4" (dmmv_stream wherever it covers the call, else as unset), unset: dmmv_stream
+// where it covers the call, else dmmv_fast by dmmv_fast_preferred, else dmmv_v2. Read once.
 static int dmmv_choice() {
     static const int choice = [] {
         const char* e = std::getenv("ZINC_DMMV");
         if (e && std::strcmp(e, "v2") == 0) return 2;
         if (e && std::strcmp(e, "v3") == 0) return 3;
+        if (e && std::strcmp(e, "v4") == 0) return 4;
         return 0;
     }();
     return choice;
+}
+
+// dmmv_stream's schedule: the defaults, or ZINC_DMMV_V4 = comma-separated i0/i1 (interleave),
+// bN (blocks per SM), sN (min stages), h0/h1 (evict-first), read once (bench_dmmv's v4 columns
+// measure the same choices).
+static DmmvStreamOpts stream_opts(bool pdl) {
+    static const DmmvStreamOpts base = [] {
+        DmmvStreamOpts o;
+        const char* e = std::getenv("ZINC_DMMV_V4");
+        for (const char* p = e; p && *p;) {
+            const char c = *p++;
+            const int v = std::atoi(p);
+            if (c == 'i') o.interleave = v;
+            if (c == 'b') o.blocks_per_sm = v;
+            if (c == 's') o.min_stages = v >= 2 && v <= 8 ? v : 4;
+            if (c == 'h') o.evict_first = v != 0;
+            while (*p && *p != ',') ++p;
+            if (*p == ',') ++p;
+        }
+        return o;
+    }();
+    DmmvStreamOpts o = base;
+    o.pdl = pdl;
+    return o;
 }
 
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
@@ -325,6 +352,9 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
     const int choice = dmmv_choice();
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
+    if (!jobs[0].expert && (choice == 0 || choice == 4) &&
+        dmmv_stream(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, stream_opts(pdl)))
+        return;
     if (!jobs[0].expert && choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_act)) &&
         dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
         return;

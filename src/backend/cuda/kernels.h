@@ -79,9 +79,10 @@ struct MatJob {
 bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
-/// Runs dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred; ZINC_DMMV=v2:
-/// never, ZINC_DMMV=v3: wherever it covers the call; ZINC_DMMV_PDL=1: launched with PDL), else
-/// dmmv_v2.
+/// Runs dmmv_stream where it covers the call (1..4 activation rows of the common types), else
+/// dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred), else dmmv_v2.
+/// ZINC_DMMV=v2: dmmv_v2 only; v3: dmmv_fast wherever it covers the call, never dmmv_stream;
+/// v4: the default order. ZINC_DMMV_PDL=1: dmmv_stream / dmmv_fast launched with PDL.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
 /// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
@@ -106,6 +107,31 @@ bool dmmv_fast_preferred(int type, int rows, int n_act);
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                const float4* ad, int n_act, bool accumulate, cudaStream_t s,
                int lanes_per_row = 0, bool pdl = false);
+
+// ---- dmmv_stream.cu (v4: weights bulk-copied into shared memory; docs/perf-notes.md "dmmv v4")
+/// Most activation rows dmmv_stream takes.
+constexpr int kDmmvStreamMaxRows = 4;
+/// Whether dmmv_stream covers the call: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K (GGUF layouts) or the
+/// repacked Q4_0R/Q8_0R/Q6_KR, 1..kDmmvStreamMaxRows activation rows, 1..3 jobs of one row size
+/// (a multiple of 16 bytes, small enough for two shared-memory stages: <= 22 KB), 16-byte aligned
+/// weights and aq, no expert gathering.
+bool dmmv_stream_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                        int n_act);
+/// dmmv_stream's schedule (the defaults are dmmv()'s; bench_dmmv measures the others).
+struct DmmvStreamOpts {
+    int blocks = 0;          // grid size; 0: blocks_per_sm x SMs
+    int blocks_per_sm = 0;   // 0: as many as are resident at once
+    int min_stages = 4;      // rows per tile: the most that leave this many stages (4, 3, 2)
+    int interleave = 1;      // 1: block b takes tiles b, b + G, ...; 0: a contiguous row range
+    bool evict_first = true;  // L2 evict-first policy on the weight copies
+    bool pdl = false;         // launched with programmatic stream serialization (as dmmv_fast's)
+};
+/// dmmv's contract for the covered calls (false: nothing launched), computed by a persistent
+/// grid whose blocks stream whole-row tiles into shared memory (cp.async.bulk), scheduled by o.
+/// Not bit-identical to the CPU tier; relative error as dmmv_fast.
+bool dmmv_stream(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const DmmvStreamOpts& o = {});
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).

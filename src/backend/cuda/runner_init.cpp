@@ -284,7 +284,9 @@ Result<void> CudaRunner::init() {
     exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
     if (opts_.batch_invariant) exact_ = true;
     fa_ = env_on("ZINC_FA");
-    fa_decode_ = env_int("ZINC_FA_DECODE", 0) == 1;  // opt-in: slower than attention.cu on the H200    // fast mode: attention_fast*.cu (ZINC_FA=0: attention.cu)
+    // fast mode: attention_fast*.cu (ZINC_FA=0: attention.cu); its split-K decode kernel is
+    // opt-in (slower than attention.cu's on the H200)
+    fa_decode_ = env_int("ZINC_FA_DECODE", 0) == 1;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 128));
     if (exact_) {

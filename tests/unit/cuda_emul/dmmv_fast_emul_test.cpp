@@ -15,64 +15,22 @@
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "backend/cuda/dmmv_fast.cu"
 #pragma GCC diagnostic pop
-#include "../../cuda/dmmv_check.h"
-#include "backend/cuda/repack.h"  // repack.cpp: compiled by repack_unit.cpp
+#include "dmmv_emul_check.h"
 
 namespace {
 
 using zinc::quant::GgmlType;
 namespace q = zinc::quant;
 namespace cu = zinc::cuda;
-namespace dc = zinc::dmmv_check;
 
-// Three fused jobs of 13, 7 and 5 rows (the first with a bias) over n_act activation rows:
-// plain, then accumulate (y = 2 (W x + b)).
+// Three fused jobs of 13, 7 and 5 rows (the first with a bias) over n_act activation rows.
 void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed) {
-    SCOPED_TRACE(std::string(q::type_name(t)) + (repack ? "R" : "") + " k " + std::to_string(k) +
-                 " n_act " + std::to_string(n_act) + " lanes/row " + std::to_string(lpr));
-    const int n_out[3] = {13, 7, 5}, total = 25;
-    const size_t rb = q::row_size(t, k);
-    std::vector<uint8_t> w(rb * total);
-    dc::fill_weights(t, w.data(), rb, 0, total, k, seed);
-    int dt = static_cast<int>(t);
-    std::vector<uint8_t> wd(w);
-    if (repack) {
-        dt = cu::repacked_type(dt, k);
-        ASSERT_NE(dt, static_cast<int>(t));
-        cu::repack_rows(static_cast<int>(t), w.data(), wd.data(), total, k);
-    }
-    const auto x = dc::make_acts(n_act, k, seed + 1);
-    const dc::Acts a = dc::pack_acts(t, x, n_act, k);
-    std::vector<double> ref(static_cast<size_t>(n_act) * total);
-    dc::reference(t, k, w.data(), rb, 0, total, a, n_act, total, ref.data());
-    dc::Rng brng(seed + 2);
-    std::vector<float> bias(n_out[0]);
-    for (auto& b : bias) b = brng.normal();
-    // outputs: (n_act, total) with the jobs' columns back to back, ldy = total
-    std::vector<float> y(ref.size());
-    std::memset(y.data(), 0xff, y.size() * 4);
-    cu::MatJob jobs[3];
-    for (int j = 0, col = 0; j < 3; col += n_out[j], ++j) {
-        jobs[j].w = wd.data() + rb * col;
-        jobs[j].row_bytes = rb;
-        jobs[j].n_out = n_out[j];
-        jobs[j].y = y.data() + col;
-        jobs[j].ldy = total;
-        jobs[j].bias = j == 0 ? bias.data() : nullptr;
-    }
-    std::vector<double> add(ref.size(), 0.0);
-    for (int b = 0; b < n_act; ++b)
-        for (int r = 0; r < n_out[0]; ++r) add[static_cast<size_t>(b) * total + r] = bias[r];
-    for (int pass = 0; pass < 2; ++pass) {
-        ASSERT_TRUE(
-            cu::dmmv_fast(dt, jobs, 3, k, a.q(), a.d.data(), n_act, pass == 1, nullptr, lpr));
-        std::vector<double> add2(add);
-        for (auto& v : add2) v *= pass + 1.0;
-        const dc::Err e = dc::compare(y.data(), ref.data(), y.size(), pass + 1.0, add2.data());
-        EXPECT_TRUE(e.ok(1e-5, 1e-4))
-            << (pass ? "accumulate" : "plain") << ": rel L2 " << e.rel_l2 << ", max/rms "
-            << e.max_rel_rms << (e.finite ? "" : ", non-finite");
-    }
+    const int n_out[3] = {13, 7, 5};
+    zinc::dmmv_emul::check(t, repack, k, n_act, seed, n_out, "lanes/row " + std::to_string(lpr),
+                           [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq,
+                               const float4* ad, int na, bool acc) {
+                               return cu::dmmv_fast(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, lpr);
+                           });
 }
 
 struct Layout {

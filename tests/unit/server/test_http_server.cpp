@@ -68,8 +68,8 @@ class HttpServerTest : public ::testing::Test {
         server::ServedModel sm;
         sm.engine = engine_.get();
         sm.tok = &tok;
-        sm.render_chat = [&tok](const std::vector<chat::Message>& msgs)
-            -> Result<std::vector<int32_t>> {
+        sm.render_chat = [&tok](const std::vector<chat::Message>& msgs,
+                                const server::ChatRenderOptions&) -> Result<std::vector<int32_t>> {
             auto text = model().tmpl->apply(msgs, chat::ApplyOptions{});
             if (!text.ok()) return text.error();
             return tok.encode(text.value(), false, true);
