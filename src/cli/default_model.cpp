@@ -117,7 +117,7 @@ Result<std::string> resolve_model_path(const std::string& arg, ModelArg* how, bo
     }
     if (looks_like_path) return h.path = arg;  // the loader names the missing file
     h.bad_input = true;
-    std::string msg = "-m " + arg + ": no such file, and no model of that name in the catalog or " +
+    std::string msg = arg + ": no such file, and no model of that name in the catalog or " +
                       (dir.empty() ? std::string("the models directory") : dir);
     if (std::string s = cat.value()->suggest(arg); !s.empty()) msg += "; did you mean " + s + "?";
     return make_error(msg + " (zinc list shows the pulled models, zinc list --catalog all)");

@@ -482,7 +482,7 @@ def test_rm_deletes_a_gguf_that_is_not_from_the_catalog(env, tmp_path):
 def test_dash_m_names_a_model_not_yet_pulled_or_unknown(env):
     one_error(zinc(env, "-m", "tiny-a", "--prompt", "hi"), 2,
               "tiny-a:q8_0 is not pulled yet; run `zinc pull tiny-a`")
-    one_error(zinc(env, "-m", "tiny-aa", "--prompt", "hi"), 2, "-m tiny-aa: no such file",
+    one_error(zinc(env, "-m", "tiny-aa", "--prompt", "hi"), 2, "tiny-aa: no such file",
               "did you mean tiny-a?")
     # Something that looks like a path stays a path: the loader names the missing file.
     one_error(zinc(env, "-m", "nowhere/x.gguf", "--prompt", "hi"), 2, "nowhere/x.gguf")
@@ -506,8 +506,10 @@ def test_dash_m_runs_a_pulled_catalog_model_by_name(smol_pulled, tmp_path):
         assert r.out.startswith("The capital of France is"), r.out
     r = ok(smol_pulled, "--check", "-m", "smollm2-135m", cwd=tmp_path)
     assert f"READY model: {tmp_path / 'models' / SMOL.name}: GGUF v3" in r.out, r.out
+    r = ok(smol_pulled, "inspect", "smollm2-135m", "--no-tensors", cwd=tmp_path)
+    assert r.out.startswith(f"file: {tmp_path / 'models' / SMOL.name}\n"), r.out[:200]
     r = zinc(smol_pulled, "--check", "-m", "smollm2-13", cwd=tmp_path)
-    assert r.returncode == 1 and "FAIL  model: -m smollm2-13: no such file" in r.out, r.out
+    assert r.returncode == 1 and "FAIL  model: smollm2-13: no such file" in r.out, r.out
     assert "did you mean smollm2-135m?" in r.out, r.out
 
 
