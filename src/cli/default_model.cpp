@@ -11,6 +11,7 @@
 #include "cli/llama_compat.h"
 #include "cli/model_store.h"
 #include "cli/pull.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -108,7 +109,7 @@ Result<std::string> resolve_model_path(const std::string& arg, ModelArg* how, bo
         if (std::string p = find_pulled(*e, dir); !p.empty()) return h.path = p;
         h.bad_input = true;
         return make_error("the model " + e->full_name() + " is not pulled yet; run `zinc pull " +
-                          arg + "` (" + human_size(e->size) + ") first" +
+                          utf8::escape_for_terminal(arg) + "` (" + human_size(e->size) + ") first" +
                           (dir.empty() ? std::string() : ", it goes to " + dir));
     }
     if (std::string p = find_local_file(dir, arg); !p.empty()) {
@@ -117,7 +118,8 @@ Result<std::string> resolve_model_path(const std::string& arg, ModelArg* how, bo
     }
     if (looks_like_path) return h.path = arg;  // the loader names the missing file
     h.bad_input = true;
-    std::string msg = arg + ": no such file, and no model of that name in the catalog or " +
+    std::string msg = utf8::escape_for_terminal(arg) +
+                      ": no such file, and no model of that name in the catalog or " +
                       (dir.empty() ? std::string("the models directory") : dir);
     if (std::string s = cat.value()->suggest(arg); !s.empty()) msg += "; did you mean " + s + "?";
     return make_error(msg + " (zinc list shows the pulled models, zinc list --catalog all)");

@@ -19,6 +19,7 @@
 #include "cli/model_store.h"
 #include "cli/pull.h"
 #include "cli/server_registry.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -90,7 +91,8 @@ const Catalog* catalog_or_report(int& rc) {
 }
 
 std::string unknown_name(const Catalog& cat, const std::string& name) {
-    std::string msg = "unknown model '" + name + "': not in the catalog (" + cat.names() + ")";
+    std::string msg = "unknown model '" + utf8::escape_for_terminal(name) +
+                      "': not in the catalog (" + cat.names() + ")";
     if (std::string s = cat.suggest(name); !s.empty()) msg += "; did you mean " + s + "?";
     return msg;
 }
@@ -256,7 +258,8 @@ int rm_main(int argc, char** argv) {
             t.path = find_local_file(dir, n);
         }
         if (t.path.empty() && t.partial.empty()) {
-            std::string msg = "'" + n + "' is not in " + dir + " (zinc list shows what is)";
+            std::string msg = "'" + utf8::escape_for_terminal(n) + "' is not in " + dir +
+                              " (zinc list shows what is)";
             std::vector<std::pair<std::string, std::string>> cands;
             for (const auto& m : list_local_models(dir, *cat)) {
                 cands.emplace_back(m.name, m.name);

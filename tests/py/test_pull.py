@@ -322,6 +322,12 @@ def test_unknown_names_get_did_you_mean_and_status_2(env):
     assert "did you mean" not in line
 
 
+def test_names_are_escaped_in_errors(env):
+    for args in (["pull", "x\x1b[2J"], ["rm", "x\x1b[2J"], ["-m", "x\x1b[2J", "--prompt", "hi"]):
+        r = zinc(env, *args)
+        assert r.returncode == 2 and "\x1b" not in r.err and "x\\u001b[2J" in r.err, r.err
+
+
 def test_network_failures_name_the_url_and_the_cause(env, tmp_path):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
