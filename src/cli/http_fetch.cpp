@@ -154,6 +154,16 @@ void Progress::finish() {
     drawn_ = false;
 }
 
+std::string redact_url(const std::string& url) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string::npos) return url;
+    const auto host = scheme + 3;
+    const auto at = url.find('@', host);
+    const auto slash = url.find('/', host);
+    if (at == std::string::npos || (slash != std::string::npos && at > slash)) return url;
+    return url.substr(0, host) + "****" + url.substr(at);
+}
+
 std::string resolve_url(const std::string& base, const std::string& rel) {
     CURLU* u = curl_url();
     std::string out = rel;
@@ -173,7 +183,9 @@ Result<std::string> http_get_text(const std::string& url, double timeout_s,
                                   std::string* effective_url) {
     global_init();
     CURL* c = curl_easy_init();
-    if (!c) return make_error("cannot start a download of " + url + " (curl_easy_init failed)");
+    if (!c)
+        return make_error("cannot start a download of " + redact_url(url) +
+                          " (curl_easy_init failed)");
     char errbuf[CURL_ERROR_SIZE] = {0};
     std::string body;
     common_options(c, url, errbuf);
@@ -189,9 +201,11 @@ Result<std::string> http_get_text(const std::string& url, double timeout_s,
         *effective_url = eff ? eff : url;
     }
     curl_easy_cleanup(c);
-    if (rc != CURLE_OK) return make_error("cannot fetch " + url + ": " + curl_message(rc, errbuf));
+    if (rc != CURLE_OK)
+        return make_error("cannot fetch " + redact_url(url) + ": " + curl_message(rc, errbuf));
     if (status >= 400)
-        return make_error("cannot fetch " + url + ": HTTP status " + std::to_string(status));
+        return make_error("cannot fetch " + redact_url(url) + ": HTTP status " +
+                          std::to_string(status));
     return body;
 }
 
@@ -223,7 +237,9 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
     bool restarted = false;
     for (int attempt = 1; attempt <= std::max(1, o.attempts); ++attempt) {
         CURL* c = curl_easy_init();
-        if (!c) return make_error("cannot start a download of " + url + " (curl_easy_init failed)");
+        if (!c)
+            return make_error("cannot start a download of " + redact_url(url) +
+                              " (curl_easy_init failed)");
         char errbuf[CURL_ERROR_SIZE] = {0};
         common_options(c, url, errbuf);
         WriteState ws;
@@ -257,7 +273,7 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
         if (rc == CURLE_WRITE_ERROR && ws.error != 0) {
             progress.finish();
             return make_error("cannot write " + partial + ": " + std::strerror(ws.error) +
-                              " (while downloading " + url + ")");
+                              " (while downloading " + redact_url(url) + ")");
         }
         // 416 naming the file's length as what the .partial holds: a run stopped after the last
         // byte (the caller's sha256 check follows).
@@ -290,8 +306,9 @@ Result<void> download_resumable(const std::string& url, const std::string& parti
         std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
     }
     progress.finish();
-    return make_error("cannot download " + url + ": " + last_error + " (" + std::to_string(have) +
-                      " bytes kept in " + partial + "; zinc pull again resumes)");
+    return make_error("cannot download " + redact_url(url) + ": " + last_error + " (" +
+                      std::to_string(have) + " bytes kept in " + partial +
+                      "; zinc pull again resumes)");
 }
 
 }  // namespace zinc::cli

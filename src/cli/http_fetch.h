@@ -49,6 +49,10 @@ struct DownloadOptions {
 Result<void> download_resumable(const std::string& url, const std::string& partial,
                                 const DownloadOptions& o);
 
+/// `url` with any user:password replaced by "****", for messages (an index URL may carry a
+/// token, as pip's may).
+std::string redact_url(const std::string& url);
+
 /// `rel` resolved against `base` (an index page's links are often relative); rel itself if it is
 /// absolute or cannot be resolved.
 std::string resolve_url(const std::string& base, const std::string& rel);

