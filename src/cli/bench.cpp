@@ -157,7 +157,8 @@ int bench_main(int argc, char** argv) {
     BenchOptions o;
     CLI::App app{"zinc bench: prompt processing and generation speed, like llama-bench",
                  "zinc bench"};
-    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("-m,--model", o.model_path,
+                   "GGUF model file, or a model name (zinc list; default: SmolLM2-135M-Instruct)");
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test; 0: skip")
         ->check(int_in(0, 1 << 20))
         ->capture_default_str();
@@ -200,8 +201,10 @@ int bench_main(int argc, char** argv) {
     if (o.n_prompt == 0 && o.n_gen == 0)
         return report_error("-p 0 and -n 0 leave nothing to measure; set -p or -n above 0");
 
-    auto resolved = resolve_model_path(o.model_path);
-    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    ModelArg how;
+    auto resolved = resolve_model_path(o.model_path, &how);
+    if (!resolved)
+        return report_error(resolved.error().message, how.bad_input ? kExitBadInput : kExitFailure);
     const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;

@@ -196,8 +196,10 @@ class ChatSession {
 };
 
 int chat_loop(const ChatOptions& o) {
-    auto resolved = resolve_model_path(o.model_path);
-    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    ModelArg how;
+    auto resolved = resolve_model_path(o.model_path, &how);
+    if (!resolved)
+        return report_error(resolved.error().message, how.bad_input ? kExitBadInput : kExitFailure);
     const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
@@ -289,7 +291,8 @@ int chat_loop(const ChatOptions& o) {
 int chat_main(int argc, char** argv) {
     ChatOptions o;
     CLI::App app{"zinc chat: interactive chat with a model's own chat template", "zinc chat"};
-    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("-m,--model", o.model_path,
+                   "GGUF model file, or a model name (zinc list; default: SmolLM2-135M-Instruct)");
     app.add_option("--system,--system-prompt", o.system, "system message");
     app.add_option("-p,--prompt", o.first_turn,
                    "first user turn, answered before input is read (llama-cli's -p in "

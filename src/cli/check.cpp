@@ -88,9 +88,15 @@ int run_check(const CheckOptions& o) {
         path = find_default_model();
         if (path.empty()) {
             r.warn("model", std::string("no -m given and the default model ") + kDefaultModelFile +
-                                " is not downloaded yet; the first run fetches it (~94 MiB)");
+                                " is not downloaded yet; the first run pulls it (~94 MiB; or zinc "
+                                "pull smollm2-135m)");
             return r.finish();
         }
+    } else if (auto named = resolve_model_path(path, nullptr, /*fetch=*/false); named) {
+        path = named.value();  // -m NAME: the pulled catalog model or models-directory file
+    } else {
+        r.fail("model", named.error().message);
+        return r.finish();
     }
     auto f = gguf::File::open(path);
     if (!f) {

@@ -31,6 +31,12 @@ int synth_main(int argc, char** argv);
 /// `zinc serve [-m FILE] [--host H] [--port P] [--parallel N] ...`: the OpenAI-compatible HTTP
 /// server (serve.cpp, docs/server.md).
 int serve_main(int argc, char** argv);
+/// `zinc pull NAME...`, `zinc list [--catalog]`, `zinc rm NAME...`, `zinc ps`: model management
+/// (models_cmd.cpp, docs/cli.md "Model management").
+int pull_main(int argc, char** argv);
+int list_main(int argc, char** argv);
+int rm_main(int argc, char** argv);
+int ps_main(int argc, char** argv);
 /// True for `zinc -m FILE ...` without --prompt/--check/--version/--help: as in the seeds, a
 /// model with nothing to complete is served (serve_main takes the same argv).
 bool serves_by_default(int argc, char** argv);

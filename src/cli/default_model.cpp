@@ -1,16 +1,17 @@
-// zinc/cli/default_model.cpp — locating the default model, and fetching it on first use with the
-// repository's scripts/fetch-models (which pins its sha256 and shows a progress bar).
+// zinc/cli/default_model.cpp — -m resolution (paths and model names) and the default model,
+// pulled on first use with zinc pull's code (cli/pull.h).
 #include "cli/default_model.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <vector>
+
+#include "cli/catalog.h"
+#include "cli/llama_compat.h"
+#include "cli/model_store.h"
+#include "cli/pull.h"
+#include "util/utf8.h"
 
 namespace zinc::cli {
 
@@ -39,60 +40,89 @@ std::vector<std::string> default_model_dirs() {
     return dirs;
 }
 
+namespace {
+
+// The catalog's default entry (`"default": true`); null when the catalog is unreadable or marks
+// none (then the file name kDefaultModelFile is searched for).
+const CatalogEntry* default_entry() {
+    auto cat = load_catalog();
+    return cat ? cat.value()->default_entry() : nullptr;
+}
+
+}  // namespace
+
 std::string find_default_model() {
-    for (const auto& d : default_model_dirs()) {
-        std::string p = d + "/" + kDefaultModelFile;
-        if (is_regular_file(p)) return p;
-    }
+    if (const CatalogEntry* e = default_entry()) return find_pulled(*e, models_dir());
+    std::vector<std::string> dirs = default_model_dirs();
+    if (auto d = models_dir(); !d.empty()) dirs.insert(dirs.begin(), d);
+    for (const auto& d : dirs)
+        if (std::string p = d + "/" + kDefaultModelFile; is_regular_file(p)) return p;
     return "";
 }
 
 Result<std::string> find_or_fetch_default_model() {
     if (auto p = find_default_model(); !p.empty()) return p;
-    const std::string dir = cache_dir();
-    if (dir.empty()) return make_error("no -m given and no HOME to cache the default model in");
-#ifdef ZINC_SOURCE_DIR
-    const std::string script = ZINC_SOURCE_DIR "/scripts/fetch-models";
-#else
-    const std::string script;
-#endif
-    if (script.empty() || !is_regular_file(script))
-        return make_error("no -m given, the default model " + std::string(kDefaultModelFile) +
-                          " is not in ./models or " + dir +
-                          ", and scripts/fetch-models is not "
-                          "available to fetch it; pass -m FILE");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return make_error("cannot create the model cache " + dir + ": " + ec.message());
-    std::fprintf(stderr, "zinc: no -m given; fetching the default model %s into %s\n",
-                 kDefaultModelFile, dir.c_str());
-    std::fflush(stderr);
-    pid_t pid = ::fork();
-    if (pid < 0) return make_error("cannot start scripts/fetch-models (fork failed)");
-    if (pid == 0) {
-        ::dup2(2, 1);  // the script's messages go to stderr: stdout carries only generated text
-        ::execlp("python3", "python3", script.c_str(), "--dir", dir.c_str(), "smollm2",
-                 static_cast<char*>(nullptr));
-        std::perror("zinc: cannot run python3");
-        ::_exit(127);
+    auto cat = load_catalog();
+    if (!cat) return cat.error();
+    const CatalogEntry* e = cat.value()->default_entry();
+    if (!e) return make_error("no -m given, and the model catalog marks no default model");
+    PullOptions po;
+    po.dir = models_dir();
+    po.quiet = !log_info();
+    if (log_info()) {
+        std::fprintf(stderr, "zinc: no -m given; pulling the default model %s into %s\n",
+                     e->full_name().c_str(), po.dir.c_str());
+        std::fflush(stderr);
     }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return make_error("lost track of scripts/fetch-models (waitpid failed)");
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return make_error("fetching the default model failed (" + script + " --dir " + dir +
-                          " smollm2); run it by hand or pass -m FILE");
-    std::string p = dir + "/" + kDefaultModelFile;
-    if (!is_regular_file(p))
-        return make_error("scripts/fetch-models succeeded but " + p + " is missing");
+    auto p = pull_model(*e, po);
+    if (!p)
+        return make_error("no -m given, and pulling the default model failed: " +
+                          p.error().message);
     return p;
 }
 
-Result<std::string> resolve_model_path(const std::string& model_path) {
-    if (!model_path.empty()) return model_path;
-    return find_or_fetch_default_model();
+Result<std::string> resolve_model_path(const std::string& arg, ModelArg* how, bool fetch) {
+    ModelArg local;
+    ModelArg& h = how ? *how : local;
+    h = ModelArg{};
+    if (arg.empty()) {
+        if (!fetch) {
+            std::string p = find_default_model();
+            if (p.empty()) return make_error("the default model is not pulled yet");
+            return h.path = p;
+        }
+        auto p = find_or_fetch_default_model();
+        if (p) h.path = p.value();
+        return p;
+    }
+    if (is_regular_file(arg)) return h.path = arg;
+    const bool looks_like_path = arg.find('/') != std::string::npos ||
+                                 (arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".gguf") == 0);
+    const std::string dir = models_dir();
+    auto cat = load_catalog();
+    if (!cat) {
+        h.bad_input = true;
+        return cat.error();
+    }
+    if (const CatalogEntry* e = cat.value()->find(arg)) {
+        h.name = arg;
+        if (std::string p = find_pulled(*e, dir); !p.empty()) return h.path = p;
+        h.bad_input = true;
+        return make_error("the model " + e->full_name() + " is not pulled yet; run `zinc pull " +
+                          utf8::escape_for_terminal(arg) + "` (" + human_size(e->size) + ") first" +
+                          (dir.empty() ? std::string() : ", it goes to " + dir));
+    }
+    if (std::string p = find_local_file(dir, arg); !p.empty()) {
+        h.name = arg;
+        return h.path = p;
+    }
+    if (looks_like_path) return h.path = arg;  // the loader names the missing file
+    h.bad_input = true;
+    std::string msg = utf8::escape_for_terminal(arg) +
+                      ": no such file, and no model of that name in the catalog or " +
+                      (dir.empty() ? std::string("the models directory") : dir);
+    if (std::string s = cat.value()->suggest(arg); !s.empty()) msg += "; did you mean " + s + "?";
+    return make_error(msg + " (zinc list shows the pulled models, zinc list --catalog all)");
 }
 
 }  // namespace zinc::cli

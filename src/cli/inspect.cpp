@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "cli/default_model.h"
 #include "cli/host_info.h"
 #include "gguf/gguf.h"
 #include "quant/types.h"
@@ -87,12 +88,16 @@ std::string shape(const gguf::TensorInfo& t) {
 int inspect_main(int argc, char** argv) {
     InspectOptions o;
     CLI::App app{"zinc inspect: print a GGUF file's metadata and tensor table", "zinc inspect"};
-    app.add_option("file", o.path, "GGUF file")->required();
+    app.add_option("file", o.path, "GGUF file, or a pulled model's name (zinc list)")->required();
     app.add_flag("--full", o.full, "print whole strings and every array element");
     app.add_flag("--no-tensors", o.no_tensors, "print the metadata only");
     if (int rc = parse_args(app, argc, argv); rc >= 0) return rc;
 
-    auto opened = gguf::File::open(o.path);
+    // A model name (zinc list) as -m takes it; never fetched.
+    ModelArg how;
+    auto resolved = resolve_model_path(o.path, &how, /*fetch=*/false);
+    if (!resolved) return report_error(resolved.error().message);
+    auto opened = gguf::File::open(resolved.value());
     if (!opened) return report_error(opened.error().message);
     const gguf::File& f = *opened.value();
 

@@ -17,9 +17,10 @@ namespace {
 int g_verbosity = kLogInfo;
 
 constexpr const char* kNoDownload =
-    "zinc does not download from Hugging Face; download the .gguf file yourself (e.g. "
-    "`huggingface-cli download REPO FILE.gguf --local-dir models`, or scripts/fetch-models for "
-    "the models zinc is tested with) and pass -m models/FILE.gguf";
+    "zinc does not download from Hugging Face; `zinc pull NAME` fetches a model of zinc's "
+    "catalog (`zinc list --catalog` shows them) and -m NAME runs it; for any other .gguf, "
+    "download it yourself (e.g. `huggingface-cli download REPO FILE.gguf --local-dir models`) "
+    "and pass -m models/FILE.gguf";
 
 // A llama.cpp flag: its spellings, the zinc flag it becomes (tried in order: the first one the
 // subcommand has wins), or, when none applies, why zinc refuses it.
@@ -280,6 +281,18 @@ int edit_distance(const std::string& a, const std::string& b) {
     return d[n][m];
 }
 
+std::string closest_match(const std::string& word,
+                          const std::vector<std::pair<std::string, std::string>>& candidates) {
+    std::string best;
+    int best_d = 1 << 30;
+    for (const auto& [compared, shown] : candidates) {
+        const int d = edit_distance(word, compared);
+        if (d < best_d) best_d = d, best = shown;  // the first of equally close ones wins
+    }
+    const int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
+    return best_d <= limit ? best : "";
+}
+
 std::string unknown_flag_message(const CLI::App& app, const std::vector<std::string>& args) {
     for (size_t i = 1; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -292,27 +305,21 @@ std::string unknown_flag_message(const CLI::App& app, const std::vector<std::str
         }
         if (name[1] != '-' && known(app, name.substr(0, 2)))
             continue;  // "-n5": a short flag with its value attached
-        // Closest long flag name, over a distance a typo can reach.
+        // Closest long flag name, over a distance a typo can reach, and llama.cpp's spellings
+        // that this subcommand accepts ("--ngl" -> -ngl).
         const std::string bare = name.substr(name.find_first_not_of('-'));
-        std::string best;
-        int best_d = 1 << 30;
+        std::vector<std::pair<std::string, std::string>> candidates;  // (compared, shown)
         for (const CLI::Option* o : app.get_options())
-            for (const auto& l : o->get_lnames()) {
-                const int d = edit_distance(bare, l);
-                if (d < best_d) best_d = d, best = "--" + l;
-            }
-        // ... and llama.cpp's spellings that this subcommand accepts ("--ngl" -> -ngl).
+            for (const auto& l : o->get_lnames()) candidates.emplace_back(l, "--" + l);
         for (const auto& f : llama_flags())
             for (auto z : f.zinc)
                 if (known(app, std::string(z)))
-                    for (auto n : f.names) {
-                        const std::string nb(n.substr(n.find_first_not_of('-')));
-                        const int d = edit_distance(bare, nb);
-                        if (d < best_d) best_d = d, best = std::string(n);
-                    }
-        const int limit = std::max<int>(2, static_cast<int>(bare.size()) / 3);
+                    for (auto n : f.names)
+                        candidates.emplace_back(std::string(n.substr(n.find_first_not_of('-'))),
+                                                std::string(n));
+        const std::string best = closest_match(bare, candidates);
         std::string msg = name + ": unknown flag of " + app_label(app);
-        if (!best.empty() && best_d <= limit) msg += "; did you mean " + best + "?";
+        if (!best.empty()) msg += "; did you mean " + best + "?";
         return msg + " (see --help)";
     }
     return "";

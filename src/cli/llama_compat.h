@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -63,5 +64,11 @@ std::string unknown_flag_message(const CLI::App& app, const std::vector<std::str
 
 /// Levenshtein distance (exposed for the suggestion threshold's tests).
 int edit_distance(const std::string& a, const std::string& b);
+
+/// The "did you mean" rule, for flags and model names alike: of `candidates` (compared form,
+/// shown form), the shown form of the one closest to `word` by edit_distance when it is within
+/// max(2, |word| / 3) edits; "" when none is that close.
+std::string closest_match(const std::string& word,
+                          const std::vector<std::pair<std::string, std::string>>& candidates);
 
 }  // namespace zinc::cli

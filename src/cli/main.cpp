@@ -1,4 +1,5 @@
-// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat, synth, serve)
+// zinc/cli/main.cpp — process entry: dispatch to a subcommand (inspect, bench, chat, synth, serve,
+// and the model management commands pull, list/ls, rm, ps)
 // or to the default generation command (run.cpp); `zinc -m FILE` without a prompt serves the
 // model (and says so in one line) unless a flag only generation has (-f, -n, --chat, ...) is
 // there. Each subcommand owns its own flags.
@@ -47,6 +48,11 @@ int dispatch(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "synth") == 0) return synth_main(argc - 1, argv + 1);
     if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return serve_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "pull") == 0) return pull_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "list") == 0) return list_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "ls") == 0) return list_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "rm") == 0) return rm_main(argc - 1, argv + 1);
+    if (argc >= 2 && std::strcmp(argv[1], "ps") == 0) return ps_main(argc - 1, argv + 1);
     if (serves_by_default(argc, argv) && !has_generation_flag(argc, argv)) {
         set_serving_by_default(true);
         return serve_main(argc, argv);

@@ -86,8 +86,10 @@ void write_out(const std::string& s) {
 constexpr int kExitInterrupted = 130;
 
 int generate(const RunOptions& o) {
-    auto resolved = resolve_model_path(o.model_path);
-    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    ModelArg how;
+    auto resolved = resolve_model_path(o.model_path, &how);
+    if (!resolved)
+        return report_error(resolved.error().message, how.bad_input ? kExitBadInput : kExitFailure);
     const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
@@ -324,9 +326,11 @@ int run_main(int argc, char** argv) {
         "zinc -m FILE without --prompt or -f serves the model over HTTP, like zinc serve -m "
         "FILE (and says so); with -n, --chat etc. a piped stdin is the prompt.\n"
         "llama.cpp spellings (-ngl, --ctx-size, -f, -sys, ...) work; docs/cli.md has the table.\n"
-        "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, fetched on "
-        "first use.");
-    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+        "With no -m, the default model (SmolLM2-135M-Instruct Q4_1) is used, pulled on "
+        "first use. Models: zinc pull NAME | zinc list [--catalog] | zinc rm NAME | zinc ps; "
+        "-m takes a path or a model name.");
+    app.add_option("-m,--model", o.model_path,
+                   "GGUF model file, or a model name (zinc list; default: SmolLM2-135M-Instruct)");
     auto* prompt_opt = app.add_option("-p,--prompt", o.prompt,
                                       "prompt text (special-token text is recognised; with --chat "
                                       "it is message text, never control tokens)");

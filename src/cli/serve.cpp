@@ -26,6 +26,7 @@
 #include "cli/llama_compat.h"
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
+#include "cli/server_registry.h"
 #include "cli/spec_flags.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
@@ -93,8 +94,10 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     if (o.port != 0)
         if (auto ok = server::check_listen_address(o.host, o.port); !ok)
             return report_error(ok.error().message);
-    auto resolved = resolve_model_path(o.model_path);
-    if (!resolved) return report_error(resolved.error().message, kExitFailure);
+    ModelArg how;
+    auto resolved = resolve_model_path(o.model_path, &how);
+    if (!resolved)
+        return report_error(resolved.error().message, how.bad_input ? kExitBadInput : kExitFailure);
     const std::string path = resolved.value();
     const int n_threads = o.n_threads > 0 ? o.n_threads : probe_host().n_threads;
     LoaderOptions lo;
@@ -239,7 +242,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     so.max_body_bytes = static_cast<size_t>(o.max_body_mib * 1024 * 1024);
     so.http_threads = o.http_threads;
     so.cors_origin = o.cors_origin;
-    so.model_id = model_id_for(path, o.alias);
+    // -m NAME serves under that name (as ollama does), a path under its file name.
+    so.model_id = model_id_for(path, o.alias.empty() ? how.name : o.alias);
     so.strict_model = o.strict_model;
     so.sampling = o.sampling;
     if (seed_opt->count() > 0) so.default_seed = o.sampling.seed;
@@ -260,6 +264,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
                  eo.prefix_cache ? "on" : "off", engine::to_string(spec.mode),
                  so.api_keys.empty() && !tenancy ? "" : ", API key required");
     std::fflush(stderr);
+    // zinc ps lists this server, and zinc rm refuses its model, until it stops.
+    ServerRegistration registration(o.host, http.port(), so.model_id, path);
 
     std::thread waiter([&] {
         int sig = 0;
@@ -335,7 +341,8 @@ int serve_main(int argc, char** argv) {
     app.footer(
         "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
         "GET /health, GET /metrics, POST /tokenize, POST /detokenize (docs/server.md).");
-    app.add_option("-m,--model", o.model_path, "GGUF model file (default: SmolLM2-135M-Instruct)");
+    app.add_option("-m,--model", o.model_path,
+                   "GGUF model file, or a model name (zinc list; default: SmolLM2-135M-Instruct)");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "TCP port; 0: any free port")
         ->check(int_in(0, 65535))

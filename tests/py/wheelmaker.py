@@ -5,9 +5,10 @@ import hashlib
 import zipfile
 
 
-def make_wheel(folder, name, version, files):
+def make_wheel(folder, name, version, files, compression=zipfile.ZIP_STORED):
     """Write folder/<name>-<version>-py3-none-any.whl holding files ({path: str or bytes}) plus
-    the METADATA, WHEEL and RECORD pip requires; returns its path."""
+    the METADATA, WHEEL and RECORD pip requires (members stored, or compressed with
+    `compression`); returns its path."""
     mod = name.replace("-", "_")
     info = f"{mod}-{version}.dist-info"
     files = {p: (c.encode() if isinstance(c, str) else c) for p, c in files.items()}
@@ -21,7 +22,7 @@ def make_wheel(folder, name, version, files):
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     path = folder / f"{mod}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
+    with zipfile.ZipFile(path, "w", compression=compression) as z:
         for p, data in files.items():
             z.writestr(p, data)
     return path
