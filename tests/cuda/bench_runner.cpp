@@ -2,9 +2,12 @@
 // them: a 512-token prompt into an empty KV cache; 128 single-token decode steps from an empty
 // cache), median of -r repetitions after a warm-up, plus the bandwidth bound.
 //
-//   cuda_bench_runner -m MODEL.gguf [-r 5] [-p 512] [--copy-bw]
+//   cuda_bench_runner -m MODEL.gguf [-r 5] [-p 512] [-b S] [--copy-bw] [--profile]
 //
 // -p N: the prompt length of the prefill test (ppN; default 512), one step of N rows.
+// -b S: decode S sequences together (default 1): tg128 becomes 128 steps of S rows, one per
+//       sequence (each with its own KV blocks), reported as the step time and S x 128 tokens
+//       over the run; with --profile, 8 such steps after a 16-token prefill of each sequence.
 //
 // Prints one line per test: model, test, tok/s, ms, launches per step, host µs per step, and
 // decode bytes per token / measured copy bandwidth (percent of the bound). Env opt-outs
@@ -64,7 +67,7 @@ double copy_bw() {
 
 int main(int argc, char** argv) {
     std::string path;
-    int reps = 5, n_prompt = 512;
+    int reps = 5, n_prompt = 512, n_seq = 1;
     bool bw = false;
     bool profile = false;  // a 16-token prefill and 8 decode steps only (for ncu)
     for (int i = 1; i < argc; ++i) {
@@ -72,6 +75,7 @@ int main(int argc, char** argv) {
         if (a == "-m" && i + 1 < argc) path = argv[++i];
         else if (a == "-r" && i + 1 < argc) reps = std::atoi(argv[++i]);
         else if (a == "-p" && i + 1 < argc) n_prompt = std::atoi(argv[++i]);
+        else if (a == "-b" && i + 1 < argc) n_seq = std::atoi(argv[++i]);
         else if (a == "--copy-bw") bw = true;
         else if (a == "--profile") profile = true;
     }
@@ -107,12 +111,17 @@ int main(int argc, char** argv) {
         std::printf("error: -p %d: the prompt length must be in [16, 65536]\n", n_prompt);
         return 2;
     }
+    if (n_seq < 1 || n_seq > 256) {
+        std::printf("error: -b %d: the decode batch must be in [1, 256]\n", n_seq);
+        return 2;
+    }
     model::RunnerOptions ro;
     ro.block_size = 16;
     ro.max_seq_len = std::max(1024, (n_prompt + 15) / 16 * 16);
-    ro.n_blocks = ro.max_seq_len / 16;
-    ro.max_batch_tokens = n_prompt;
-    ro.max_seqs = 1;
+    const int blocks_per_seq = ro.max_seq_len / 16;
+    ro.n_blocks = blocks_per_seq * n_seq;
+    ro.max_batch_tokens = std::max(n_prompt, 16 * n_seq);
+    ro.max_seqs = n_seq;
     const auto tl0 = Clock::now();
     auto rr = cu::create_runner(model, ro, {});
     if (!rr) {
@@ -121,8 +130,12 @@ int main(int argc, char** argv) {
     }
     const double load_s = std::chrono::duration<double>(Clock::now() - tl0).count();
     model::Runner& r = *rr.value();
-    std::vector<int32_t> table(ro.n_blocks);
+    std::vector<int32_t> table(ro.n_blocks);  // sequence q: blocks [q, q + 1) x blocks_per_seq
     std::iota(table.begin(), table.end(), 0);
+    auto seq_table = [&](int q) {
+        return std::span<const int32_t>(table.data() + static_cast<size_t>(q) * blocks_per_seq,
+                                        blocks_per_seq);
+    };
     std::vector<int32_t> prompt(n_prompt);
     for (int i = 0; i < n_prompt; ++i) prompt[i] = (i * 7919 + 13) % V;
     std::vector<int32_t> out(n_prompt);
@@ -130,23 +143,30 @@ int main(int argc, char** argv) {
     auto pp = [&]() -> double {
         model::BatchSeq q;
         q.n_tokens = n_prompt;
-        q.block_table = table;
+        q.block_table = seq_table(0);
         model::Batch b{prompt, std::span<const model::BatchSeq>(&q, 1)};
         const auto t0 = Clock::now();
         if (!cu::forward_argmax(r, b, out.data()).ok()) std::exit(1);
         return std::chrono::duration<double>(Clock::now() - t0).count();
     };
     double launches = 0, host_us = 0;
+    // One decode step of every sequence at position pos (tokens in and out: toks).
+    std::vector<int32_t> toks(n_seq, 1);
+    auto decode_step = [&](int pos) {
+        std::vector<model::BatchSeq> qs(n_seq);
+        for (int q = 0; q < n_seq; ++q) {
+            qs[q].row0 = q;
+            qs[q].n_tokens = 1;
+            qs[q].pos0 = pos;
+            qs[q].block_table = seq_table(q);
+        }
+        model::Batch b{toks, qs};
+        return cu::forward_argmax(r, b, toks.data());
+    };
     auto tg = [&](bool collect) -> double {
-        int32_t tok = 1;
         const auto t0 = Clock::now();
         for (int i = 0; i < 128; ++i) {
-            model::BatchSeq q;
-            q.n_tokens = 1;
-            q.pos0 = i;
-            q.block_table = table;
-            model::Batch b{std::span<const int32_t>(&tok, 1), std::span<const model::BatchSeq>(&q, 1)};
-            if (auto e = cu::forward_argmax(r, b, &tok); !e.ok()) {
+            if (auto e = decode_step(i); !e.ok()) {
                 std::printf("error: %s\n", e.error().message.c_str());
                 std::exit(1);
             }
@@ -159,20 +179,19 @@ int main(int argc, char** argv) {
         return std::chrono::duration<double>(Clock::now() - t0).count();
     };
     if (profile) {
-        model::BatchSeq q;
-        q.n_tokens = 16;
-        q.block_table = table;
-        model::Batch b{std::span<const int32_t>(prompt.data(), 16), std::span<const model::BatchSeq>(&q, 1)};
-        int32_t tok = 0;
-        if (!cu::forward_argmax(r, b, &tok).ok()) return 1;
-        for (int i = 0; i < 8; ++i) {
-            model::BatchSeq d;
-            d.n_tokens = 1;
-            d.pos0 = 16 + i;
-            d.block_table = table;
-            model::Batch bd{std::span<const int32_t>(&tok, 1), std::span<const model::BatchSeq>(&d, 1)};
-            if (!cu::forward_argmax(r, bd, &tok).ok()) return 1;
+        std::vector<model::BatchSeq> qs(n_seq);
+        std::vector<int32_t> ptoks;
+        for (int q = 0; q < n_seq; ++q) {
+            qs[q].row0 = 16 * q;
+            qs[q].n_tokens = 16;
+            qs[q].block_table = seq_table(q);
+            ptoks.insert(ptoks.end(), prompt.begin(), prompt.begin() + 16);
         }
+        model::Batch b{ptoks, qs};
+        std::vector<int32_t> pout(ptoks.size());
+        if (!cu::forward_argmax(r, b, pout.data()).ok()) return 1;
+        for (int i = 0; i < 8; ++i)
+            if (!decode_step(16 + i).ok()) return 1;
         std::printf("profile run done\n");
         return 0;
     }
@@ -187,9 +206,15 @@ int main(int argc, char** argv) {
     const char* graph = std::getenv("ZINC_CUDA_GRAPH");
     std::printf("zinc | %s | pp%d | %.1f tok/s | %.2f ms\n", base.c_str(), n_prompt, n_prompt / pp_s,
                 pp_s * 1e3);
-    std::printf("zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us host/step "
-                "(enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
-                base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
-                graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0, load_s);
+    if (n_seq == 1)
+        std::printf("zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us "
+                    "host/step (enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
+                    base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
+                    graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0, load_s);
+    else
+        std::printf("zinc | %s | tg128 x %d sequences | %.1f tok/s | %.3f ms/step | %.1f launches/"
+                    "step | %.1f us host/step | graph %s | %.1f MiB of weights a step\n",
+                    base.c_str(), n_seq, 128.0 * n_seq / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
+                    graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0);
     return 0;
 }
