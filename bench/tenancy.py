@@ -117,7 +117,9 @@ def interactive(url, key, seconds, a, stop_at_n=True):
 
 
 def failed(r):
-    return r["status"] != 200 or (r["error"] is not None and not r["cut"])
+    """A request that failed: not a 200, or an error mid-stream; one the phase's end cut (even
+    before its response headers arrived: status 0) is not a failure."""
+    return not r["cut"] and (r["status"] != 200 or r["error"] is not None)
 
 
 def ttft_summary(rs):
