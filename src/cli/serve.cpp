@@ -27,10 +27,10 @@
 #include "cli/model_loader.h"
 #include "cli/sampling_flags.h"
 #include "cli/spec_flags.h"
-#include "model/config.h"
-#include "model/pooling.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
+#include "model/config.h"
+#include "model/pooling.h"
 #include "runtime/checked_runner.h"
 #include "server/http_server.h"
 #include "server/tenancy.h"
@@ -113,8 +113,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
     // An encoder (bert) has absolute position embeddings for n_ctx_train positions only.
     if (!m.model->has_lm_head() && n_ctx > m.model->n_ctx_train()) n_ctx = m.model->n_ctx_train();
-    model::Pooling pooling = model::pooling_from_gguf(m.model->pooling_type())
-                                 .value_or(model::Pooling::Mean);
+    model::Pooling pooling =
+        model::pooling_from_gguf(m.model->pooling_type()).value_or(model::Pooling::Mean);
     if (!o.pooling.empty()) pooling = *model::parse_pooling(o.pooling);
     const size_t block_bytes = m.model->kv_cache_bytes(o.block_size);
     int kv_blocks = o.kv_blocks;

@@ -43,8 +43,8 @@ void fail_embedding(EmbeddingJob& job, BlockManager& bm, const std::string& erro
     job.sink(std::move(r));
 }
 
-int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner,
-                           BlockManager& bm, const EmbeddingStepOptions& opts) {
+int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner, BlockManager& bm,
+                           const EmbeddingStepOptions& opts) {
     struct Planned {
         EmbeddingJob* job;
         int32_t n;  // rows this step
@@ -86,7 +86,8 @@ int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner
             continue;
         }
         const float* src = hidden.data() + static_cast<size_t>(seqs[i].row0) * opts.n_embd;
-        job.hidden.insert(job.hidden.end(), src, src + static_cast<size_t>(plan[i].n) * opts.n_embd);
+        job.hidden.insert(job.hidden.end(), src,
+                          src + static_cast<size_t>(plan[i].n) * opts.n_embd);
         job.n_done += plan[i].n;
         if (job.n_done < static_cast<int32_t>(job.params.tokens.size())) continue;
         EmbeddingResult res;

@@ -27,15 +27,15 @@ struct EmbeddingJob {
     RequestId id = 0;
     EmbeddingParams params;
     EmbeddingSink sink;
-    int32_t n_done = 0;          // tokens whose hidden rows are in `hidden`
-    std::vector<int32_t> blocks; // KV blocks held (positions [0, n_done + next chunk))
-    std::vector<float> hidden;   // (n_done, n_embd) hidden states so far
+    int32_t n_done = 0;           // tokens whose hidden rows are in `hidden`
+    std::vector<int32_t> blocks;  // KV blocks held (positions [0, n_done + next chunk))
+    std::vector<float> hidden;    // (n_done, n_embd) hidden states so far
 };
 
 struct EmbeddingStepOptions {
-    int32_t max_rows = 512;  // rows of one step (EngineOptions::max_batch_tokens)
-    int32_t max_seqs = 16;   // sequences of one step (the Runner's max_seqs)
-    int32_t n_embd = 0;      // width of a hidden row
+    int32_t max_rows = 512;      // rows of one step (EngineOptions::max_batch_tokens)
+    int32_t max_seqs = 16;       // sequences of one step (the Runner's max_seqs)
+    int32_t n_embd = 0;          // width of a hidden row
     bool bidirectional = false;  // each job whole in one step (model::Program::bidirectional)
 };
 
@@ -43,8 +43,8 @@ struct EmbeddingStepOptions {
 /// chunk of what is left) gets its rows computed; finished jobs (and failed ones) get their sink
 /// called and are removed, with their blocks released. Returns the rows computed (0 when the
 /// first job could not get its KV blocks: it waits for generation to release some).
-int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner,
-                           BlockManager& bm, const EmbeddingStepOptions& opts);
+int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner, BlockManager& bm,
+                           const EmbeddingStepOptions& opts);
 
 /// Release a job's blocks and deliver `error` to its sink (cancellation, shutdown).
 void fail_embedding(EmbeddingJob& job, BlockManager& bm, const std::string& error);

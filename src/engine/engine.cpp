@@ -86,8 +86,9 @@ class EngineImpl : public Engine {
             return SubmitError{SubmitErrorKind::InvalidRequest, std::move(m)};
         };
         if (!has_lm_head_)
-            return invalid("this model is an embedding model (no LM head): it computes "
-                           "embeddings only (POST /v1/embeddings), not completions");
+            return invalid(
+                "this model is an embedding model (no LM head): it computes "
+                "embeddings only (POST /v1/embeddings), not completions");
         if (params.prompt.empty()) return invalid("prompt: empty (expected at least one token)");
         for (size_t i = 0; i < params.prompt.size(); ++i) {
             if (params.prompt[i] < 0 || params.prompt[i] >= n_vocab_) {
@@ -144,9 +145,9 @@ class EngineImpl : public Engine {
         }
         const int64_t n = static_cast<int64_t>(params.tokens.size());
         if (n > opts_.n_ctx) {
-            return SubmitError{SubmitErrorKind::ContextLength,
-                               "input of " + std::to_string(n) + " tokens > context " +
-                                   std::to_string(opts_.n_ctx)};
+            return SubmitError{SubmitErrorKind::ContextLength, "input of " + std::to_string(n) +
+                                                                   " tokens > context " +
+                                                                   std::to_string(opts_.n_ctx)};
         }
         if (embed_opts_.bidirectional && n > embed_opts_.max_rows) {
             return SubmitError{SubmitErrorKind::ContextLength,
@@ -246,8 +247,8 @@ class EngineImpl : public Engine {
                 return;
             }
             // One bounded embedding step between generation steps (engine/embedding_step.h).
-            const bool embedded =
-                !embed_jobs_.empty() && run_embedding_step(embed_jobs_, *runner_, bm_, embed_opts_) > 0;
+            const bool embedded = !embed_jobs_.empty() &&
+                                  run_embedding_step(embed_jobs_, *runner_, bm_, embed_opts_) > 0;
             {
                 std::lock_guard<std::mutex> lk(mu_);
                 n_embed_jobs_ = static_cast<int32_t>(embed_jobs_.size());

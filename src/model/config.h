@@ -36,9 +36,9 @@ struct ModelConfig {
     int32_t n_vocab = 0;     // rows of token_embd.weight
     int32_t n_ctx_train = 0;
     int32_t n_rot = 0;  // rope.dimension_count (default head_dim_k)
-    float rms_eps = 1e-5f;     // attention.layer_norm_rms_epsilon (RMSNorm models)
-    float norm_eps = 1e-12f;   // attention.layer_norm_epsilon (LayerNorm models: bert); one of
-                               // the two keys is required
+    float rms_eps = 1e-5f;    // attention.layer_norm_rms_epsilon (RMSNorm models)
+    float norm_eps = 1e-12f;  // attention.layer_norm_epsilon (LayerNorm models: bert); one of
+                              // the two keys is required
     /// attention.causal (default true; bert: false, every token attends to the whole input).
     bool causal = true;
     /// pooling_type (llama.cpp's enum llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last), the

@@ -11,10 +11,10 @@ namespace zinc::model {
 
 const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
-        "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
-        "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
-        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe", "all_reduce",
-        "layer_norm", "add_embed", "gelu"};
+        "embed",    "rms_norm",   "matmul",         "rope_kv",    "attention",
+        "glu",      "add",        "add_rms_norm",   "keep_rows",  "softcap",
+        "ssm_conv", "delta_net",  "gated_rms_norm", "split_gate", "sigmoid_mul",
+        "moe",      "all_reduce", "layer_norm",     "add_embed",  "gelu"};
     return kNames[static_cast<int>(k)];
 }
 

@@ -66,8 +66,8 @@ enum class OpKind : uint8_t {
     SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
     SigmoidMul,    // out *= sigmoid(gate)
     Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
-    AllReduce,   // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
-                 // for one rank, which is also what a single executor does with it
+    AllReduce,  // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
+                // for one rank, which is also what a single executor does with it
     // Encoder (BERT) ops (models/bert.cpp); the CUDA tier refuses them at init (docs/cuda.md).
     LayerNorm,  // out = (in - mean) / sqrt(var + eps) * w + b, per row
     AddEmbed,   // out += table[position of the row] (absolute positions), or table[row] (fixed)
@@ -219,8 +219,8 @@ struct SigmoidMulP {
 };
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
-                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP,
-                 MoeP, AllReduceP, LayerNormP, AddEmbedP, GeluP>;
+                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP, MoeP,
+                 AllReduceP, LayerNormP, AddEmbedP, GeluP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -316,9 +316,11 @@ class ProgramBuilder {
     void moe(const MoeP& p, Tid out, const char* name);
     /// x = sum of x over n_ranks tensor-parallel ranks, in place (model/shard.h emits it).
     void all_reduce(Tid x, int n_ranks, const char* name);
-    void layer_norm(Tid in, const Weight& w, const Weight* b, float eps, Tid out,
-                    const char* name);
+    /// out = layer_norm(in) * w (+ b), rows of width(in) (in == out allowed); b may be null.
+    void layer_norm(Tid in, const Weight& w, const Weight* b, float eps, Tid out, const char* name);
+    /// x += p.table[position] (or p.table[p.row]) per row; the table's rows are width(x) wide.
     void add_embed(Tid x, const AddEmbedP& p, const char* name);
+    /// x = gelu_erf(x) in place.
     void gelu(Tid x, const char* name);
     /// The value the op just emitted wrote to t is the hidden state embeddings pool
     /// (Program::embd, embd_op).

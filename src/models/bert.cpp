@@ -130,7 +130,8 @@ class Bert : public model::ArchModel {
 
 Result<std::unique_ptr<Model>> make_bert(const gguf::File& file, ModelConfig cfg) {
     if (cfg.causal)
-        return make_error(file.path() + ": metadata bert.attention.causal is true or absent, "
+        return make_error(file.path() +
+                          ": metadata bert.attention.causal is true or absent, "
                           "expected false (a BERT encoder attends in both directions)");
     cfg.n_rot = 0;  // no RoPE: self_attention's rope_kv only appends K/V
     auto m = std::make_unique<Bert>(std::move(cfg));

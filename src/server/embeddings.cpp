@@ -56,8 +56,9 @@ ApiResult<EmbeddingRequest> parse_request(const json& body, const tokenizer::Tok
     };
     const auto in = body.find("input");
     if (in == body.end()) return invalid_value("input", "is required");
-    const std::string what = "a string, an array of strings, an array of token ids or an array "
-                             "of token-id arrays";
+    const std::string what =
+        "a string, an array of strings, an array of token ids or an array "
+        "of token-id arrays";
     if (in->is_string()) {
         if (in->get_ref<const std::string&>().empty())
             return invalid_value("input", "must not be an empty string");
@@ -97,8 +98,7 @@ ApiResult<EmbeddingRequest> parse_request(const json& body, const tokenizer::Tok
         return wrong_type("input", what, *in);
     }
     for (size_t i = 0; i < out.inputs.size(); ++i) {
-        if (out.inputs[i].empty())
-            return invalid_value(out.paths[i], "tokenizes to no tokens");
+        if (out.inputs[i].empty()) return invalid_value(out.paths[i], "tokenizes to no tokens");
         for (size_t k = 0; k < out.inputs[i].size(); ++k)
             if (out.inputs[i][k] >= tok.n_vocab())
                 return invalid_value(out.paths[i], "token id " + std::to_string(out.inputs[i][k]) +
@@ -109,8 +109,9 @@ ApiResult<EmbeddingRequest> parse_request(const json& body, const tokenizer::Tok
         if (!f->is_string()) return wrong_type("encoding_format", "\"float\" or \"base64\"", *f);
         const std::string& v = f->get_ref<const std::string&>();
         if (v != "float" && v != "base64")
-            return invalid_value("encoding_format",
-                                 "\"" + v + "\" is not supported (expected \"float\" or \"base64\")");
+            return invalid_value(
+                "encoding_format",
+                "\"" + v + "\" is not supported (expected \"float\" or \"base64\")");
         out.base64 = v == "base64";
     }
     if (const auto d = body.find("dimensions"); d != body.end() && !d->is_null()) {
@@ -118,10 +119,12 @@ ApiResult<EmbeddingRequest> parse_request(const json& body, const tokenizer::Tok
         if (!v) return wrong_type("dimensions", "an integer", *d);
         if (*v != n_embd)
             return invalid_value("dimensions",
-                                 std::to_string(*v) + " is not supported: this model's embeddings "
-                                 "have " + std::to_string(n_embd) +
-                                 " dimensions and are not truncated (omit dimensions or give " +
-                                 std::to_string(n_embd) + ")");
+                                 std::to_string(*v) +
+                                     " is not supported: this model's embeddings "
+                                     "have " +
+                                     std::to_string(n_embd) +
+                                     " dimensions and are not truncated (omit dimensions or give " +
+                                     std::to_string(n_embd) + ")");
     }
     if (const auto m = body.find("model"); m != body.end()) {
         if (!m->is_string()) return wrong_type("model", "a string", *m);
@@ -182,16 +185,17 @@ void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib
     auto parsed = parse_request(body.value(), *ctx.model.tok, n_embd);
     if (!parsed.ok()) return send_error(res, parsed.error());
     EmbeddingRequest& er = parsed.value();
-    if (er.has_model && er.model != ctx.opts.model_id && (ctx.opts.strict_model || er.model.empty()))
+    if (er.has_model && er.model != ctx.opts.model_id &&
+        (ctx.opts.strict_model || er.model.empty()))
         return send_error(res, model_not_found(er.model));
     const int32_t n_ctx = ctx.model.engine->options().n_ctx;
     for (size_t i = 0; i < er.inputs.size(); ++i)
         if (static_cast<int64_t>(er.inputs[i].size()) > n_ctx)
-            return send_error(res, context_length_exceeded(
-                                       "this model's context is " + std::to_string(n_ctx) +
-                                           " tokens; this input has " +
-                                           std::to_string(er.inputs[i].size()) + " tokens",
-                                       er.paths[i]));
+            return send_error(
+                res, context_length_exceeded("this model's context is " + std::to_string(n_ctx) +
+                                                 " tokens; this input has " +
+                                                 std::to_string(er.inputs[i].size()) + " tokens",
+                                             er.paths[i]));
 
     auto pending = std::make_shared<Pending>();
     pending->results.resize(er.inputs.size());

@@ -29,8 +29,9 @@ bool is_cjk(uint32_t c) {
 
 class WordPieceTokenizer final : public TokenizerBase {
   public:
-    WordPieceTokenizer(std::unique_ptr<Vocab> vocab, const SpecialIds& ids, std::vector<TokenId> eog,
-                       bool add_bos, bool add_sep, bool lowercase, bool strip_accents)
+    WordPieceTokenizer(std::unique_ptr<Vocab> vocab, const SpecialIds& ids,
+                       std::vector<TokenId> eog, bool add_bos, bool add_sep, bool lowercase,
+                       bool strip_accents)
         : TokenizerBase(std::move(vocab), Family::SentencePiece, ids, std::move(eog), add_bos,
                         false),
           add_sep_(add_sep),
@@ -71,7 +72,8 @@ class WordPieceTokenizer final : public TokenizerBase {
             if (strip_accents_ && cls == CpClass::Mark) continue;
             std::string s;
             append_utf8(lowercase_ ? to_lower(cp) : cp, s);
-            if (cls == CpClass::Punctuation || (cp < 0x7F && cls == CpClass::Symbol) || is_cjk(cp)) {
+            if (cls == CpClass::Punctuation || (cp < 0x7F && cls == CpClass::Symbol) ||
+                is_cjk(cp)) {
                 if (!ws.back().empty()) ws.emplace_back();
                 ws.back() = std::move(s);
                 ws.emplace_back();
@@ -135,12 +137,13 @@ Result<std::unique_ptr<Tokenizer>> make_wordpiece_tokenizer(const VocabSpec& spe
         return make_error("tokenizer.ggml.add_bos_token is true but there is no BOS ([CLS]) token");
     if (add_sep && ids.sep < 0)
         return make_error("tokenizer.ggml.add_sep_token is true but there is no SEP token");
-    if (ids.unk < 0) return make_error("tokenizer.ggml.unknown_token_id: a WordPiece vocab needs one");
+    if (ids.unk < 0)
+        return make_error("tokenizer.ggml.unknown_token_id: a WordPiece vocab needs one");
     // llama.cpp: lowercase defaults to false, strip_accents to lowercase.
     const bool lower = spec.lowercase.value_or(false);
-    return std::unique_ptr<Tokenizer>(std::make_unique<WordPieceTokenizer>(
-        std::move(vocab).value(), ids, std::move(eog), add_bos, add_sep, lower,
-        spec.strip_accents.value_or(lower)));
+    return std::unique_ptr<Tokenizer>(
+        std::make_unique<WordPieceTokenizer>(std::move(vocab).value(), ids, std::move(eog), add_bos,
+                                             add_sep, lower, spec.strip_accents.value_or(lower)));
 }
 
 }  // namespace zinc::tokenizer

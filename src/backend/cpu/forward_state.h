@@ -65,7 +65,8 @@ struct ForwardState {
 };
 
 /// Run the op list on the step batch in st: append every row's K/V to the pool and write the
-/// logits of st.out_rows (or, with st.embeddings, stop at the embeddings' value). The caller (the CPU Runner) has validated ids, positions and tables.
+/// logits of st.out_rows (or, with st.embeddings, stop at the embeddings' value). The caller (the
+/// CPU Runner) has validated ids, positions and tables.
 void execute(const model::Program& prog, ForwardState& st);
 /// Run ops [begin, end) only (the tensor-parallel runner stops each shard at its AllReduce ops;
 /// st carries the rows kept by KeepRows from one call to the next).

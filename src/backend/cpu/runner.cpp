@@ -145,9 +145,8 @@ class CpuRunner : public Runner {
             for (size_t si = 0; si < batch.seqs.size(); ++si) {
                 if (batch.seqs[si].pos0 != 0)
                     return make_error("embeddings: sequence " + std::to_string(si) +
-                                      " starts at position " +
-                                      std::to_string(batch.seqs[si].pos0) + ", but " +
-                                      cfg_.arch_name +
+                                      " starts at position " + std::to_string(batch.seqs[si].pos0) +
+                                      ", but " + cfg_.arch_name +
                                       " attends in both directions: a sequence must be computed "
                                       "whole, from position 0, in one forward");
             }
@@ -222,8 +221,8 @@ class CpuRunner : public Runner {
             if (end > max_positions_)
                 return make_error("forward: sequence " + std::to_string(si) + " reaches position " +
                                   std::to_string(end) + ", but " + cfg_.arch_name +
-                                  "'s position embeddings cover " +
-                                  std::to_string(max_positions_) + " positions");
+                                  "'s position embeddings cover " + std::to_string(max_positions_) +
+                                  " positions");
         }
         if (rs_.empty()) return {};
         for (size_t si = 0; si < batch.seqs.size(); ++si) {

@@ -201,12 +201,13 @@ TEST(Bert, LoadsAsAnEncoderWithItsOpList) {
     const auto& P = dynamic_cast<const zm::ArchModel&>(*m.value()).program();
     using K = zm::OpKind;
     std::vector<K> head, layer;
-    for (const zm::Op& op : P.ops) (op.il < 0 ? head : op.il == 0 ? layer : head).push_back(op.kind());
+    for (const zm::Op& op : P.ops)
+        (op.il < 0 ? head : op.il == 0 ? layer : head).push_back(op.kind());
     EXPECT_EQ(std::vector<K>(head.begin(), head.begin() + 4),
               (std::vector<K>{K::Embed, K::AddEmbed, K::AddEmbed, K::LayerNorm}));
-    EXPECT_EQ(layer, (std::vector<K>{K::Matmul, K::RopeKv, K::Attention, K::Matmul, K::Add,
-                                     K::LayerNorm, K::Matmul, K::Gelu, K::Matmul, K::Add,
-                                     K::LayerNorm}));
+    EXPECT_EQ(layer,
+              (std::vector<K>{K::Matmul, K::RopeKv, K::Attention, K::Matmul, K::Add, K::LayerNorm,
+                              K::Matmul, K::Gelu, K::Matmul, K::Add, K::LayerNorm}));
     EXPECT_EQ(P.logits, zm::kNoTensor);
     EXPECT_EQ(P.embd_op, static_cast<int>(P.ops.size()) - 1);
     EXPECT_TRUE(P.bidirectional);
@@ -310,14 +311,13 @@ TEST(Bert, EngineComputesEmbeddingsAndRefusesGeneration) {
     ASSERT_TRUE(std::holds_alternative<ze::SubmitError>(g));
     EXPECT_NE(std::get<ze::SubmitError>(g).message.find("/v1/embeddings"), std::string::npos);
     // Three inputs at once (packed into steps of 16 rows), each equal to the reference.
-    const std::vector<std::vector<int32_t>> inputs = {{2, 7, 7, 19, 0, 11, 5, 3, 14}, {4, 1, 18},
-                                                      {9, 9, 9, 9, 9, 9, 9, 9}};
+    const std::vector<std::vector<int32_t>> inputs = {
+        {2, 7, 7, 19, 0, 11, 5, 3, 14}, {4, 1, 18}, {9, 9, 9, 9, 9, 9, 9, 9}};
     std::vector<std::promise<ze::EmbeddingResult>> done(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-        auto r = e.submit_embedding({inputs[i], zm::Pooling::Mean},
-                                    [&done, i](ze::EmbeddingResult res) {
-                                        done[i].set_value(std::move(res));
-                                    });
+        auto r = e.submit_embedding(
+            {inputs[i], zm::Pooling::Mean},
+            [&done, i](ze::EmbeddingResult res) { done[i].set_value(std::move(res)); });
         ASSERT_TRUE(std::holds_alternative<ze::RequestId>(r));
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -337,7 +337,8 @@ TEST(Bert, EngineComputesEmbeddingsAndRefusesGeneration) {
     }
     // Refusals: empty, an id out of range, longer than one step (bidirectional), than n_ctx.
     auto refused = [&](std::vector<int32_t> toks) {
-        auto r = e.submit_embedding({std::move(toks), zm::Pooling::Mean}, [](ze::EmbeddingResult) {});
+        auto r =
+            e.submit_embedding({std::move(toks), zm::Pooling::Mean}, [](ze::EmbeddingResult) {});
         EXPECT_TRUE(std::holds_alternative<ze::SubmitError>(r));
         return std::holds_alternative<ze::SubmitError>(r) ? std::get<ze::SubmitError>(r)
                                                           : ze::SubmitError{};

@@ -90,7 +90,8 @@ TEST(EncoderOps, BidirectionalAttentionSeesEveryPositionOfItsSequence) {
     const zc::AttentionSeq seqs[2] = {{0, len[0], 0, table0}, {len[0], len[1], 0, table1}};
     for (int nt : {1, 2}) {
         zc::ThreadPool pool(nt);
-        zc::AttentionParams p{n_head, n_head_kv, hd, hd, 1.0f / std::sqrt(float(hd)), 0, nullptr,
+        zc::AttentionParams p{n_head,          n_head_kv, hd, hd, 1.0f / std::sqrt(float(hd)), 0,
+                              nullptr,
                               /*causal=*/false};
         std::vector<float> scores(zc::attention_scratch_floats(p, nt, 8));
         std::vector<float> out(static_cast<size_t>(n_rows) * n_head * hd);

@@ -18,13 +18,13 @@ std::unique_ptr<Tokenizer> tiny(bool lowercase = true) {
     delete keep;
     keep = o;
     o->spec.model = "bert";
-    o->add("[PAD]", TokenType::CONTROL);                       // 0
-    o->add("[UNK]", TokenType::CONTROL);                       // 1
-    o->add("[CLS]", TokenType::CONTROL);                       // 2
-    o->add("[SEP]", TokenType::CONTROL);                       // 3
+    o->add("[PAD]", TokenType::CONTROL);  // 0
+    o->add("[UNK]", TokenType::CONTROL);  // 1
+    o->add("[CLS]", TokenType::CONTROL);  // 2
+    o->add("[SEP]", TokenType::CONTROL);  // 3
     for (const char* w : {"play", "the", "cafe", ",", "!", "$", "un", "a", "机", "器"})
-        o->add(std::string(kSp) + w);                          // 4 .. 13
-    for (const char* w : {"ing", "ed", "known"}) o->add(w);    // 14 .. 16
+        o->add(std::string(kSp) + w);                        // 4 .. 13
+    for (const char* w : {"ing", "ed", "known"}) o->add(w);  // 14 .. 16
     o->spec.bos_id = 2;
     o->spec.sep_id = 3;
     o->spec.unk_id = 1;
