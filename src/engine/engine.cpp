@@ -54,6 +54,7 @@ class EngineImpl : public Engine {
         : opts_(opts),
           n_vocab_(model.n_vocab()),
           has_lm_head_(model.has_lm_head()),
+          recurrent_(model.recurrent_state_bytes() > 0),
           embed_opts_{opts.max_batch_tokens, 0, model.config().n_embd, model.bidirectional()},
           runner_(std::move(runner)),
           drafter_(opts.drafter),
@@ -135,6 +136,12 @@ class EngineImpl : public Engine {
         auto invalid = [](std::string m) {
             return SubmitError{SubmitErrorKind::InvalidRequest, std::move(m)};
         };
+        // A hybrid model's recurrent layers need a state slot per sequence, which the embedding
+        // step does not take (not implemented): refused, not run wrong.
+        if (recurrent_)
+            return invalid(
+                "embeddings are not supported for hybrid models with recurrent state "
+                "(this model's DeltaNet layers)");
         if (params.tokens.empty()) return invalid("input: empty (expected at least one token)");
         for (size_t i = 0; i < params.tokens.size(); ++i) {
             if (params.tokens[i] < 0 || params.tokens[i] >= n_vocab_) {
@@ -150,10 +157,11 @@ class EngineImpl : public Engine {
                                                                    std::to_string(opts_.n_ctx)};
         }
         if (embed_opts_.bidirectional && n > embed_opts_.max_rows) {
-            return SubmitError{SubmitErrorKind::ContextLength,
-                               "input of " + std::to_string(n) + " tokens > " +
-                                   std::to_string(embed_opts_.max_rows) +
-                                   " (--batch: a bidirectional model's input must fit one step)"};
+            return SubmitError{
+                SubmitErrorKind::ContextLength,
+                "input of " + std::to_string(n) + " tokens > " +
+                    std::to_string(embed_opts_.max_rows) +
+                    " (--max-batch-tokens: a bidirectional model's input must fit one step)"};
         }
         std::lock_guard<std::mutex> lk(mu_);
         if (!accepting_)
@@ -605,6 +613,7 @@ class EngineImpl : public Engine {
     const EngineOptions opts_;
     const int32_t n_vocab_;
     const bool has_lm_head_;
+    const bool recurrent_;  // a hybrid model (recurrent state): no embeddings
     EmbeddingStepOptions embed_opts_;
     std::unique_ptr<model::Runner> runner_;
     std::shared_ptr<Drafter> drafter_;  // speculative decoding; null: off
