@@ -30,6 +30,8 @@
 #include "cli/spec_flags.h"
 #include "cli/validators.h"
 #include "engine/engine.h"
+#include "model/config.h"
+#include "model/pooling.h"
 #include "runtime/checked_runner.h"
 #include "server/http_server.h"
 #include "server/tenancy.h"
@@ -72,6 +74,7 @@ struct ServeOptions {
     int tensor_parallel = 0;        // apply_tensor_parallel: 0 off, -1 every device
     double shutdown_timeout_s = 0;  // SIGINT/SIGTERM: in-flight requests may finish this long
     SpecFlags spec;                 // --spec, --draft, --spec-max (cli/spec_flags.h)
+    std::string pooling;  // --pooling mean|cls|last for /v1/embeddings; "": the file's, else mean
 };
 
 std::string format_mib(size_t bytes) {
@@ -110,7 +113,12 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     auto tmpl = parse_model_template(m);
     if (!tmpl) return report_error(tmpl.error().message);
 
-    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
+    int n_ctx = o.n_ctx > 0 ? o.n_ctx : m.model->n_ctx_train();
+    // An encoder (bert) has absolute position embeddings for n_ctx_train positions only.
+    if (!m.model->has_lm_head() && n_ctx > m.model->n_ctx_train()) n_ctx = m.model->n_ctx_train();
+    model::Pooling pooling =
+        model::pooling_from_gguf(m.model->pooling_type()).value_or(model::Pooling::Mean);
+    if (!o.pooling.empty()) pooling = *model::parse_pooling(o.pooling);
     const size_t block_bytes = m.model->kv_cache_bytes(o.block_size);
     int kv_blocks = o.kv_blocks;
     if (kv_blocks == 0 && o.kv_memory_mib > 0) {
@@ -228,6 +236,8 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     sm.chat_template_source = m.chat_template.text;
     sm.chat_stop_strings = template_stop_strings(m);
     sm.kv_block_bytes = block_bytes;
+    sm.pooling = pooling;
+    sm.embedding_dim = m.model->config().n_embd;
     sm.evidence = evidence;
     sm.device_memory_json = runtime::device_memory_json(device_memory);
     // /v1/models `created`: the model file's modification time (else the start time).
@@ -394,6 +404,10 @@ int serve_main(int argc, char** argv) {
                    "requests waiting for a slot beyond which new ones get 429")
         ->check(int_in(0, 1 << 20))
         ->capture_default_str();
+    app.add_option("--pooling", o.pooling,
+                   "pooling of /v1/embeddings: mean, cls or last (default: the model file's "
+                   "pooling_type, else mean)")
+        ->check(CLI::IsMember({"mean", "cls", "last"}));
     app.add_flag("--no-prefix-cache", o.no_prefix_cache,
                  "do not reuse KV blocks of shared prefixes");
     app.add_flag("--batch-invariant", o.batch_invariant,

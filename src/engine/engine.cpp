@@ -12,16 +12,19 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "engine/block_manager.h"
+#include "engine/embedding_step.h"
 #include "engine/logprobs.h"
 #include "engine/policy.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "model/config.h"
 #include "model/model.h"
 
 namespace zinc::engine {
@@ -50,6 +53,9 @@ class EngineImpl : public Engine {
                std::unique_ptr<model::Runner> runner)
         : opts_(opts),
           n_vocab_(model.n_vocab()),
+          has_lm_head_(model.has_lm_head()),
+          recurrent_(model.recurrent_state_bytes() > 0),
+          embed_opts_{opts.max_batch_tokens, 0, model.config().n_embd, model.bidirectional()},
           runner_(std::move(runner)),
           drafter_(opts.drafter),
           // Hybrid (recurrent) models: no prefix reuse. A cached block holds K/V, not the
@@ -69,6 +75,7 @@ class EngineImpl : public Engine {
         std::sort(eog_.begin(), eog_.end());
         logits_.resize(static_cast<size_t>(runner_->options().max_seqs) * n_vocab_);
         device_sampling_ = runner_->samples_on_device();
+        embed_opts_.max_seqs = runner_->options().max_seqs;
         batch_tokens_.reserve(static_cast<size_t>(opts.max_batch_tokens));
         publish();
         thread_ = std::thread([this] { loop(); });
@@ -79,6 +86,10 @@ class EngineImpl : public Engine {
         auto invalid = [](std::string m) {
             return SubmitError{SubmitErrorKind::InvalidRequest, std::move(m)};
         };
+        if (!has_lm_head_)
+            return invalid(
+                "this model is an embedding model (no LM head): it computes "
+                "embeddings only (POST /v1/embeddings), not completions");
         if (params.prompt.empty()) return invalid("prompt: empty (expected at least one token)");
         for (size_t i = 0; i < params.prompt.size(); ++i) {
             if (params.prompt[i] < 0 || params.prompt[i] >= n_vocab_) {
@@ -120,6 +131,58 @@ class EngineImpl : public Engine {
         return id;
     }
 
+    std::variant<RequestId, SubmitError> submit_embedding(EmbeddingParams params,
+                                                          EmbeddingSink sink) override {
+        auto invalid = [](std::string m) {
+            return SubmitError{SubmitErrorKind::InvalidRequest, std::move(m)};
+        };
+        // A hybrid model's recurrent layers need a state slot per sequence, which the embedding
+        // step does not take (not implemented): refused, not run wrong.
+        if (recurrent_)
+            return invalid(
+                "embeddings are not supported for hybrid models with recurrent state "
+                "(this model's DeltaNet layers)");
+        if (params.tokens.empty()) return invalid("input: empty (expected at least one token)");
+        for (size_t i = 0; i < params.tokens.size(); ++i) {
+            if (params.tokens[i] < 0 || params.tokens[i] >= n_vocab_) {
+                return invalid("input token " + std::to_string(i) + ": id " +
+                               std::to_string(params.tokens[i]) + " out of range [0, " +
+                               std::to_string(n_vocab_) + ")");
+            }
+        }
+        const int64_t n = static_cast<int64_t>(params.tokens.size());
+        if (n > opts_.n_ctx) {
+            return SubmitError{SubmitErrorKind::ContextLength, "input of " + std::to_string(n) +
+                                                                   " tokens > context " +
+                                                                   std::to_string(opts_.n_ctx)};
+        }
+        if (embed_opts_.bidirectional && n > embed_opts_.max_rows) {
+            return SubmitError{
+                SubmitErrorKind::ContextLength,
+                "input of " + std::to_string(n) + " tokens > " +
+                    std::to_string(embed_opts_.max_rows) +
+                    " (--max-batch-tokens: a bidirectional model's input must fit one step)"};
+        }
+        std::lock_guard<std::mutex> lk(mu_);
+        if (!accepting_)
+            return SubmitError{SubmitErrorKind::ShuttingDown, "engine is shutting down"};
+        const int64_t queued = static_cast<int64_t>(embed_inbox_.size()) + n_embed_jobs_;
+        if (queued >= static_cast<int64_t>(opts_.n_parallel) + opts_.max_queue) {
+            return SubmitError{SubmitErrorKind::QueueFull,
+                               "queue full: " + std::to_string(queued) +
+                                   " embedding requests waiting (--max-queue " +
+                                   std::to_string(opts_.max_queue) + ")"};
+        }
+        const RequestId id = next_id_++;
+        EmbeddingJob job;
+        job.id = id;
+        job.params = std::move(params);
+        job.sink = std::move(sink);
+        embed_inbox_.push_back(std::move(job));
+        cv_.notify_one();
+        return id;
+    }
+
     void cancel(RequestId id) override {
         std::lock_guard<std::mutex> lk(mu_);
         cancels_.push_back(id);
@@ -155,9 +218,13 @@ class EngineImpl : public Engine {
             {
                 std::unique_lock<std::mutex> lk(mu_);
                 cv_.wait(lk, [&] {
-                    return stop_ || !inbox_.empty() || !cancels_.empty() || !sched_.idle();
+                    return stop_ || !inbox_.empty() || !cancels_.empty() || !sched_.idle() ||
+                           !embed_inbox_.empty() || !embed_jobs_.empty();
                 });
                 incoming.swap(inbox_);
+                for (EmbeddingJob& j : embed_inbox_) embed_jobs_.push_back(std::move(j));
+                embed_inbox_.clear();
+                n_embed_jobs_ = static_cast<int32_t>(embed_jobs_.size());
                 cancels.swap(cancels_);
                 stopping = stop_;
                 n_waiting_ += static_cast<int32_t>(incoming.size());
@@ -173,11 +240,32 @@ class EngineImpl : public Engine {
             for (RequestId id : cancels) {
                 auto it = live_.find(id);
                 if (it != live_.end()) finish(*it->second, FinishReason::Cancelled);
+                for (EmbeddingJob& j : embed_jobs_) {
+                    if (j.id != id) continue;
+                    fail_embedding(j, bm_, "cancelled");
+                    j.n_done = -1;
+                }
+                std::erase_if(embed_jobs_, [](const EmbeddingJob& j) { return j.n_done < 0; });
             }
             if (stopping) {
+                for (EmbeddingJob& j : embed_jobs_) fail_embedding(j, bm_, "engine shut down");
+                embed_jobs_.clear();
                 while (!live_.empty()) finish(*live_.begin()->second, FinishReason::Cancelled);
                 publish();
                 return;
+            }
+            // One bounded embedding step between generation steps (engine/embedding_step.h).
+            const bool embedded = !embed_jobs_.empty() &&
+                                  run_embedding_step(embed_jobs_, *runner_, bm_, embed_opts_) > 0;
+            {
+                std::lock_guard<std::mutex> lk(mu_);
+                n_embed_jobs_ = static_cast<int32_t>(embed_jobs_.size());
+            }
+            if (!embedded && !embed_jobs_.empty() && sched_.idle()) {
+                // No blocks for the first job and no generation to free any: a bug, or a KV pool
+                // smaller than one input (submit_embedding bounds inputs by n_ctx).
+                fail_embedding(embed_jobs_.front(), bm_, "KV cache too small for this input");
+                embed_jobs_.pop_front();
             }
             if (!sched_.idle() && !run_step()) {
                 // The policy held every sequence back (rate limits): wait a little for tokens
@@ -524,6 +612,9 @@ class EngineImpl : public Engine {
 
     const EngineOptions opts_;
     const int32_t n_vocab_;
+    const bool has_lm_head_;
+    const bool recurrent_;  // a hybrid model (recurrent state): no embeddings
+    EmbeddingStepOptions embed_opts_;
     std::unique_ptr<model::Runner> runner_;
     std::shared_ptr<Drafter> drafter_;  // speculative decoding; null: off
 
@@ -543,6 +634,7 @@ class EngineImpl : public Engine {
     std::vector<int32_t> order_;                   // scratch: token ids, best logit first
     std::vector<uint64_t> step_rows_;              // rows per sequence of the step being attributed
     uint64_t last_step_index_ = 0;                 // StepRecord::index last attributed
+    std::deque<EmbeddingJob> embed_jobs_;          // embedding requests being computed, in order
     EngineStats counters_;  // cumulative counters (the gauges are filled by publish)
 
     // Shared, under mu_.
@@ -550,6 +642,8 @@ class EngineImpl : public Engine {
     std::condition_variable cv_;
     std::vector<std::unique_ptr<Sequence>> inbox_;
     std::vector<RequestId> cancels_;
+    std::vector<EmbeddingJob> embed_inbox_;  // submitted, not yet taken by the step thread
+    int32_t n_embed_jobs_ = 0;               // the step thread's embed_jobs_.size()
     bool stop_ = false;
     bool accepting_ = true;
     RequestId next_id_ = 1;

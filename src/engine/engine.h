@@ -23,6 +23,7 @@
 #include "engine/sampler.h"
 #include "engine/spec_verify.h"
 #include "model/batch.h"
+#include "model/pooling.h"
 #include "runtime/request_evidence.h"
 #include "util/result.h"
 
@@ -140,6 +141,20 @@ struct Event {
 };
 using EventSink = std::function<void(const Event&)>;
 
+/// An embedding request (/v1/embeddings; engine/embedding_step.h): the tokens' hidden states
+/// (model::Runner::forward_embed) pooled and L2-normalised (model/pooling.h).
+struct EmbeddingParams {
+    std::vector<int32_t> tokens;  // non-empty
+    model::Pooling pooling = model::Pooling::Mean;
+};
+struct EmbeddingResult {
+    std::vector<float> embedding;  // (n_embd), unit L2 norm; empty on error
+    int32_t n_tokens = 0;
+    std::string error;  // non-empty: the forward failed, or the request was cancelled
+};
+/// Called once, on the step thread; must be quick and must not call back into the Engine.
+using EmbeddingSink = std::function<void(EmbeddingResult)>;
+
 /// Why submit() refused a request.
 enum class SubmitErrorKind { InvalidRequest, ContextLength, QueueFull, ShuttingDown };
 struct SubmitError {
@@ -190,6 +205,16 @@ class Engine {
     /// Queue a request. Returns its id, or why it was refused (prompt + max_tokens > n_ctx is
     /// ContextLength; a full queue is QueueFull). The sink is called from the step thread.
     virtual std::variant<RequestId, SubmitError> submit(RequestParams params, EventSink sink) = 0;
+    /// Queue an embedding request; it runs between generation steps on the step thread
+    /// (engine/embedding_step.h). Refused: empty tokens or ids out of range (InvalidRequest), more
+    /// tokens than n_ctx, or than one step's max_batch_tokens for a bidirectional model
+    /// (ContextLength), a full queue, shutdown. The default (an Engine that does not compute
+    /// embeddings) refuses every request.
+    virtual std::variant<RequestId, SubmitError> submit_embedding(EmbeddingParams params,
+                                                                  EmbeddingSink sink) {
+        (void)params, (void)sink;
+        return SubmitError{SubmitErrorKind::InvalidRequest, "this engine computes no embeddings"};
+    }
     /// Stop a request: its sequence and KV blocks are released within one step and its sink gets
     /// a final Cancelled event. Unknown or finished ids are ignored. Thread-safe.
     virtual void cancel(RequestId id) = 0;

@@ -14,8 +14,9 @@ namespace {
 //   gemma3 — RoPE NEOX; 5 of every 6 layers use the sliding window with RoPE base 10000, the
 //            6th is global with <arch>.rope.freq_base
 //   qwen2, qwen3, qwen3moe, gpt-oss — RoPE NEOX
+//   bert   — no RoPE (absolute position embeddings), bidirectional attention
 //   qwen35, qwen35moe — IMROPE, which is NEOX for text with its sections (models/qwen35.cpp checks)
-const std::array<ArchInfo, 8> kArchTable = {{
+const std::array<ArchInfo, 9> kArchTable = {{
     {Arch::Llama, "llama", RopeMode::Norm, 0, 0.0f, &models::make_llama},
     {Arch::Gemma3, "gemma3", RopeMode::Neox, 6, 10000.0f, &models::make_gemma3},
     {Arch::Qwen2, "qwen2", RopeMode::Neox, 0, 0.0f, &models::make_qwen2},
@@ -25,6 +26,8 @@ const std::array<ArchInfo, 8> kArchTable = {{
     {Arch::Qwen3Moe, "qwen3moe", RopeMode::Neox, 0, 0.0f, &models::make_qwen3moe},
     // gpt-oss: sliding window on even layers (llama.cpp's swa pattern 2), YaRN from the file
     {Arch::GptOss, "gpt-oss", RopeMode::Neox, 2, 0.0f, &models::make_gpt_oss},
+    // bert: an encoder (embeddings only), absolute position embeddings, no RoPE
+    {Arch::Bert, "bert", RopeMode::Norm, 0, 0.0f, &models::make_bert},
 }};
 
 }  // namespace

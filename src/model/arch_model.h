@@ -32,6 +32,10 @@ class ArchModel : public Model {
         return b;
     }
 
+    bool has_lm_head() const override { return program_.logits != kNoTensor; }
+    bool bidirectional() const override { return program_.bidirectional; }
+    int32_t pooling_type() const override { return cfg_.pooling_type; }
+
     /// The forward pass of a step batch as an op list, built once at load by the arch file.
     const Program& program() const { return program_; }
 

@@ -129,6 +129,18 @@ class Runner {
     /// it as exact (runtime/checked_runner.cpp). Default false.
     virtual bool exact() const { return false; }
 
+    /// An embedding forward (the /v1/embeddings path, engine/embedding_queue.h): every row of
+    /// every sequence runs through the op list up to Program::embd (the output norm of a decoder,
+    /// the last layer of an encoder; no LM head), and its hidden state is written to `hidden`,
+    /// (n_rows, n_embd) f32 in batch order. K/V rows are appended as in forward(); want_logits
+    /// and all_logits are ignored. A bidirectional model (Program::bidirectional) needs each
+    /// sequence whole in one call: pos0 must be 0. Errors: as forward(); pos0 > 0 for a
+    /// bidirectional model; a tier that does not compute embeddings (the default).
+    virtual Result<void> forward_embed(const Batch& batch, float* hidden) {
+        (void)batch, (void)hidden;
+        return make_error("embeddings: the " + tier() + " tier does not compute embeddings");
+    }
+
     /// Whether forward_sample is implemented (the CUDA tier samples on the device).
     virtual bool samples_on_device() const { return false; }
     /// forward(), with each logits row sampled where it was computed: only tokens (and, with

@@ -172,18 +172,32 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
     ZINC_TRY(read_opt_dim("rope.dimension_count", c.n_rot, c.head_dim_k, 2, c.head_dim_k));
     if (c.n_rot % 2 != 0) return bad(file, k.key("rope.dimension_count"), c.n_rot, "an even value");
 
+    auto ln_eps = k.get_float("attention.layer_norm_epsilon");
+    if (!ln_eps.ok()) return ln_eps.error();
+    if (ln_eps.value()) {
+        if (!(*ln_eps.value() > 0 && *ln_eps.value() < 1))
+            return make_error(file.path() + ": metadata " + k.key("attention.layer_norm_epsilon") +
+                              " = " + std::to_string(*ln_eps.value()) +
+                              ", expected a value in (0, 1)");
+        c.norm_eps = static_cast<float>(*ln_eps.value());
+    }
+    auto causal = file.get_bool(k.key("attention.causal"));
+    if (!causal.ok()) return causal.error();
+    if (causal.value()) c.causal = *causal.value();
+    ZINC_TRY(read_opt_dim("pooling_type", c.pooling_type, -1, 0, 3));
     auto eps = k.get_float("attention.layer_norm_rms_epsilon");
     if (!eps.ok()) return eps.error();
-    if (!eps.value()) {
+    // A LayerNorm model (bert) has no RMS epsilon: rms_eps keeps its default, unused.
+    if (!eps.value() && !ln_eps.value()) {
         return make_error(file.path() + ": missing metadata key " +
                           k.key("attention.layer_norm_rms_epsilon") +
                           " (float, required for architecture " + c.arch_name + ")");
     }
-    if (!(*eps.value() > 0 && *eps.value() < 1)) {
+    if (eps.value() && !(*eps.value() > 0 && *eps.value() < 1)) {
         return make_error(file.path() + ": metadata " + k.key("attention.layer_norm_rms_epsilon") +
                           " = " + std::to_string(*eps.value()) + ", expected a value in (0, 1)");
     }
-    c.rms_eps = static_cast<float>(*eps.value());
+    if (eps.value()) c.rms_eps = static_cast<float>(*eps.value());
 
     auto base = k.get_float("rope.freq_base");
     if (!base.ok()) return base.error();

@@ -3,6 +3,7 @@
 //   <arch>.block_count, .embedding_length, .feed_forward_length, .context_length,
 //   .attention.head_count, .attention.head_count_kv, .attention.key_length,
 //   .attention.value_length, .attention.layer_norm_rms_epsilon, .attention.sliding_window,
+//   .attention.layer_norm_epsilon, .attention.causal, .pooling_type,
 //   .rope.dimension_count, .rope.freq_base, .rope.scaling.type, .rope.scaling.factor,
 //   .rope.scaling.attn_factor, .rope.scaling.original_context_length, .rope.scaling.yarn_*.
 // Per-layer differences (sliding window, RoPE base) are exposed through accessors taking il.
@@ -35,7 +36,14 @@ struct ModelConfig {
     int32_t n_vocab = 0;     // rows of token_embd.weight
     int32_t n_ctx_train = 0;
     int32_t n_rot = 0;  // rope.dimension_count (default head_dim_k)
-    float rms_eps = 1e-5f;
+    float rms_eps = 1e-5f;    // attention.layer_norm_rms_epsilon (RMSNorm models)
+    float norm_eps = 1e-12f;  // attention.layer_norm_epsilon (LayerNorm models: bert); one of
+                              // the two keys is required
+    /// attention.causal (default true; bert: false, every token attends to the whole input).
+    bool causal = true;
+    /// pooling_type (llama.cpp's enum llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last), the
+    /// pooling an embedding model was trained with; -1 when the key is absent.
+    int32_t pooling_type = -1;
 
     RopeMode rope_mode = RopeMode::Norm;
     float rope_freq_base = 10000.0f;

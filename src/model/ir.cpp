@@ -11,9 +11,10 @@ namespace zinc::model {
 
 const char* op_kind_name(OpKind k) {
     static constexpr const char* kNames[static_cast<int>(OpKind::kCount)] = {
-        "embed",    "rms_norm",  "matmul",         "rope_kv",    "attention",
-        "glu",      "add",       "add_rms_norm",   "keep_rows",  "softcap",
-        "ssm_conv", "delta_net", "gated_rms_norm", "split_gate", "sigmoid_mul", "moe", "all_reduce"};
+        "embed",    "rms_norm",   "matmul",         "rope_kv",    "attention",
+        "glu",      "add",        "add_rms_norm",   "keep_rows",  "softcap",
+        "ssm_conv", "delta_net",  "gated_rms_norm", "split_gate", "sigmoid_mul",
+        "moe",      "all_reduce", "layer_norm",     "add_embed",  "gelu"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -82,6 +83,13 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
         case OpKind::Moe:
             in.push_back(op.as<MoeP>().in);
             in.push_back(op.as<MoeP>().logits);
+            break;
+        case OpKind::LayerNorm:
+            in.push_back(op.as<LayerNormP>().in);
+            break;
+        case OpKind::AddEmbed:
+        case OpKind::Gelu:
+            reads_outs = true;
             break;
         case OpKind::kCount:
             break;
@@ -155,6 +163,13 @@ std::vector<const Weight*> Program::weights() const {
                 add(op.as<MoeP>().gate_exps);
                 add(op.as<MoeP>().up_exps);
                 add(op.as<MoeP>().down_exps);
+                break;
+            case OpKind::LayerNorm:
+                add(op.as<LayerNormP>().w);
+                add(op.as<LayerNormP>().b);
+                break;
+            case OpKind::AddEmbed:
+                add(op.as<AddEmbedP>().table);
                 break;
             default:
                 break;
@@ -348,9 +363,36 @@ void ProgramBuilder::all_reduce(Tid x, int n_ranks, const char* name) {
     out(emit(AllReduceP{n_ranks}), x, name);
 }
 
+void ProgramBuilder::layer_norm(Tid in, const Weight& w, const Weight* b, float eps, Tid o,
+                                const char* name) {
+    ZINC_CHECK(prog_.width(in) == prog_.width(o) && w.ne[0] == prog_.width(in));
+    ZINC_CHECK(!b || b->ne[0] == prog_.width(in));
+    out(emit(LayerNormP{in, &w, b, eps}), o, name);
+}
+
+void ProgramBuilder::add_embed(Tid x, const AddEmbedP& p, const char* name) {
+    ZINC_CHECK(p.table && p.table->ne[0] == prog_.width(x));
+    ZINC_CHECK(p.by_position || (p.row >= 0 && p.row < p.table->n_rows));
+    out(emit(p), x, name);
+}
+
+void ProgramBuilder::gelu(Tid x, const char* name) {
+    out(emit(GeluP{}), x, name);
+}
+
+void ProgramBuilder::mark_embeddings(Tid t) {
+    ZINC_CHECK(!prog_.ops.empty() && prog_.ops.back().writes(t));
+    prog_.embd = t;
+    prog_.embd_op = static_cast<int>(prog_.ops.size()) - 1;
+}
+
 Program ProgramBuilder::finish(int n_layer, Tid logits) {
     prog_.n_layer = n_layer;
     prog_.logits = logits;
+    ZINC_CHECK(logits != kNoTensor || prog_.embd != kNoTensor);
+    for (const Op& op : prog_.ops)
+        if (op.kind() == OpKind::Attention && !op.as<AttentionP>().causal)
+            prog_.bidirectional = true;
     int last_il = -1;
     for (const Op& op : prog_.ops) {  // a layer's ops are contiguous and layers ascend
         if (op.il >= 0) {

@@ -66,8 +66,12 @@ enum class OpKind : uint8_t {
     SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
     SigmoidMul,    // out *= sigmoid(gate)
     Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
-    AllReduce,   // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
-                 // for one rank, which is also what a single executor does with it
+    AllReduce,  // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
+                // for one rank, which is also what a single executor does with it
+    // Encoder (BERT) ops (models/bert.cpp); the CUDA tier refuses them at init (docs/cuda.md).
+    LayerNorm,  // out = (in - mean) / sqrt(var + eps) * w + b, per row
+    AddEmbed,   // out += table[position of the row] (absolute positions), or table[row] (fixed)
+    Gelu,       // out = gelu(out) (erf form), elementwise
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -107,6 +111,9 @@ struct AttentionP {
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
     float scale = 1.0f;             // multiplies q.k
     int window = 0;                 // sliding window (0: full causal)
+    /// false: bidirectional (encoders): every row attends to all positions of its sequence in
+    /// the step, [0, pos0 + n_tokens), not only to [0, its own position].
+    bool causal = true;
     const Weight* sinks = nullptr;  // (n_head) f32 learned sink logits (gpt-oss), or null
 };
 struct GluP {
@@ -131,6 +138,23 @@ struct SoftcapP {
 struct AllReduceP {
     int n_ranks = 1;  // shards whose partial sums of outs[0] are added (model/shard.h)
 };
+/// LayerNorm (Ba et al. 2016) per row with learned gain and bias: the mean and variance over the
+/// row's width, summed in double (as ggml_norm), y = (x - mean) / sqrt(var + eps) * w + b.
+struct LayerNormP {
+    Tid in = kNoTensor;
+    const Weight* w = nullptr;  // (width) f32
+    const Weight* b = nullptr;  // (width) f32 or null
+    float eps = 1e-12f;
+};
+/// out += one row of `table` (width of out) per batch row: the row's position (BERT's absolute
+/// position embeddings; positions must be < table rows) or, when by_position is false, the
+/// fixed row `row` for every batch row (BERT's token type 0, as llama.cpp hard-codes).
+struct AddEmbedP {
+    const Weight* table = nullptr;  // (n_rows of the table, width) f32 or any matmul type
+    bool by_position = true;
+    int row = 0;
+};
+struct GeluP {};
 /// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
 /// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
 /// their probabilities as weights, renormalised to sum 1 when norm_w); TopKSoftmax (gpt-oss: the
@@ -195,8 +219,8 @@ struct SigmoidMulP {
 };
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
-                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP,
-                 MoeP, AllReduceP>;
+                 SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP, MoeP,
+                 AllReduceP, LayerNormP, AddEmbedP, GeluP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -237,7 +261,17 @@ struct Program {
         int64_t ssm_floats = 0;
     };
     std::vector<RecurrentLayer> recurrent;
-    Tid logits = kNoTensor;  // (n_out rows, n_vocab): the head's result, the caller's buffer
+    Tid logits = kNoTensor;  // (n_out rows, n_vocab): the head's result, the caller's buffer;
+                             // kNoTensor for an encoder (no LM head: embeddings only)
+    /// The hidden state embeddings are pooled from (model/pooling.h): (rows, n_embd), the value
+    /// op embd_op writes. Decoders: the output norm's result (llama.cpp's t_embd,
+    /// "result_norm"); encoders: the last layer's output. An embedding forward runs ops
+    /// [0, embd_op] on every row and stops there (no LM head).
+    Tid embd = kNoTensor;
+    int embd_op = -1;
+    /// Some attention op is bidirectional (AttentionP::causal false): a sequence's embedding
+    /// must then be computed in one forward from position 0.
+    bool bidirectional = false;
 
     int64_t width(Tid t) const { return tensors[static_cast<size_t>(t)].width; }
     /// The tensor with role `role`, or kNoTensor.
@@ -282,8 +316,18 @@ class ProgramBuilder {
     void moe(const MoeP& p, Tid out, const char* name);
     /// x = sum of x over n_ranks tensor-parallel ranks, in place (model/shard.h emits it).
     void all_reduce(Tid x, int n_ranks, const char* name);
+    /// out = layer_norm(in) * w (+ b), rows of width(in) (in == out allowed); b may be null.
+    void layer_norm(Tid in, const Weight& w, const Weight* b, float eps, Tid out, const char* name);
+    /// x += p.table[position] (or p.table[p.row]) per row; the table's rows are width(x) wide.
+    void add_embed(Tid x, const AddEmbedP& p, const char* name);
+    /// x = gelu_erf(x) in place.
+    void gelu(Tid x, const char* name);
+    /// The value the op just emitted wrote to t is the hidden state embeddings pool
+    /// (Program::embd, embd_op).
+    void mark_embeddings(Tid t);
 
-    /// The Program; `logits` is the head's result tensor.
+    /// The Program; `logits` is the head's result tensor (kNoTensor: an encoder, which must
+    /// have marked its embeddings).
     Program finish(int n_layer, Tid logits);
 
   private:

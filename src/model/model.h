@@ -43,6 +43,14 @@ class Model {
     /// Recurrent (hybrid) models: bytes of conv + DeltaNet state one sequence needs, whatever
     /// its length (0: attention only). The engine gives each running sequence one slot.
     virtual size_t recurrent_state_bytes() const { return 0; }
+    /// false for an encoder (bert): it computes embeddings only (Runner::forward_embed), and
+    /// generation requests are refused.
+    virtual bool has_lm_head() const { return true; }
+    /// Attention in both directions (bert): a sequence's embedding needs it whole in one forward.
+    virtual bool bidirectional() const { return false; }
+    /// The pooling the file names (<arch>.pooling_type: 1 mean, 2 cls, 3 last; model/pooling.h),
+    /// or -1 / 0 when it names none.
+    virtual int32_t pooling_type() const { return -1; }
 };
 
 struct ContextOptions {

@@ -11,6 +11,13 @@ inline constexpr std::string_view kTokenEmbd = "token_embd";
 inline constexpr std::string_view kOutputNorm = "output_norm";
 inline constexpr std::string_view kOutput = "output";
 inline constexpr std::string_view kRopeFreqs = "rope_freqs";
+// BERT (llama.cpp's LLM_ARCH_BERT): embeddings of token type and absolute position, the
+// embedding LayerNorm, and the post-attention / post-FFN LayerNorms of each layer.
+inline constexpr std::string_view kTokenTypes = "token_types";
+inline constexpr std::string_view kPosEmbd = "position_embd";
+inline constexpr std::string_view kTokenEmbdNorm = "token_embd_norm";
+inline constexpr std::string_view kAttnOutNorm = "attn_output_norm";
+inline constexpr std::string_view kLayerOutNorm = "layer_output_norm";
 
 inline constexpr std::string_view kAttnNorm = "attn_norm";
 inline constexpr std::string_view kAttnQ = "attn_q";

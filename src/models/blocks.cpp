@@ -101,6 +101,7 @@ void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const Atten
     a.head_dim_v = c.head_dim_v;
     a.scale = c.attn_scale;
     a.window = c.window(il);
+    a.causal = c.causal;
     a.sinks = w.sinks;
     b.attention(t.attn, a, "kqv_out");
     b.matmul(t.attn, {{w.wo, w.bo, out, "attn_out"}});
@@ -119,6 +120,7 @@ void output_head(ProgramBuilder& b, const ModelConfig& c, const DecoderTensors& 
     b.set_layer(-1);
     b.set_head(true);
     b.rms_norm(t.x, norm, c.rms_eps, t.xn, "result_norm", /*validate=*/false);
+    b.mark_embeddings(t.xn);
     b.matmul(t.xn, {{&lm_head, nullptr, t.logits, nullptr}});
     if (softcap > 0.0f) b.softcap(t.logits, softcap);
     b.set_head(false);

@@ -20,5 +20,6 @@ Result<std::unique_ptr<Model>> make_qwen35(const gguf::File& file, ModelConfig c
 Result<std::unique_ptr<Model>> make_qwen35moe(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen3moe(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_gpt_oss(const gguf::File& file, ModelConfig cfg);
+Result<std::unique_ptr<Model>> make_bert(const gguf::File& file, ModelConfig cfg);
 
 }  // namespace zinc::models

@@ -110,6 +110,20 @@ class CheckedRunner final : public model::Runner {
         return {};
     }
 
+    // Embedding forwards (engine/embedding_step.h) run on the serving tier (or on the oracle
+    // after a strict-validation fallback) and are recorded as steps; they are not validated
+    // (validation compares logits and the named intermediates of generation steps).
+    Result<void> forward_embed(const model::Batch& batch, float* hidden) override {
+        ++step_;
+        if (fell_back_) return oracle_->forward_embed(batch, hidden);
+        hooks_->begin_step(false);
+        ZINC_TRY(primary_->forward_embed(batch, hidden));
+        ev_->record_step(hooks_->step, hooks_->shortcuts, hooks_->fallbacks);
+        hooks_->shortcuts.clear();
+        hooks_->fallbacks.clear();
+        return {};
+    }
+
     // Sampling on the serving tier's device (engine: forward_sample) passes through when there
     // is no validation: validated steps and the later finiteness checks need the logits on the
     // host. The step is recorded like forward()'s, so per-request evidence sees every step.

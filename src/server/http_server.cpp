@@ -96,6 +96,7 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"/v1/chat/completions", "/v1/chat/completions", "POST, OPTIONS"},
     {"/v1/completions", "/v1/completions", "POST, OPTIONS"},
+    {"/v1/embeddings", "/v1/embeddings", "POST, OPTIONS"},
     {"/tokenize", "/tokenize", "POST, OPTIONS"},
     {"/detokenize", "/detokenize", "POST, OPTIONS"},
     {"/v1/models", "/v1/models", "GET, HEAD, OPTIONS"},
@@ -348,6 +349,9 @@ void HttpServer::Impl::setup_routes() {
     });
     http.Post("/v1/completions", [c](const httplib::Request& req, httplib::Response& res) {
         handle_completions(*c, ApiKind::Completion, req, res);
+    });
+    http.Post("/v1/embeddings", [c](const httplib::Request& req, httplib::Response& res) {
+        handle_embeddings(*c, req, res);
     });
     http.Get("/v1/models",
              [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });

@@ -1,6 +1,6 @@
 // zinc/server/http_server.h — the OpenAI-compatible HTTP server over one Engine: routes, auth,
-// body limit, error shapes, SSE streaming, /health, /metrics, /tokenize, /detokenize, and the web
-// chat's static files at / and /webchat/* (static_files.h).
+// body limit, error shapes, SSE streaming, /v1/embeddings, /health, /metrics, /tokenize,
+// /detokenize, and the web chat's static files at / and /webchat/* (static_files.h).
 //
 // HTTP is cpp-httplib (Debian's libcpp-httplib, 0.11): a thread pool where each connection is
 // served by one thread for its lifetime, so a stream holds a thread while it runs; the pool is
@@ -19,6 +19,7 @@
 #include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "model/pooling.h"
 #include "runtime/evidence.h"
 #include "server/completion_request.h"
 #include "tokenizer/tokenizer.h"
@@ -83,6 +84,11 @@ struct ServedModel {
     /// Stop strings the template implies (e.g. ChatML markers as text), added to every chat
     /// request's own.
     std::vector<std::string> chat_stop_strings;
+    /// /v1/embeddings: the pooling of the served model's hidden states (the file's
+    /// <arch>.pooling_type, or zinc serve --pooling; mean by default) and their width (n_embd);
+    /// 0: the route answers 400 (no model to embed with).
+    model::Pooling pooling = model::Pooling::Mean;
+    int64_t embedding_dim = 0;
     /// Bytes of one KV block (all layers), reported by /health; 0: unknown.
     size_t kv_block_bytes = 0;
     /// The Runner's evidence (runtime/evidence.h): an "evidence" object in /health and

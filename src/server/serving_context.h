@@ -57,6 +57,9 @@ void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200
 /// GET /v1/usage (the caller's tenant) and /v1/usage/{tenant} (an admin key): usage_handler.cpp.
 void handle_usage(ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 
+/// POST /v1/embeddings (embeddings.cpp).
+void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+
 /// POST /v1/chat/completions (kind Chat) and POST /v1/completions (kind Completion).
 void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Request& req,
                         httplib::Response& res);

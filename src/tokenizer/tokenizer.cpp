@@ -54,8 +54,9 @@ Result<void> read_optional_bool(const gguf::File& f, std::string_view key,
 Result<std::unique_ptr<Tokenizer>> make_tokenizer(const VocabSpec& spec) {
     if (spec.model == "gpt2") return make_bpe_tokenizer(spec);
     if (spec.model == "llama") return make_spm_tokenizer(spec);
+    if (spec.model == "bert") return make_wordpiece_tokenizer(spec);
     return make_error("tokenizer.ggml.model: unsupported tokenizer model '" + spec.model +
-                      "' (supported: gpt2, llama)");
+                      "' (supported: gpt2, llama, bert)");
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) {
@@ -118,13 +119,19 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
     ZINC_TRY(read_optional_bool(file, "tokenizer.ggml.add_bos_token", spec.add_bos));
     ZINC_TRY(read_optional_bool(file, "tokenizer.ggml.add_eos_token", spec.add_eos));
     ZINC_TRY(read_optional_bool(file, "tokenizer.ggml.add_space_prefix", spec.add_space_prefix));
+    ZINC_TRY(read_optional_bool(file, "tokenizer.ggml.add_sep_token", spec.add_sep));
+    ZINC_TRY(read_optional_bool(file, "tokenizer.ggml.normalizer.lowercase", spec.lowercase));
+    ZINC_TRY(
+        read_optional_bool(file, "tokenizer.ggml.normalizer.strip_accents", spec.strip_accents));
 
     auto tok = make_tokenizer(spec);
     if (!tok.ok()) return make_error(file.path() + ": " + tok.error().message);
     // A BOS/EOS id the file does not give falls back to llama.cpp's family default (SPM: bos 1,
     // eos 2; BPE: 11), which may be another token entirely (Gemma's id 1 is <eos>): say so.
     Tokenizer& t = *tok.value();
-    const char* family = spec.model == "llama" ? "sentencepiece" : "gpt2 BPE";
+    const char* family = spec.model == "llama"  ? "sentencepiece"
+                         : spec.model == "bert" ? "bert WordPiece"
+                                                : "gpt2 BPE";
     auto note_default = [&](const char* key, const std::optional<int64_t>& given, TokenId used,
                             const char* what) {
         if (given || used < 0) return;

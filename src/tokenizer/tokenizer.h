@@ -4,6 +4,8 @@
 //   "gpt2"  byte-level BPE (GPT-2 byte<->unicode map, ranked merges), with a pre-tokenizer regex
 //           chosen by tokenizer.ggml.pre (llama3, qwen2, smollm, gpt2, ... as llama.cpp maps them).
 //   "llama" SentencePiece-style BPE: merges by piece score, "▁" for spaces, <0xXX> byte fallback.
+//   "bert"  WordPiece (BERT): lowercasing / accent stripping as the file says, words split on
+//           whitespace and punctuation, greedy longest-match pieces; [CLS] ... [SEP].
 // Behaviour matches llama.cpp's llama_tokenize / llama_token_to_piece (checked id for id by
 // tests/py/test_tokenizer_parity.py against llama-cpp-python on a vocab-only load).
 //

@@ -39,6 +39,8 @@ class TokenizerBase : public Tokenizer {
 Result<std::unique_ptr<Tokenizer>> make_bpe_tokenizer(const VocabSpec& spec);
 /// SentencePiece-style BPE ("llama"). Defined in spm_bpe.cpp.
 Result<std::unique_ptr<Tokenizer>> make_spm_tokenizer(const VocabSpec& spec);
+/// WordPiece ("bert"). Defined in wordpiece.cpp.
+Result<std::unique_ptr<Tokenizer>> make_wordpiece_tokenizer(const VocabSpec& spec);
 /// Build from an in-memory spec (dispatches on spec.model). Defined in tokenizer.cpp.
 Result<std::unique_ptr<Tokenizer>> make_tokenizer(const VocabSpec& spec);
 

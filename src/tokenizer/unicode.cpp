@@ -27,6 +27,27 @@ bool is_white_space(uint32_t cp) {
     return std::binary_search(kWhiteSpace, kWhiteSpace + kWhiteSpaceCount, cp);
 }
 
+uint32_t to_lower(uint32_t cp) {
+    if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+    using unicode_data::kLowercase;
+    const auto* end = kLowercase + unicode_data::kLowercaseCount;
+    const auto* it = std::lower_bound(
+        kLowercase, end, cp, [](const unicode_data::CpPair& p, uint32_t c) { return p.cp < c; });
+    return it != end && it->cp == cp ? it->mapped : cp;
+}
+
+uint32_t nfd_base(uint32_t cp) {
+    using unicode_data::kNfdRanges;
+    const auto* end = kNfdRanges + unicode_data::kNfdRangesCount;
+    // the last range starting at or before cp
+    const auto* it =
+        std::upper_bound(kNfdRanges, end, cp,
+                         [](uint32_t c, const unicode_data::NfdRange& r) { return c < r.first; });
+    if (it == kNfdRanges) return cp;
+    --it;
+    return cp <= it->last ? it->base : cp;
+}
+
 size_t utf8_len_from_lead(uint8_t lead) {
     static constexpr uint8_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
     return kLen[lead >> 4];

@@ -32,6 +32,12 @@ CpClass cp_class(uint32_t cp);
 /// The White_Space property (what regex \s means in the pre-tokenizer patterns).
 bool is_white_space(uint32_t cp);
 
+/// Simple lowercase mapping of a code point (itself when it has none), Unicode 15.1.
+uint32_t to_lower(uint32_t cp);
+/// The first code point of cp's canonical decomposition (NFD), i.e. cp with its accents taken
+/// off (itself when it does not decompose), as llama.cpp's unicode_cpts_normalize_nfd.
+uint32_t nfd_base(uint32_t cp);
+
 /// Length of a UTF-8 sequence judged by its first byte only (1 for continuation bytes), as
 /// llama.cpp's SentencePiece and BPE symbol splitters do.
 size_t utf8_len_from_lead(uint8_t lead);

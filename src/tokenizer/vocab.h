@@ -36,7 +36,7 @@ constexpr uint32_t kByte = 1u << 5;
 /// Everything a tokenizer is built from. Views must outlive make_tokenizer() only (the Vocab
 /// copies what it keeps). Optional ids/flags are "key absent" when empty.
 struct VocabSpec {
-    std::string model;                     // tokenizer.ggml.model: "gpt2" or "llama"
+    std::string model;                     // tokenizer.ggml.model: "gpt2", "llama" or "bert"
     std::string pre;                       // tokenizer.ggml.pre ("" when absent)
     std::vector<std::string_view> tokens;  // tokenizer.ggml.tokens
     std::vector<float> scores;             // tokenizer.ggml.scores (empty: all 0)
@@ -46,6 +46,8 @@ struct VocabSpec {
     std::optional<int64_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, mask_id;
     std::optional<int64_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
     std::optional<bool> add_bos, add_eos, add_space_prefix;
+    // WordPiece ("bert"): tokenizer.ggml.add_sep_token, .normalizer.lowercase, .strip_accents
+    std::optional<bool> add_sep, lowercase, strip_accents;
 };
 
 /// Special ids resolved from metadata and llama.cpp's defaults/auto-detection (-1 = none).

@@ -140,7 +140,8 @@ def test_unknown_fields_are_ignored(server):
 
 def test_404_routes_and_models(server):
     assert_error(server.get("/v2/nothing"), 404)
-    assert_error(server.post("/v1/embeddings", {"input": "x"}), 404)
+    # (/v1/embeddings is served now: tests/py/test_embeddings.py)
+    assert_error(server.post("/v1/images/generations", {"prompt": "x"}), 404)
     assert_error(server.get("/v1/models/gpt-4o"), 404)
     assert_error(server.get("/v1/chat/completions"), 405)
     assert_serving(server)

@@ -128,4 +128,9 @@ void geglu(const float* gate, const float* up, float* y, int64_t n) {
     for (; i < n; ++i) y[i] = canon::mul(gelu_tanh(gate[i]), up[i]);
 }
 
+void gelu_erf_rows(const float* x, float* y, int64_t n) {
+    constexpr float kInvSqrt2 = 0.70710678118654752f;
+    for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
 }  // namespace zinc::cpu

@@ -119,6 +119,7 @@ void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q,
             const AttentionSeq& sq = seqs[si];
             const int64_t pos = sq.pos0 + (r - sq.row0);
             const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+            const int64_t last = p.causal ? pos : sq.pos0 + sq.n_tokens - 1;  // last key
             const uint16_t* kbase = kv.k + static_cast<int64_t>(kvh) * hd;
             const uint16_t* vbase = kv.v + static_cast<int64_t>(kvh) * hdv;
             const float* q0 = q + r * ldq + static_cast<int64_t>(kvh) * group * hd;
@@ -128,8 +129,8 @@ void paged_attention(ThreadPool& pool, const AttentionParams& p, const float* q,
             };
 
             bool first = true;
-            for (int64_t c0 = lo - lo % kChunk; c0 <= pos; c0 += kChunk) {
-                const int64_t jb = std::max(lo, c0), je = std::min(pos, c0 + kChunk - 1);
+            for (int64_t c0 = lo - lo % kChunk; c0 <= last; c0 += kChunk) {
+                const int64_t jb = std::max(lo, c0), je = std::min(last, c0 + kChunk - 1);
                 const int len = static_cast<int>(je - jb + 1);
                 for (int t = 0; t < len; ++t) {
                     const uint16_t* kj = kbase + phys(jb + t) * kv.k_stride;

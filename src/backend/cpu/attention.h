@@ -38,6 +38,9 @@ struct AttentionParams {
     // (sum_j e^(s_j - M) + e^(sink - M)). In the canonical order it is one more chunk merged
     // after the last key chunk, with m = sink, l = 1, o = 0 (backend/canon.h merge_sink).
     const float* sinks = nullptr;
+    // false: bidirectional (BERT): query row t attends to every position of its sequence in the
+    // cache, [0, pos0 + n_tokens), whatever its own position (window must be 0).
+    bool causal = true;
 };
 
 /// A contiguous cache of one layer: position j's K row is k + j * k_stride (n_head_kv *

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backend/canon.h"
 #include "backend/cpu/activations.h"
@@ -103,7 +104,9 @@ class Executor {
             }
             if (skip) continue;
             if (op.head) {
-                if (!st_.logits) continue;              // a prefill chunk whose logits nobody wants
+                // a prefill chunk whose logits nobody wants (an embedding forward runs the head
+                // up to Program::embd_op, where execute() stops it)
+                if (!st_.logits && !st_.embeddings) continue;
                 ZINC_CHECK(st_.n_tokens == st_.n_out);  // KeepRows has run
             }
             exec(op);
@@ -171,6 +174,12 @@ class Executor {
                 return moe(op);
             case OpKind::AllReduce:  // one executor is one rank: the sum over one rank
                 return;              // (backend/cpu/tp_runner.cpp sums N shards around it)
+            case OpKind::LayerNorm:
+                return layer_norm(op);
+            case OpKind::AddEmbed:
+                return add_embed(op);
+            case OpKind::Gelu:
+                return gelu(op);
             case OpKind::kCount:
                 break;
         }
@@ -203,6 +212,47 @@ class Executor {
             });
         }
         count(Op::RmsNorm, kF32 * dim, 2 * kF32 * st_.n_tokens * dim);
+    }
+
+    void layer_norm(const model::Op& op) {
+        const auto& p = op.as<model::LayerNormP>();
+        const int64_t dim = width(p.in);
+        const float* x = buf(p.in);
+        float* y = buf(op.outs[0].t);
+        const float* wd = p.w->f32();
+        const float* bd = p.b ? p.b->f32() : nullptr;
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                cpu::layer_norm(x + r * dim, wd, bd, y + r * dim, dim, p.eps);
+        });
+        count(Op::RmsNorm, vec_bytes(p.w) + vec_bytes(p.b), 2 * kF32 * st_.n_tokens * dim);
+    }
+
+    // out += table[pos] (or table[row]): each row's embedding row dequantized, then added.
+    void add_embed(const model::Op& op) {
+        const auto& p = op.as<model::AddEmbedP>();
+        const MatView& m = st_.ws.mat(p.table);
+        const int64_t dim = m.n_cols;
+        float* out = buf(op.outs[0].t);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            std::vector<float> row(static_cast<size_t>(dim));
+            for (int64_t r = r0; r < r1; ++r) {
+                const int32_t id = p.by_position ? st_.pos[r] : p.row;
+                get_rows(m, &id, 1, row.data());
+                cpu::add(out + r * dim, row.data(), out + r * dim, dim);
+            }
+        });
+        count(Op::Embed, st_.n_tokens * static_cast<uint64_t>(m.row_bytes),
+              2 * kF32 * st_.n_tokens * dim);
+    }
+
+    void gelu(const model::Op& op) {
+        const int64_t w = width(op.outs[0].t);
+        float* x = buf(op.outs[0].t);
+        parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) gelu_erf_rows(x + r * w, x + r * w, w);
+        });
+        count(Op::Glu, 0, 2 * kF32 * st_.n_tokens * w);
     }
 
     void matmul(const model::Op& op) {
@@ -272,14 +322,16 @@ class Executor {
         uint64_t n_attended = 0;  // K/V positions read, over all rows
         for (const AttentionSeq& s : st_.seqs)
             for (int32_t i = 0; i < s.n_tokens; ++i)
-                n_attended += runtime::attended_positions(s.pos0 + i, p.window);
+                n_attended += runtime::attended_positions(
+                    p.causal ? s.pos0 + i : s.pos0 + s.n_tokens - 1, p.window);
         const AttentionParams ap{p.n_head,
                                  p.n_head_kv,
                                  p.head_dim_k,
                                  p.head_dim_v,
                                  p.scale,
                                  p.window,
-                                 p.sinks ? p.sinks->f32() : nullptr};
+                                 p.sinks ? p.sinks->f32() : nullptr,
+                                 p.causal};
         paged_attention(st_.pool, ap, buf(p.q), q_dim, st_.seqs, st_.kv.view(p.kv_layer),
                         buf(op.outs[0].t), out_dim, st_.ws.scores.data());
         count(Op::Attention, 0, 2 * n_attended * (kd + vd) + kF32 * n * (q_dim + out_dim));
@@ -517,6 +569,12 @@ class Executor {
 }  // namespace
 
 void execute(const Program& prog, ForwardState& st) {
+    if (st.embeddings) {
+        ZINC_CHECK(prog.embd_op >= 0 && st.n_out == st.n_tokens && !st.logits);
+        Executor(prog, st).run(0, static_cast<size_t>(prog.embd_op) + 1);
+        return;
+    }
+    ZINC_CHECK(prog.logits != model::kNoTensor || !st.logits);
     Executor(prog, st).run(0, prog.ops.size());
 }
 

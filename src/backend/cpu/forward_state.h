@@ -51,6 +51,9 @@ struct ForwardState {
     const int32_t* out_rows = nullptr;
     int n_out = 0;
     float* logits = nullptr;  // (n_out, n_vocab); nullptr when n_out == 0
+    /// An embedding forward: every row is an output row (n_out == n_tokens, logits null), and
+    /// execution stops after Program::embd_op, leaving the hidden state in ws.t[prog.embd].
+    bool embeddings = false;
     int64_t dump_pos0 = 0;    // position of row 0 (for ZINC_DUMP lines)
     /// Optional (RunnerOptions::hooks): the executor counts each op it runs, captures the named
     /// intermediates for validation, and honours the debug/test switches there.
@@ -62,7 +65,8 @@ struct ForwardState {
 };
 
 /// Run the op list on the step batch in st: append every row's K/V to the pool and write the
-/// logits of st.out_rows. The caller (the CPU Runner) has validated ids, positions and tables.
+/// logits of st.out_rows (or, with st.embeddings, stop at the embeddings' value). The caller (the
+/// CPU Runner) has validated ids, positions and tables.
 void execute(const model::Program& prog, ForwardState& st);
 /// Run ops [begin, end) only (the tensor-parallel runner stops each shard at its AllReduce ops;
 /// st carries the rows kept by KeepRows from one call to the next).

@@ -10,6 +10,7 @@
 // whatever other rows share the call (quant::gemm_tile and vec_dot_multi are bit-identical to
 // vec_dot), and every other op is per row.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "backend/cpu/forward_state.h"
@@ -123,9 +124,43 @@ class CpuRunner : public Runner {
         out_rows_.resize(rows);
         seqs_.reserve(static_cast<size_t>(opts.max_seqs));
         seq_slot_.reserve(static_cast<size_t>(opts.max_seqs));
+        for (const model::Op& op : model.program().ops)
+            if (op.kind() == model::OpKind::AddEmbed && op.as<model::AddEmbedP>().by_position)
+                max_positions_ = std::min(max_positions_, op.as<model::AddEmbedP>().table->n_rows);
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
+        if (model_.program().logits == kNoTensor)
+            return make_error("forward: " + cfg_.arch_name +
+                              " is an embedding model (no LM head): it computes embeddings "
+                              "only, not logits");
+        return run(batch, logits, false);
+    }
+
+    Result<void> forward_embed(const Batch& batch, float* hidden) override {
+        const Program& prog = model_.program();
+        if (prog.embd_op < 0)
+            return make_error("embeddings: " + cfg_.arch_name + " marks no embeddings value");
+        if (prog.bidirectional) {
+            for (size_t si = 0; si < batch.seqs.size(); ++si) {
+                if (batch.seqs[si].pos0 != 0)
+                    return make_error("embeddings: sequence " + std::to_string(si) +
+                                      " starts at position " + std::to_string(batch.seqs[si].pos0) +
+                                      ", but " + cfg_.arch_name +
+                                      " attends in both directions: a sequence must be computed "
+                                      "whole, from position 0, in one forward");
+            }
+        }
+        if (hidden == nullptr) return make_error("embeddings: hidden-state buffer is null");
+        ZINC_TRY(run(batch, nullptr, true));
+        const int64_t w = prog.width(prog.embd);
+        const float* src = ws_.t[static_cast<size_t>(prog.embd)].data();
+        std::copy(src, src + static_cast<int64_t>(batch.tokens.size()) * w, hidden);
+        return {};
+    }
+
+  private:
+    Result<void> run(const Batch& batch, float* logits, bool embeddings) {
         ZINC_TRY(validate(batch));
         const int64_t bs = opts_.block_size;
         seqs_.clear();
@@ -142,10 +177,12 @@ class CpuRunner : public Runner {
                 const int64_t p = static_cast<int64_t>(s.pos0) + i;
                 pos_[r] = static_cast<int32_t>(p);
                 slot_[r] = static_cast<int64_t>(s.block_table[p / bs]) * bs + p % bs;
-                if (s.all_logits || (s.want_logits && i == s.n_tokens - 1)) out_rows_[n_out++] = r;
+                if (embeddings || s.all_logits || (s.want_logits && i == s.n_tokens - 1))
+                    out_rows_[n_out++] = r;
             }
         }
         cpu::ForwardState st{pool_, mm_, kv_, ws_, dump_};
+        st.embeddings = embeddings;
         st.tokens = batch.tokens.data();
         st.pos = pos_.data();
         st.kv_slot = slot_.data();
@@ -153,14 +190,15 @@ class CpuRunner : public Runner {
         st.seqs = seqs_;
         st.out_rows = out_rows_.data();
         st.n_out = n_out;
-        st.logits = n_out > 0 ? logits : nullptr;
+        st.logits = n_out > 0 && !embeddings ? logits : nullptr;
         st.dump_pos0 = pos_[0];
         st.hooks = opts_.hooks;
         if (!rs_.empty()) {
             st.rs = &rs_;
             st.seq_slot = seq_slot_.data();
         }
-        if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
+        if (n_out > 0 && !embeddings && logits == nullptr)
+            return make_error("forward: logits buffer is null");
         cpu::execute(model_.program(), st);
         if (!rs_.empty())
             for (const BatchSeq& s : batch.seqs)
@@ -168,6 +206,7 @@ class CpuRunner : public Runner {
         return {};
     }
 
+  public:
     void copy_block(int32_t src, int32_t dst) override { kv_.copy_block(src, dst); }
     const RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cpu"; }
@@ -177,6 +216,14 @@ class CpuRunner : public Runner {
   private:
     Result<void> validate(const Batch& batch) const {
         ZINC_TRY(cpu::validate_batch(batch, opts_, cfg_.n_vocab));
+        for (size_t si = 0; si < batch.seqs.size(); ++si) {  // absolute position embeddings
+            const int64_t end = int64_t{batch.seqs[si].pos0} + batch.seqs[si].n_tokens;
+            if (end > max_positions_)
+                return make_error("forward: sequence " + std::to_string(si) + " reaches position " +
+                                  std::to_string(end) + ", but " + cfg_.arch_name +
+                                  "'s position embeddings cover " + std::to_string(max_positions_) +
+                                  " positions");
+        }
         if (rs_.empty()) return {};
         for (size_t si = 0; si < batch.seqs.size(); ++si) {
             const BatchSeq& s = batch.seqs[si];
@@ -217,6 +264,7 @@ class CpuRunner : public Runner {
     std::vector<int32_t> out_rows_;        // rows whose logits are wanted
     std::vector<cpu::AttentionSeq> seqs_;  // this step's sequences
     std::vector<int32_t> seq_slot_;        // their state slots (recurrent models)
+    int64_t max_positions_ = INT64_MAX;    // rows of an absolute position embedding table
 };
 
 }  // namespace

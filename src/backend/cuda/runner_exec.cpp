@@ -192,6 +192,9 @@ void CudaRunner::exec(const model::Op& op, int idx) {
         case OpKind::GatedRmsNorm:
         case OpKind::SplitGate:
         case OpKind::SigmoidMul:  // refused at init (runner_init.cpp): no kernels yet
+        case OpKind::LayerNorm:
+        case OpKind::AddEmbed:
+        case OpKind::Gelu:
         case OpKind::kCount:
             ZINC_CHECK(false && "unknown op");
     }

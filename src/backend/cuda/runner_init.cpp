@@ -298,10 +298,14 @@ Result<void> CudaRunner::init() {
         const model::OpKind k = op.kind();
         if (k == model::OpKind::SsmConv || k == model::OpKind::DeltaNet ||
             k == model::OpKind::GatedRmsNorm || k == model::OpKind::SplitGate ||
-            k == model::OpKind::SigmoidMul)
+            k == model::OpKind::SigmoidMul || k == model::OpKind::LayerNorm ||
+            k == model::OpKind::AddEmbed || k == model::OpKind::Gelu)
             return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
                               model_.arch_name() +
                               " has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
+        if (k == model::OpKind::Attention && !op.as<model::AttentionP>().causal)
+            return make_error("cuda: bidirectional attention (" + model_.arch_name() +
+                              ") has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
         // gpt-oss's experts (swiglu_oai, per-expert biases): CPU tier only so far.
         const bool oai_glu = k == model::OpKind::Glu &&
                              op.as<model::GluP>().act == model::GluAct::SwigluOai;

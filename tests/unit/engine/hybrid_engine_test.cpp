@@ -397,3 +397,18 @@ TEST(HybridEngine, SpeculativeDecodingRefused) {
               "state (qwen35): rejected drafts would need the state rolled back (not "
               "implemented)");
 }
+
+TEST(HybridEngine, EmbeddingsRefused) {
+    ASSERT_TRUE(tiny().model);
+    ze::EngineOptions o;
+    o.n_parallel = 1;
+    o.n_ctx = 64;
+    o.n_threads = 1;
+    auto e = ze::Engine::create(*tiny().model, o);
+    ASSERT_TRUE(e.ok()) << e.error().message;
+    auto r = e.value()->submit_embedding({{1, 2, 3}, zinc::model::Pooling::Mean},
+                                         [](ze::EmbeddingResult) {});
+    ASSERT_TRUE(std::holds_alternative<ze::SubmitError>(r));
+    EXPECT_EQ(std::get<ze::SubmitError>(r).kind, ze::SubmitErrorKind::InvalidRequest);
+    EXPECT_NE(std::get<ze::SubmitError>(r).message.find("recurrent state"), std::string::npos);
+}
