@@ -1,7 +1,7 @@
 // zinc/tests/cuda/test_mmq.cpp — the fast path's int8 tensor-core GEMM (mmq.cu) against a float64
 // reference, and (--bench) its speed next to the path it replaces (dequant_f16 + cuBLAS).
 //
-//   cuda_test_mmq [--ctest] [--bench] [--bench-only] [--verbose]
+//   cuda_test_mmq [--ctest] [--bench] [--bench-only] [--bench-decode] [--verbose]
 //
 // Correctness, for every type mmq covers (Q4_K, Q6_K, Q4_0, Q8_0, Q5_K, Q5_0, Q5_1, Q4_1, Q2_K,
 // Q3_K, MXFP4) and every tile variant: random weights (quantized Gaussians with per-row scale and
@@ -24,8 +24,12 @@
 // and Q8_0: mmq (its own choice of tiles, and the best of the variants), and dequant_f16 + cuBLAS
 // gemm_f16 (the path before mmq) and the cuBLAS GEMM alone; CUDA events around each launch, median
 // of 15 after 2 warm-ups, the weights rotated over enough copies to exceed the L2; TOP/s counted as
-// 2 * rows * k * n_act (int8 effective). Exit 0 only when every check passes; 77 (ctest: skipped)
-// without a usable device.
+// 2 * rows * k * n_act (int8 effective). Split-K (the runner's decode batches, through a scratch):
+// mmq's choice and forced slice counts against the same reference, ten racing runs bitwise equal,
+// the counters back at zero. --bench (first) and --bench-decode (alone): the decode-batch table,
+// 8-64 activation rows on the 8B shapes, unsplit / split / best (variant, slices) with the
+// weight-read rate. Exit 0 only when every check passes; 77 (ctest: skipped) without a usable
+// device.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -225,8 +229,34 @@ constexpr double kTolerance = 2e-5;  // f32 accumulation of per-chunk products
 // One case: jobs of `rows[i]` weight rows each (contiguous weights, job i + 1 right after job i,
 // so only as aligned as the rows before it), job i >= 1 with a bias and row stride rows[i] + 3.
 // repack: the weights uploaded in repack.h's aligned layout (device types 102 / 108 / 114).
+// The split-K scratch (kernels.h MmqScratch) the runner allocates, once.
+const cu::MmqScratch* dev_scratch() {
+    static const cu::MmqScratch sc = [] {
+        cu::MmqScratch s;
+        s.partial = dev_poisoned<float>(cu::kMmqSplitFloats);
+        s.partial_floats = cu::kMmqSplitFloats;
+        s.n_counters = 8192;
+        CK(cudaMalloc(&s.counters, s.n_counters * sizeof(unsigned)));
+        CK(cudaMemset(s.counters, 0, s.n_counters * sizeof(unsigned)));
+        return s;
+    }();
+    return &sc;
+}
+bool counters_zero() {
+    const cu::MmqScratch* sc = dev_scratch();
+    std::vector<unsigned> c(sc->n_counters);
+    CK(cudaMemcpy(c.data(), sc->counters, c.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    for (unsigned v : c)
+        if (v != 0) return false;
+    return true;
+}
+bool pipelined(int variant) {
+    return (variant >= 5 && variant <= 7) || variant == 10;
+}
+
+// ksplit != 1: through the split-K scratch, with that many k slices (0: mmq's choice).
 void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& rows, int n_act,
-               int variant, bool repack = false) {
+               int variant, bool repack = false, int ksplit = 1) {
     int ti = static_cast<int>(t);
     const size_t rb = quant::row_size(t, k);
     const int nj = static_cast<int>(rows.size());
@@ -294,14 +324,16 @@ void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& row
     for (int i = 0; i < nj; ++i) shape += (i ? "+" : "") + std::to_string(rows[i]);
     const std::string what =
         fmt("mmq tiles %d %-5s%s k %5d, rows %s, %4d act rows", variant, tname(t).c_str(),
-            repack ? " (repacked)" : "", k, shape.c_str(), n_act);
+            repack ? " (repacked)" : "", k, shape.c_str(), n_act) +
+        (ksplit == 1 ? "" : fmt(", split-K %d", ksplit));
     for (int pass = 0; pass < 2; ++pass) {
         const bool acc = pass == 1;
         if (acc)
             for (int i = 0; i < nj; ++i)
                 CK(cudaMemcpy(dy[i], init[i].data(), init[i].size() * 4, cudaMemcpyHostToDevice));
-        const bool ran = cu::mmq_variant(variant, ti, jobs, nj, k, a.q, a.d, n_act, acc, nullptr);
-        if (repack && variant >= 5) {  // the pipelined tiles stage contiguous blocks: refused
+        const bool ran = cu::mmq_variant(variant, ti, jobs, nj, k, a.q, a.d, n_act, acc, nullptr,
+                                         ksplit == 1 ? nullptr : dev_scratch(), ksplit);
+        if (repack && pipelined(variant)) {  // they stage contiguous blocks: refused
             report(!ran, what + ": refused (pipelined tiles, repacked layout)");
             break;
         }
@@ -324,7 +356,7 @@ void test_case(std::mt19937& rng, GgmlType t, int k, const std::vector<int>& row
                 }
         }
         const double rel = std::sqrt(num / std::max(den, 1e-300));
-        const bool ok = finite && rel <= kTolerance;
+        const bool ok = finite && rel <= kTolerance && (ksplit == 1 || counters_zero());
         report(ok, what + (acc ? " accumulate" : "") +
                        fmt(": rel err %.3g (tol %.0e)%s", rel, kTolerance,
                            finite ? "" : ", NON-FINITE output"));
@@ -370,6 +402,41 @@ void test_invariance(std::mt19937& rng, GgmlType t) {
     }
     report(ran && same, fmt("mmq %s: all variants, %d and %d act rows, bitwise equal outputs",
                             tname(t).c_str(), n_act, n_few));
+    cudaFree(dw);
+    cudaFree(y);
+}
+
+// Split-K's sum is fixed by the shape, whichever slice's block finishes last: ten runs of a
+// decode-batch shape (32 tiles x 8 slices racing) give the same bits.
+void test_split_deterministic(std::mt19937& rng, GgmlType t) {
+    const int ti = static_cast<int>(t), k = 4096, rows = 4096, n_act = 32;
+    const size_t rb = quant::row_size(t, k);
+    const auto w = make_weights(t, rows, k, rng);
+    const auto x = make_acts(n_act, k, rng);
+    DevActs a;
+    dev_pack(t, x, n_act, k, a, false);
+    uint8_t* dw = dev_copy(w);
+    float* y = dev_poisoned<float>(static_cast<size_t>(n_act) * rows);
+    cu::MatJob j;
+    j.w = dw;
+    j.row_bytes = rb;
+    j.n_out = rows;
+    j.y = y;
+    j.ldy = rows;
+    std::vector<float> first;
+    bool same = true, ran = true;
+    for (int r = 0; r < 10; ++r) {
+        CK(cudaMemset(y, 0xff, static_cast<size_t>(n_act) * rows * 4));
+        ran &= cu::mmq_variant(8, ti, &j, 1, k, a.q, a.d, n_act, false, nullptr, dev_scratch(), 8);
+        const auto got = host_copy(y, static_cast<size_t>(n_act) * rows);
+        if (first.empty())
+            first = got;
+        else
+            same &= std::memcmp(got.data(), first.data(), got.size() * 4) == 0;
+    }
+    report(ran && same && counters_zero(),
+           fmt("mmq %s split-K 8 x 32 tiles: 10 runs bitwise equal, counters back at zero",
+               tname(t).c_str()));
     cudaFree(dw);
     cudaFree(y);
 }
@@ -514,7 +581,84 @@ void bench_case(cu::CublasLib& blas, Timer& tm, std::mt19937& rng, GgmlType t, i
     cudaFree(y);
 }
 
+// Decode batches (--bench): per Llama-3-8B projection shape and batch size, mmq unsplit (its
+// own tiles, no scratch), mmq's choice with the split-K scratch (what the runner runs), and the
+// best (variant, slices) pair, with the weight-read rate each reaches (TB/s of the weight bytes).
+void bench_decode_case(Timer& tm, std::mt19937& rng, GgmlType t, int rows, int k, int n_act) {
+    const int ti = static_cast<int>(t);
+    const size_t rb = quant::row_size(t, k), wbytes = rb * rows;
+    std::vector<uint8_t> w(wbytes);
+    {
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> row(k);
+        for (int r = 0; r < rows; ++r) {
+            if (r < 64) {
+                for (auto& v : row) v = nd(rng);
+                quant::quantize_row(t, row.data(), w.data() + rb * r, k);
+            } else {
+                std::memcpy(w.data() + rb * r, w.data() + rb * (r % 64), rb);
+            }
+        }
+    }
+    const int copies = static_cast<int>(
+        std::min<size_t>(16, std::max<size_t>(2, (size_t(200) << 20) / wbytes + 1)));
+    std::vector<uint8_t*> dw(copies);
+    for (auto& p : dw) p = dev_copy(w);
+    const auto x = make_acts(n_act, k, rng);
+    DevActs a;
+    dev_pack(t, x, n_act, k, a, false);
+    float* y = dev_poisoned<float>(static_cast<size_t>(n_act) * rows);
+    cu::MatJob j;
+    j.row_bytes = rb;
+    j.n_out = rows;
+    j.y = y;
+    j.ldy = rows;
+    auto tbs = [&](double ms) { return static_cast<double>(wbytes) / (ms * 1e-3) * 1e-12; };
+    bool ran = true;
+    auto time = [&](int v, const cu::MmqScratch* sc, int ks) {
+        return tm.median_ms([&](int i) {
+            j.w = dw[i % copies];
+            ran &= cu::mmq_variant(v, ti, &j, 1, k, a.q, a.d, n_act, false, nullptr, sc, ks);
+        });
+    };
+    const double t_plain = time(0, nullptr, 1), t_split = time(0, dev_scratch(), 0);
+    double best = t_split;
+    int best_v = 0, best_ks = 0;
+    for (int v : {1, 2, 4, 7, 8, 9, 10})
+        for (int ks : {1, 2, 3, 4, 6, 8, 12, 16}) {
+            const double tv = time(v, ks == 1 ? nullptr : dev_scratch(), ks);
+            if (tv < best) best = tv, best_v = v, best_ks = ks;
+        }
+    std::printf("DECODE %-5s %6d x %5d  %3d | %7.4f %5.2f | %7.4f %5.2f | %2d %2d %7.4f %5.2f | %5.2fx\n",
+                tname(t).c_str(), rows, k, n_act, t_plain, tbs(t_plain), t_split, tbs(t_split),
+                best_v, best_ks, best, tbs(best), t_plain / t_split);
+    std::fflush(stdout);
+    report(ran && counters_zero(), fmt("decode bench %s %d x %d x %d ran", tname(t).c_str(), rows, k, n_act));
+    for (auto* p : dw) cudaFree(p);
+    cudaFree(y);
+}
+
+void bench_decode(std::mt19937& rng) {
+    Timer tm;
+    std::printf(
+        "DECODE type    rows x     k nact | unsplit ms TB/s | split (auto) ms TB/s | best v ks ms "
+        "TB/s | split speedup\n");
+    struct Shape {
+        GgmlType t;
+        int rows, k;
+    };
+    // Llama-3-8B Q4_K_M: q/o 4096, k/v 1024, fused q+k+v 6144, fused gate+up 28672, down (Q4_K
+    // and Q6_K layers), the Q6_K LM head
+    const Shape shapes[] = {{GgmlType::Q4_K, 4096, 4096},   {GgmlType::Q4_K, 1024, 4096},
+                            {GgmlType::Q4_K, 6144, 4096},   {GgmlType::Q4_K, 28672, 4096},
+                            {GgmlType::Q4_K, 4096, 14336},  {GgmlType::Q6_K, 4096, 14336},
+                            {GgmlType::Q6_K, 1024, 4096},   {GgmlType::Q6_K, 128256, 4096}};
+    for (const Shape& s : shapes)
+        for (int n_act : {8, 16, 32, 64}) bench_decode_case(tm, rng, s.t, s.rows, s.k, n_act);
+}
+
 void bench(std::mt19937& rng) {
+    bench_decode(rng);
     cu::CublasLib blas;
     if (!blas.ok())
         std::printf("cuBLAS unavailable (%s): no comparison columns\n", blas.reason().c_str());
@@ -539,16 +683,20 @@ void bench(std::mt19937& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool do_bench = false, do_tests = true;
+    bool do_bench = false, do_tests = true, decode_only = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--bench") == 0)
             do_bench = true;
         else if (std::strcmp(argv[i], "--bench-only") == 0)
             do_bench = true, do_tests = false;
+        else if (std::strcmp(argv[i], "--bench-decode") == 0)
+            do_bench = true, do_tests = false, decode_only = true;
         else if (std::strcmp(argv[i], "--verbose") == 0)
             g_verbose = true;
         else if (std::strcmp(argv[i], "--ctest") != 0) {
-            std::printf("usage: cuda_test_mmq [--ctest] [--bench] [--bench-only] [--verbose]\n");
+            std::printf(
+                "usage: cuda_test_mmq [--ctest] [--bench] [--bench-only] [--bench-decode] "
+                "[--verbose]\n");
             return 2;
         }
     }
@@ -586,9 +734,27 @@ int main(int argc, char** argv) {
             test_case(rng, T::Q6_K, 4096, {211, 64}, v == 0 ? 512 : 65, v, true);
         }
         for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q4_1, T::Q2_K}) test_invariance(rng, t);
+        // Split-K (the runner's decode batches): mmq's choice and forced slice counts, every
+        // tile kind, fused jobs with a bias, partial stages; repacked layouts; determinism.
+        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0, T::Q8_0, T::Q5_K, T::Q2_K, T::MXFP4}) {
+            const bool kq = quant::type_traits(t).block_size == 256;
+            test_case(rng, t, 4096, {1024 + 32, 96, 40}, 32, 0, false, 0);
+            test_case(rng, t, 4096, {4096}, 16, 0, false, 0);
+            test_case(rng, t, kq ? 14336 : 14368, {389}, 9, 0, false, 0);
+            for (int v : {1, 2, 8, 9, 10})
+                for (int ks : {2, 3, 8}) test_case(rng, t, kq ? 4352 : 4128, {211, 64}, 33, v, false, ks);
+        }
+        for (int v : {0, 8, 9}) {
+            test_case(rng, T::Q4_0, 4096, {1024 + 32, 96, 40}, 32, v, true, 4);
+            test_case(rng, T::Q6_K, 4096, {211, 64}, 20, v, true, 0);
+        }
+        for (T t : {T::Q4_K, T::Q6_K, T::Q4_0}) test_split_deterministic(rng, t);
         test_refused(rng);
     }
-    if (do_bench) bench(rng);
+    if (decode_only)
+        bench_decode(rng);
+    else if (do_bench)
+        bench(rng);
     for (size_t i = 0; i < g_failed.size() && i < 12; ++i)
         std::printf("FAILED %s\n", g_failed[i].c_str());
     std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);

@@ -31,17 +31,7 @@ constexpr int kThreads = 128;
 constexpr int kTile = 64;  // keys per softmax tile
 constexpr int kGMax = 8;   // query heads per block
 
-#if defined(ZINC_SIMT_EMULATION)
-inline unsigned atomic_add(unsigned* p, unsigned v) {
-    const unsigned o = *p;
-    *p = o + v;
-    return o;
-}
-inline void fence() {}
-inline float ld_cg(const float* p) {
-    return *p;
-}
-#else
+// (the SIMT shim of tests/unit/cuda_emul supplies these intrinsics for the host build)
 __device__ __forceinline__ unsigned atomic_add(unsigned* p, unsigned v) {
     return atomicAdd(p, v);
 }
@@ -51,7 +41,6 @@ __device__ __forceinline__ void fence() {
 __device__ __forceinline__ float ld_cg(const float* p) {
     return __ldcg(p);
 }
-#endif
 
 struct Shared {
     float s[kGMax][kTile];  // scores, then exp(s - m)

@@ -150,13 +150,33 @@ bool mmq_supports(int type);
 /// multiple of the type's block, aq not 16-byte aligned, or a weight pointer / row size not as
 /// aligned as the type's decoder needs (16 bytes for Q4_K and the repacked layouts, 4 for
 /// Q4_1/Q5_1/Q5_K/Q2_K, else 2).
+///
+/// `scratch` (optional) lets a launch with fewer output tiles than the GPU has block slots split
+/// k across blocks (split-K, docs/perf-notes.md "mmq v6"): deterministic for a given shape, not
+/// bitwise equal to the unsplit result (the partial sums are added per k slice). Without it, or
+/// when the shape fills the GPU, no split.
+struct MmqScratch;
 bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-         int n_act, bool accumulate, cudaStream_t s);
-/// The same with tile variant `variant` in [0, mmq_variants()) (0: mmq's choice by shape); for
-/// measuring them on the device.
+         int n_act, bool accumulate, cudaStream_t s, const MmqScratch* scratch = nullptr);
+/// Device scratch for mmq's split-K, owned by the caller and used by one stream at a time:
+/// `partial` holds tiles x slices x tile-size floats (a launch whose partials would not fit does
+/// not split), `counters` one unsigned per output tile, zero-initialised once (cudaMemset) and
+/// left at zero by every launch; a launch with more tiles than n_counters does not split.
+/// The runner's split-K partial buffer, in floats (16 MiB).
+constexpr size_t kMmqSplitFloats = size_t{4} << 20;
+struct MmqScratch {
+    float* partial = nullptr;
+    size_t partial_floats = 0;
+    unsigned* counters = nullptr;
+    int n_counters = 0;
+};
+/// The same with tile variant `variant` in [0, mmq_variants()) (0: mmq's choice by shape) and
+/// `ksplit` k slices (0: mmq's choice, 1: none, n: n, fewer when k or the scratch cannot take n;
+/// a split needs `scratch`); for measuring them on the device and for the split's tests.
 int mmq_variants();
 bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                 const float4* ad, int n_act, bool accumulate, cudaStream_t s);
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const MmqScratch* scratch = nullptr, int ksplit = 0);
 
 // ---- gemm.cu
 /// Dequantize a (n_out, k) weight of `type` to f16 (row-major) into dst.

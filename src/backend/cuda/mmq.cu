@@ -23,8 +23,17 @@
 // scales and offsets as one float4 per chunk and row), copies the BN x KC activation chunks and
 // their float4s, then every warp loads its A and B fragments with ldmatrix.x4 and runs the mmas.
 // Tile variants (mmq_variant): 1 = 128 x 64 (prefill), 2 = 32 x 64 (decode batches: more blocks
-// for few activation rows), 3 = 128 x 128, 4 = 64 x 64; 0 picks 1, 4 or 2 by the number of blocks
-// the shape gives (the GPU must get at least about two blocks per multiprocessor).
+// for few activation rows), 3 = 128 x 128, 4 = 64 x 64, 5-7 = 1, 4, 2 pipelined (cp.async),
+// 8 = 128 x 32 and 9 = 64 x 32 (decode batches of at most 32 rows), 10 = 8 pipelined; 0 picks by
+// the number of blocks the shape gives (the GPU must get at least about two blocks per
+// multiprocessor).
+//
+// Split-K (docs/perf-notes.md "mmq v6"): a decode batch gives few output tiles (4096 rows x 32
+// activation rows: 32 tiles of 128 x 32 on 132 multiprocessors), and each tile's block walks all
+// of k serially, bound by its own load latency. Given a scratch (MmqScratch), the launch splits k
+// into gridDim.z slices, one block per (tile, slice); each writes its partial tile and the last
+// to finish adds them in slice order (split_fixup): deterministic, not bitwise equal to the
+// unsplit sum.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +55,17 @@ struct Jobs {
     MatJob m[3];
     int n_jobs;
     int row_end[3];  // cumulative row counts
+};
+
+// Split-K: gridDim.z slices of k per output tile, `chunks` 32-element chunks each (a multiple of
+// 8, so that a K-quant super-block never straddles two slices); every slice's block writes its
+// partial tile to `part`, and the tile's last block to arrive (counted in `cnt`, which it returns
+// to zero) adds the partials in slice order and stores: the sum's order is fixed whichever block
+// finishes last, so results are deterministic (not equal to the unsplit kernel's bits).
+struct Split {
+    int chunks = 0;          // per slice (gridDim.z == 1: unused, the whole k)
+    float* part = nullptr;   // [tile][slice][fragment element][thread]
+    unsigned* cnt = nullptr;  // [tile]
 };
 
 __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
@@ -233,6 +253,50 @@ __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::
     }
 }
 
+// Split-K epilogue (Split above): true when this block holds the tile's complete sums in acc
+// (no split, or it was the tile's last slice to finish), false when it only left its partial.
+template <class G>
+__device__ __forceinline__ bool split_fixup(const Split& sp, float (&acc)[G::MT][G::NT][4]) {
+    const int ks = static_cast<int>(gridDim.z);
+    if (ks == 1) return true;
+    constexpr int F = G::MT * G::NT * 4;
+    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+    float* base = sp.part + static_cast<size_t>(tile) * ks * F * kThreads;
+    float* mine = base + static_cast<size_t>(blockIdx.z) * F * kThreads + threadIdx.x;
+#pragma unroll
+    for (int mt = 0; mt < G::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < G::NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) mine[((mt * G::NT + nt) * 4 + e) * kThreads] = acc[mt][nt][e];
+    __threadfence();  // the partial is visible device-wide before the count says so
+    __shared__ unsigned s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(sp.cnt + tile, 1u) == static_cast<unsigned>(ks - 1);
+    __syncthreads();
+    if (!s_last) return false;
+    __threadfence();
+    const float* all = base + threadIdx.x;
+#pragma unroll
+    for (int mt = 0; mt < G::MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < G::NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int i = (mt * G::NT + nt) * 4 + e;
+                float v = 0.0f;
+                for (int z = 0; z < ks; ++z) {
+                    const float p = z == static_cast<int>(blockIdx.z)
+                                        ? acc[mt][nt][e]
+                                        : __ldcg(all + (static_cast<size_t>(z) * F + i) * kThreads);
+                    v = z == 0 ? p : v + p;
+                }
+                acc[mt][nt][e] = v;
+            }
+    if (threadIdx.x == 0) sp.cnt[tile] = 0u;  // ready for the next launch on the stream
+    return true;
+}
+
 #if defined(ZINC_SIMT_EMULATION)
 #define ZINC_MMQ_SMEM(bytes) alignas(16) static uint8_t smem[bytes]
 #else
@@ -261,7 +325,7 @@ constexpr int min_blocks() {
 template <int T, class G>
 __global__ void __launch_bounds__(kThreads, min_blocks<G>())
     mmq_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
-               int n_act, bool accumulate) {
+               int n_act, bool accumulate, Split sp) {
     using Y = MmqType<T>;
     constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA;
     ZINC_MMQ_SMEM(G::kSmem);
@@ -283,8 +347,10 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = part[i][j][e] = 0.0f;
 
-    for (int c0 = 0; c0 < nch; c0 += KC) {
-        const int kc = min(KC, nch - c0);
+    const int cb = gridDim.z > 1 ? static_cast<int>(blockIdx.z) * sp.chunks : 0;
+    const int ce = gridDim.z > 1 ? min(nch, cb + sp.chunks) : nch;
+    for (int c0 = cb; c0 < ce; c0 += KC) {
+        const int kc = min(KC, ce - c0);
         __syncthreads();  // sRow written; the previous stage consumed
 #pragma unroll
         for (int i = 0; i < BM * KC / kThreads; ++i) {
@@ -318,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
             compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part,
                                 ((c0 + cc) & 7) == 7);
     }
-    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+    if (split_fixup<G>(sp, acc)) store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
 // Variants 5-7 (stages of 8 chunks = 256 elements), double-buffered with cp.async: while stage s
@@ -343,7 +409,7 @@ struct Pipe {
 template <int T, class G>
 __global__ void __launch_bounds__(kThreads)
     mmq_pipe_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
-                    int n_act, bool accumulate) {
+                    int n_act, bool accumulate, Split sp) {
     using P = Pipe<T, G>;
     constexpr int BM = G::BM, BN = G::BN, KC = G::KC, SA = G::SA, U = P::U;
     constexpr int bytes = Traits<T>::bytes, per_stage = 256 / Traits<T>::qk;  // blocks per stage
@@ -395,13 +461,16 @@ __global__ void __launch_bounds__(kThreads)
         }
         cp_async_commit();
     };
-    fetch(0);
-    for (int s = 0; s < nst; ++s) {
+    // this block's stages (split-K: its slice of sp.chunks = a whole number of stages)
+    const int s_begin = gridDim.z > 1 ? static_cast<int>(blockIdx.z) * (sp.chunks / KC) : 0;
+    const int s_end = gridDim.z > 1 ? min(nst, s_begin + sp.chunks / KC) : nst;
+    fetch(s_begin);
+    for (int s = s_begin; s < s_end; ++s) {
         const int kc = min(KC, nch - s * KC);
         const uint8_t* slot = ring + (s & 1) * P::kSlot;
         cp_async_wait_all();  // this thread's copies of stage s (the only group in flight)
         __syncthreads();      // everyone's; and stage s - 1's mmas are done with its slot
-        if (s + 1 < nst) fetch(s + 1);
+        if (s + 1 < s_end) fetch(s + 1);
         const float4* draw = reinterpret_cast<const float4*>(slot + P::kDraw);
         for (int u = threadIdx.x; u < BN * KC; u += kThreads)
             if (u / BN < kc) sD[u] = stage_act<T>(draw[u]);
@@ -423,7 +492,7 @@ __global__ void __launch_bounds__(kThreads)
         // (the next iteration's first barrier also orders these reads of sA / sS / sD / the slot
         // before the next stage's decode and copies overwrite them)
     }
-    store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+    if (split_fixup<G>(sp, acc)) store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
 // ---- launches ----------------------------------------------------------------------------------
@@ -435,15 +504,30 @@ using TileM = Tile<64, 64, 2, 4, 4>;    // variant 4: medium
 using TileP8 = Tile<128, 64, 4, 2, 8>;  // variant 5: as 1, pipelined stages of 8 chunks
 using TileM8 = Tile<64, 64, 2, 4, 8>;   // variant 6: as 4, pipelined
 // variant 7: TileD, pipelined
-constexpr int kVariants = 8;
+using TileN = Tile<128, 32, 8, 1, 8>;  // variant 8: narrow (decode batches up to 32), split-K
+using TileS = Tile<64, 32, 4, 2, 8>;   // variant 9: as 8, half the rows
+// variant 10: TileN, pipelined
+constexpr int kVariants = 11;
 
 #if defined(ZINC_SIMT_EMULATION)
 int sm_count() {
     return 132;
 }
+template <class F>
+int blocks_per_sm(F, int) {
+    return 2;
+}
 #define ZINC_MMQ_LAUNCH(kernel, grid, smem, stream, ...) \
     ((void)(smem), (void)(stream), zinc_simt::launch(kernel, grid, kThreads, __VA_ARGS__))
 #else
+// Resident blocks of `kernel` per multiprocessor (its registers and shared memory), at least 1.
+template <class F>
+int blocks_per_sm(F kernel, int smem) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem) != cudaSuccess)
+        return 1;
+    return n > 0 ? n : 1;
+}
 int sm_count() {
     static const int n = [] {
         int dev = 0, v = 0;
@@ -459,7 +543,7 @@ int sm_count() {
     kernel<<<grid, kThreads, smem, stream>>>(__VA_ARGS__)
 #endif
 
-using KernelFn = void (*)(Jobs, int, const int8_t*, const float4*, int, bool);
+using KernelFn = void (*)(Jobs, int, const int8_t*, const float4*, int, bool, Split);
 template <int T, class G, bool kPipe>
 constexpr KernelFn kernel_for() {
     if constexpr (kPipe)
@@ -475,10 +559,40 @@ constexpr int smem_bytes() {
         return G::kSmem;
 }
 
+// How many k slices (split-K, gridDim.z) a launch of `tiles` output tiles over nch chunks uses:
+// the count that fills the GPU's resident-block slots best (slots: multiprocessors x blocks per
+// multiprocessor), each slice at least kMinSliceChunks chunks, the partials within the scratch.
+// 1 when the tiles alone fill a wave or a split would not help. `forced` > 0 asks for that count
+// (bounded the same way).
+constexpr int kMinSliceChunks = 16, kMaxSplit = 16;
+int choose_split(long tiles, int nch, long slots, long tile_floats, const MmqScratch* sc,
+                 int forced) {
+    if (sc == nullptr || sc->partial == nullptr || sc->counters == nullptr) return 1;
+    if (tiles > sc->n_counters) return 1;
+    auto fits = [&](int ks) {
+        return ks <= nch / kMinSliceChunks && tiles * ks * tile_floats <= static_cast<long>(sc->partial_floats);
+    };
+    if (forced > 0) {
+        int ks = forced > kMaxSplit ? kMaxSplit : forced;
+        while (ks > 1 && !fits(ks)) --ks;
+        return ks;
+    }
+    if (tiles >= slots) return 1;
+    int best = 1;
+    double best_util = static_cast<double>(tiles) / static_cast<double>(slots);
+    for (int ks = 2; ks <= kMaxSplit && fits(ks); ++ks) {
+        const long blocks = tiles * ks, waves = (blocks + slots - 1) / slots;
+        const double util = static_cast<double>(blocks) / static_cast<double>(waves * slots);
+        if (util > best_util + 0.05) best = ks, best_util = util;  // ties: fewer partials
+    }
+    return best;
+}
+
 // Launches one kernel; false (nothing launched) when its shared memory cannot be granted.
+// ksplit: 0 = choose_split's choice, 1 = no split, n > 1 = n slices (bounded by choose_split).
 template <int T, class G, bool kPipe>
 bool launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad, int n_act,
-            bool acc, cudaStream_t s) {
+            bool acc, cudaStream_t s, const MmqScratch* sc, int ksplit) {
     constexpr auto kernel = kernel_for<T, G, kPipe>();
     constexpr int smem = smem_bytes<T, G, kPipe>();
 #if !defined(ZINC_SIMT_EMULATION)
@@ -489,54 +603,72 @@ bool launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
     }();
     if (!attr_ok) return false;
 #endif
-    const dim3 grid((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
-    ZINC_MMQ_LAUNCH(kernel, grid, smem, s, J, k, aq, ad, n_act, acc);
+    static const int per_sm = blocks_per_sm(kernel, smem);
+    const dim3 tiles((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    const long n_tiles = static_cast<long>(tiles.x) * tiles.y;
+    const int nch = k / 32;
+    const int ks = ksplit == 1 ? 1
+                               : choose_split(n_tiles, nch, static_cast<long>(sm_count()) * per_sm,
+                                              static_cast<long>(G::BM) * G::BN, sc, ksplit);
+    Split sp;
+    dim3 grid = tiles;
+    if (ks > 1) {
+        // whole stages of KC chunks and whole K-quant super-blocks (8 chunks) per slice
+        constexpr int unit = G::KC > 8 ? G::KC : 8;
+        static_assert(unit % G::KC == 0 && unit % 8 == 0);
+        const int per = (nch + ks - 1) / ks;
+        sp.chunks = (per + unit - 1) / unit * unit;
+        grid.z = static_cast<unsigned>((nch + sp.chunks - 1) / sp.chunks);  // no empty slice
+        sp.part = sc->partial;
+        sp.cnt = sc->counters;
+    }
+    ZINC_MMQ_LAUNCH(kernel, grid, smem, s, J, k, aq, ad, n_act, acc, sp);
     return true;
 }
 
 template <class G, bool kPipe>
 bool run_type(int type, const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
-              int n_act, bool acc, cudaStream_t s) {
+              int n_act, bool acc, cudaStream_t s, const MmqScratch* sc, int ks) {
     switch (type) {
         case kQ4_0:
-            return launch<kQ4_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ4_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ4_1:
-            return launch<kQ4_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ4_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ5_0:
-            return launch<kQ5_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ5_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ5_1:
-            return launch<kQ5_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ5_1, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ8_0:
-            return launch<kQ8_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ8_0, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ2_K:
-            return launch<kQ2_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ2_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ3_K:
-            return launch<kQ3_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ3_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ4_K:
-            return launch<kQ4_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ4_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ5_K:
-            return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ5_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ6_K:
-            return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kQ6_K, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kMXFP4:
-            return launch<kMXFP4, G, kPipe>(J, total, k, aq, ad, n_act, acc, s);
+            return launch<kMXFP4, G, kPipe>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         // The repacked layouts (repack.h): variants 1-4 only (the pipelined kernel stages
         // contiguous block bytes).
         case kQ4_0R:
             if constexpr (kPipe)
                 return false;
             else
-                return launch<kQ4_0R, G, false>(J, total, k, aq, ad, n_act, acc, s);
+                return launch<kQ4_0R, G, false>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ8_0R:
             if constexpr (kPipe)
                 return false;
             else
-                return launch<kQ8_0R, G, false>(J, total, k, aq, ad, n_act, acc, s);
+                return launch<kQ8_0R, G, false>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         case kQ6_KR:
             if constexpr (kPipe)
                 return false;
             else
-                return launch<kQ6_KR, G, false>(J, total, k, aq, ad, n_act, acc, s);
+                return launch<kQ6_KR, G, false>(J, total, k, aq, ad, n_act, acc, s, sc, ks);
         default:
             return false;
     }
@@ -564,12 +696,14 @@ int weight_align(int type) {
     }
 }
 
-// Variant 0's choice by shape.
-int auto_variant(int total, int n_act) {
+// Variant 0's choice by shape; `split`: a split-K scratch was given (a decode batch of at most 32
+// rows then takes the narrow tiles, which split-K spreads over the GPU).
+int auto_variant(int total, int n_act, bool split) {
     const long sms = sm_count(), target = 2 * sms;
     auto blocks = [&](int bm, int bn) {
         return static_cast<long>((total + bm - 1) / bm) * ((n_act + bn - 1) / bn);
     };
+    if (split && n_act <= TileN::BN) return 8;
     if (n_act <= TileD::BN) {
         // One column of tiles (decode batches): the tallest tile that still gives every SM about
         // 1.5 blocks. H200 run 1 (docs/perf-notes.md "mmq"): 14336 rows x 32: 64-row tiles
@@ -613,8 +747,9 @@ int mmq_variants() {
 }
 
 bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                 const float4* ad, int n_act, bool accumulate, cudaStream_t s) {
-    if (variant < 0 || variant >= kVariants || !mmq_supports(type)) return false;
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const MmqScratch* scratch, int ksplit) {
+    if (variant < 0 || variant >= kVariants || !mmq_supports(type) || ksplit < 0) return false;
     if (n_jobs < 1 || n_jobs > 3 || k <= 0 || k % 32 != 0) return false;
     if (reinterpret_cast<uintptr_t>(aq) % 16 != 0) return false;  // 16-byte activation loads
     const int qk = ((type >= kQ2_K && type <= kQ6_K) || type == kQ6_KR) ? 256 : 32;
@@ -632,28 +767,36 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
         J.row_end[i] = total;
     }
     if (total == 0 || n_act <= 0) return true;
-    if (variant == 0) variant = auto_variant(total, n_act);
+    const MmqScratch* sc = ksplit == 1 ? nullptr : scratch;
+    if (variant == 0) variant = auto_variant(total, n_act, sc != nullptr && sc->partial != nullptr);
+    const int ks = ksplit;
     switch (variant) {
         case 1:
-            return run_type<TileP, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileP, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         case 2:
-            return run_type<TileD, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileD, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         case 3:
-            return run_type<TileW, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileW, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         case 4:
-            return run_type<TileM, false>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileM, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         case 5:
-            return run_type<TileP8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileP8, true>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         case 6:
-            return run_type<TileM8, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileM8, true>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
+        case 7:
+            return run_type<TileD, true>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
+        case 8:
+            return run_type<TileN, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
+        case 9:
+            return run_type<TileS, false>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
         default:
-            return run_type<TileD, true>(type, J, total, k, aq, ad, n_act, accumulate, s);
+            return run_type<TileN, true>(type, J, total, k, aq, ad, n_act, accumulate, s, sc, ks);
     }
 }
 
 bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-         int n_act, bool accumulate, cudaStream_t s) {
-    return mmq_variant(0, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s);
+         int n_act, bool accumulate, cudaStream_t s, const MmqScratch* scratch) {
+    return mmq_variant(0, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, scratch, 0);
 }
 
 }  // namespace zinc::cuda

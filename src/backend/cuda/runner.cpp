@@ -120,7 +120,7 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
         } while (fused_proj_ && i < n_mats && mats[i]->type == type);
         // (no cuBLAS: mmq at any row count, far faster than dmmv there)
         if (!(big && mmq_ && (n_rows <= mmq_max_rows_ || !cublas_.ok()) &&
-              mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_)))
+              mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_, &mmq_scratch_)))
             (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
@@ -208,8 +208,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     launches_ = 0;
     tally_ = runtime::OpTally{};
     runtime::ForwardHooks* hooks = opts_.hooks;
-    const bool graph =
-        use_graph_ && all_decode && n_rows <= dmmv_max_rows_ && !(hooks && hooks->needs_host());
+    // Decode steps replay a captured graph per row count: up to dmmv's row limit, and above it
+    // while mmq covers every matrix (no cuBLAS, whose workspace use is not captured here).
+    const bool graph_rows = n_rows <= dmmv_max_rows_ || (mmq_all_ && n_rows <= mmq_max_rows_);
+    const bool graph = use_graph_ && all_decode && graph_rows && !(hooks && hooks->needs_host());
     if (graph) {
         auto it = graphs_.find(n_rows);
         if (it == graphs_.end()) {
@@ -335,7 +337,7 @@ size_t device_bytes_needed(const model::Model& model, int n_ctx) {
     const size_t kv = static_cast<size_t>(n_ctx) * c.n_layer * (c.kv_dim_k() + c.kv_dim_v()) * 2;
     // dequantized-weight scratch for prefill (largest matrix in f16) + activations (~64 MiB)
     size_t largest = static_cast<size_t>(c.n_embd) * std::max(c.n_vocab, c.n_ff) * 2;
-    return w + kv + largest + (64u << 20);
+    return w + kv + largest + (64u << 20) + kMmqSplitFloats * sizeof(float);
 }
 
 RunnerStats runner_stats(const model::Runner& runner) {

@@ -247,6 +247,10 @@ class CudaRunner final : public model::Runner {
     // since the dequantization writes at bandwidth (docs/perf-notes.md "Prefill GEMM path").
     bool mmq_ = true, mmq_all_ = false;
     int mmq_max_rows_ = 128;
+    // mmq's split-K scratch (ZINC_MMQ_SPLIT, default on; kernels.h MmqScratch): decode batches
+    // and short prefill chunks give fewer output tiles than the GPU has block slots, so mmq
+    // splits k across blocks (docs/perf-notes.md "mmq v6"). Empty: no split.
+    MmqScratch mmq_scratch_{};
     int packed_mode_ = -1;  // packing of aq_/ad_ by the last row_out (-1: none; proj checks it)
     std::map<int, cudaGraphExec_t> graphs_;
     RunnerStats stats_;

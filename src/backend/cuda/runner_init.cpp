@@ -389,6 +389,19 @@ Result<void> CudaRunner::init() {
         CU_TRY("alloc attention counters", e);
         CU_TRY("clear attention counters", cudaMemset(attn_cnt_, 0, units * sizeof(unsigned)));
     }
+    if (mmq_ && !exact_ && env_on("ZINC_MMQ_SPLIT") && R_ > dmmv_max_rows_) {
+        // split-K partials: 16 MiB covers every decode-batch shape up to 128256 rows (a launch
+        // whose partials do not fit runs unsplit); one counter per output tile
+        constexpr int kCounters = 8192;
+        mmq_scratch_.partial = static_cast<float*>(dalloc(kMmqSplitFloats * sizeof(float), e));
+        CU_TRY("alloc mmq split-K scratch", e);
+        mmq_scratch_.partial_floats = kMmqSplitFloats;
+        mmq_scratch_.counters = static_cast<unsigned*>(dalloc(kCounters * sizeof(unsigned), e));
+        CU_TRY("alloc mmq split-K counters", e);
+        mmq_scratch_.n_counters = kCounters;
+        CU_TRY("clear mmq split-K counters",
+               cudaMemset(mmq_scratch_.counters, 0, kCounters * sizeof(unsigned)));
+    }
     CU_TRY("init", cudaDeviceSynchronize());
     return {};
 }

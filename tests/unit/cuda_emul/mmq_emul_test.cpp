@@ -151,15 +151,31 @@ Acts pack(GgmlType t, const std::vector<float>& x, int n_act, int k) {
     return a;
 }
 
+// A split-K scratch on the host, large enough for the tests' shapes.
+struct Scratch {
+    std::vector<float> partial = std::vector<float>(1 << 20, NAN);
+    std::vector<unsigned> counters = std::vector<unsigned>(4096, 0u);
+    cu::MmqScratch s{partial.data(), partial.size(), counters.data(),
+                     static_cast<int>(counters.size())};
+    bool counters_zero() const {
+        for (unsigned c : counters)
+            if (c != 0) return false;
+        return true;
+    }
+};
+
 // f32 accumulation of per-chunk products; Q4_1 / Q5_1's offsets multiply Q8_1's stored sum s
 // (the f16 of d * the codes' sum), so their reference is sum (w - m) a + sum_blocks m s.
 constexpr double kTolerance = 2e-5;
 
 // n_out rows in two jobs (rows [0, n0), then the rest with a bias and row stride n1 + 3),
 // n_act activation rows, tile variant `variant`; plain, then accumulate over random y.
+// ksplit > 1: split-K into that many k slices through a scratch of the right size (whose counters
+// must be back at zero after every launch).
 void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int variant,
-           bool repack = false) {
-    SCOPED_TRACE("variant " + std::to_string(variant) + " " + std::string(q::type_name(t)) + " k " +
+           bool repack = false, int ksplit = 1) {
+    SCOPED_TRACE("variant " + std::to_string(variant) + " split " + std::to_string(ksplit) + " " +
+                 std::string(q::type_name(t)) + " k " +
                  std::to_string(k) + " rows " + std::to_string(n_out) + " act " +
                  std::to_string(n_act));
     std::mt19937 rng(seed);
@@ -227,8 +243,10 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int v
         for (auto& v : i1) v = acc ? nd(rng) : NAN;
         y0 = i0;
         y1 = i1;
-        ASSERT_TRUE(
-            cu::mmq_variant(variant, tk, jobs, 2, k, a.q(), a.d.data(), n_act, acc, nullptr));
+        Scratch sc;
+        ASSERT_TRUE(cu::mmq_variant(variant, tk, jobs, 2, k, a.q(), a.d.data(), n_act, acc,
+                                    nullptr, ksplit > 1 ? &sc.s : nullptr, ksplit));
+        EXPECT_TRUE(sc.counters_zero());
         double num = 0, den = 0;
         size_t bad = 0;
         for (int j = 0; j < n_act; ++j)
@@ -275,7 +293,7 @@ TEST(MmqEmul, KQuants) {
 // 5-block partial stage are misaligned windows); one output row, one activation row; an empty
 // first job.
 TEST(MmqEmul, TileVariants) {
-    ASSERT_EQ(cu::mmq_variants(), 8);
+    ASSERT_EQ(cu::mmq_variants(), 11);
     uint32_t seed = 200;
     for (int v = 1; v < cu::mmq_variants(); ++v) {
         check(GgmlType::Q4_K, 256, 150, 37, 70, seed++, v);
@@ -287,6 +305,66 @@ TEST(MmqEmul, TileVariants) {
     check(GgmlType::Q4_K, 256, 33, 0, 65, seed++, 1);
     check(GgmlType::Q2_K, 512, 40, 7, 9, seed++, 7);
     check(GgmlType::Q5_0, 2080, 40, 7, 9, seed++, 7);
+}
+
+// Split-K: k cut into 2-5 slices (whole super-blocks; the last slice shorter or, for 3 slices of
+// 10 stages, the slice count trimmed), every tile kind, both kernels, accumulate and bias (check
+// runs plain then accumulate), partial tiles in both directions.
+TEST(MmqEmul, SplitK) {
+    uint32_t seed = 700;
+    for (int v : {8, 9, 10, 2, 5}) {
+        check(GgmlType::Q4_K, 2560, 150, 37, 30, seed++, v, false, 2);
+        check(GgmlType::Q6_K, 2560, 70, 20, 9, seed++, v, false, 3);
+        check(GgmlType::Q4_0, 2080, 45, 13, 17, seed++, v, false, 5);
+    }
+    check(GgmlType::Q8_0, 4096, 64, 0, 32, seed++, 8, true, 4);  // repacked
+    check(GgmlType::MXFP4, 2048, 64, 16, 32, seed++, 10, false, 4);
+}
+
+// A split's sum is fixed by the shape whichever block finishes last (the shim runs the slices
+// last to first): two runs agree bitwise; variant 0 with a scratch splits a 32-row decode batch
+// (within the tolerance of the unsplit result); a k too short for two slices of 16 chunks, or a
+// scratch too small for the partials, runs unsplit (bitwise equal to no scratch).
+TEST(MmqEmul, SplitKDeterministicAndBounded) {
+    std::mt19937 rng(800);
+    const GgmlType t = GgmlType::Q4_K;
+    const int k = 4096, rows = 256, n_act = 32;
+    const auto w = make_weights(t, rows, k, rng);
+    const Acts a = pack(t, make_acts(n_act, k, rng), n_act, k);
+    cu::MatJob j;
+    j.w = w.data();
+    j.row_bytes = q::row_size(t, k);
+    j.n_out = rows;
+    j.ldy = rows;
+    auto run = [&](int v, const cu::MmqScratch* sc, int ks, int kk = k) {
+        std::vector<float> y(static_cast<size_t>(rows) * n_act, NAN);
+        j.y = y.data();
+        EXPECT_TRUE(cu::mmq_variant(v, static_cast<int>(t), &j, 1, kk, a.q(), a.d.data(), n_act,
+                                    false, nullptr, sc, ks));
+        return y;
+    };
+    Scratch sc;
+    const auto s1 = run(8, &sc.s, 4), s2 = run(8, &sc.s, 4), plain = run(8, nullptr, 1);
+    EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0);
+    EXPECT_NE(std::memcmp(s1.data(), plain.data(), s1.size() * 4), 0) << "no split happened";
+    EXPECT_TRUE(sc.counters_zero());
+    const auto a0 = run(0, &sc.s, 0);  // 2 tiles on 264 slots: mmq's choice splits
+    EXPECT_NE(std::memcmp(a0.data(), plain.data(), a0.size() * 4), 0) << "variant 0 did not split";
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a0.size(); ++i) {
+        num += (a0[i] - plain[i]) * (a0[i] - static_cast<double>(plain[i]));
+        den += static_cast<double>(plain[i]) * plain[i];
+    }
+    EXPECT_LE(std::sqrt(num / den), 1e-5);
+    // k = 256: 8 chunks, below two slices of 16: unsplit
+    const auto short_k = run(8, &sc.s, 4, 256), short_plain = run(8, nullptr, 1, 256);
+    EXPECT_EQ(std::memcmp(short_k.data(), short_plain.data(), short_k.size() * 4), 0);
+    // partials for 2 tiles x 2 slices of 128 x 32 do not fit 8192 floats: unsplit
+    std::vector<float> tiny(8192);
+    std::vector<unsigned> cnt(16, 0u);
+    const cu::MmqScratch small{tiny.data(), tiny.size(), cnt.data(), 16};
+    const auto no_room = run(8, &small, 2);
+    EXPECT_EQ(std::memcmp(no_room.data(), plain.data(), no_room.size() * 4), 0);
 }
 
 // Batch invariance: every variant runs each output's chunks in the same order with the same

@@ -197,9 +197,12 @@ inline void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t
     }
 }
 
-/// Runs kernel k over grid (x, y) with `threads` threads per block, blocks in order.
+/// Runs kernel k over grid (x, y, z) with `threads` threads per block, one block at a time: z from
+/// the last to the first (so that a kernel whose blocks cooperate through a counter, as mmq's
+/// split-K does, sees its blocks arrive out of index order), then y and x in order.
 template <class... P, class... A>
 void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
+    for (unsigned bz = grid.z; bz-- > 0;)
     for (unsigned by = 0; by < grid.y; ++by) {
         for (unsigned bx = 0; bx < grid.x; ++bx) {
             std::barrier<> bar(threads);
@@ -210,7 +213,7 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
             for (int t = 0; t < threads; ++t) {
                 ts.emplace_back([&, t] {
                     threadIdx = dim3(static_cast<unsigned>(t));
-                    blockIdx = dim3(bx, by);
+                    blockIdx = dim3(bx, by, bz);
                     gridDim = grid;
                     cur = &blk;
                     n_exchange = 0;
@@ -226,6 +229,18 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
 
 inline void __syncthreads() {
     zinc_simt::cur->bar->arrive_and_wait();
+}
+/// Blocks run one at a time here, so a fence orders nothing more than program order does.
+inline void __threadfence() {}
+/// atomicAdd on a global counter: returns the old value.
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
+/// ld.global.cg (cached in L2 only): a plain load here.
+inline float __ldcg(const float* p) {
+    return *p;
 }
 
 inline int __float_as_int(float f) {
