@@ -68,9 +68,6 @@ inline int __popc(unsigned x) {
 inline int __ffs(int x) {
     return __builtin_ffs(x);
 }
-inline unsigned atomicAdd(unsigned* p, unsigned v) {
-    return std::atomic_ref<unsigned>(*p).fetch_add(v);
-}
 inline double atomicAdd(double* p, double v) {
     return std::atomic_ref<double>(*p).fetch_add(v);
 }

@@ -13,6 +13,7 @@
 // -ffp-contract=off), so the float operation sequence is the kernel's own.
 #pragma once
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -232,11 +233,9 @@ inline void __syncthreads() {
 }
 /// Blocks run one at a time here, so a fence orders nothing more than program order does.
 inline void __threadfence() {}
-/// atomicAdd on a global counter: returns the old value.
+/// atomicAdd (a block's threads run concurrently here): returns the old value.
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
-    const unsigned old = *p;
-    *p = old + v;
-    return old;
+    return std::atomic_ref<unsigned>(*p).fetch_add(v);
 }
 /// ld.global.cg (cached in L2 only): a plain load here.
 inline float __ldcg(const float* p) {
