@@ -96,7 +96,8 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& r
     double amax = 0.0, dmax = 0.0;
     for (size_t i = 0; i < ref.size(); ++i) {
         if (std::isnan(ref[i]) && std::isnan(got[i])) continue;
-        if (std::isnan(ref[i]) || std::isnan(got[i])) return std::numeric_limits<double>::infinity();
+        if (std::isnan(ref[i]) || std::isnan(got[i]))
+            return std::numeric_limits<double>::infinity();
         amax = std::max(amax, std::abs(static_cast<double>(ref[i])));
         dmax = std::max(dmax, std::abs(static_cast<double>(got[i]) - ref[i]));
     }
@@ -162,11 +163,10 @@ inline DeltaNetData make_delta_net(const DeltaNetCase& c, uint32_t seed, bool re
         float* S = d.state.data() + d.t.slot[si] * d.slot_floats;
         if (c.step.seqs[si].first == 0) std::fill_n(S, d.slot_floats, 0.0f);  // StatePool::reset
         for (int h = 0; h < c.n_v; ++h)
-            cpu::delta_net_head(p, d.qkv.data() + int64_t{r0} * d.qkv_ld,
-                                d.beta.data() + int64_t{r0} * c.n_v,
-                                d.alpha.data() + int64_t{r0} * c.n_v, n, h,
-                                S + int64_t{h} * c.dv * c.dk, d.out.data() + int64_t{r0} * d.out_ld,
-                                scratch.data());
+            cpu::delta_net_head(
+                p, d.qkv.data() + int64_t{r0} * d.qkv_ld, d.beta.data() + int64_t{r0} * c.n_v,
+                d.alpha.data() + int64_t{r0} * c.n_v, n, h, S + int64_t{h} * c.dv * c.dk,
+                d.out.data() + int64_t{r0} * d.out_ld, scratch.data());
     }
     return d;
 }
@@ -225,7 +225,8 @@ inline GatedNormData make_gated_norm(int rows, int n_heads, int hd, uint32_t see
     d.width = n_heads * hd;
     d.x = randn(static_cast<size_t>(rows) * d.width, rng);
     for (int r = 0; r < rows; ++r)  // rows at very different scales
-        for (int i = 0; i < d.width; ++i) d.x[static_cast<size_t>(r) * d.width + i] *= std::ldexp(1.0f, r % 7 - 3);
+        for (int i = 0; i < d.width; ++i)
+            d.x[static_cast<size_t>(r) * d.width + i] *= std::ldexp(1.0f, r % 7 - 3);
     d.z = randn(d.x.size(), rng, 2.0f);
     d.w = randn(static_cast<size_t>(hd), rng, 0.5f, 1.0f);
     d.y = d.x;

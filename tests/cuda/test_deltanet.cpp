@@ -27,8 +27,8 @@
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
 #include "gpu_test.h"
-#include "qwen35_ref.h"
 #include "quant/quant.h"
+#include "qwen35_ref.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
@@ -50,7 +50,8 @@ struct DevSeqs {
     int n;
 };
 DevSeqs dev_seqs(const qt::SeqTable& t) {
-    return {dev_copy(t.row0), dev_copy(t.slot), dev_copy(t.row_pos), static_cast<int>(t.slot.size())};
+    return {dev_copy(t.row0), dev_copy(t.slot), dev_copy(t.row_pos),
+            static_cast<int>(t.slot.size())};
 }
 cu::RecurrentSeqs seqs_of(const DevSeqs& s) {
     cu::RecurrentSeqs r;
@@ -87,8 +88,9 @@ cu::DeltaNetJob delta_job(const qt::DeltaNetData& d, const DevDelta& m, const De
     return j;
 }
 DevDelta dev_delta(const qt::DeltaNetData& d) {
-    return {dev_copy(d.qkv), dev_copy(d.beta), dev_copy(d.alpha), dev_copy(d.dt_bias),
-            dev_copy(d.a), dev_poisoned<float>(d.out.size()), dev_copy(d.state0)};
+    return {dev_copy(d.qkv),     dev_copy(d.beta), dev_copy(d.alpha),
+            dev_copy(d.dt_bias), dev_copy(d.a),    dev_poisoned<float>(d.out.size()),
+            dev_copy(d.state0)};
 }
 
 void delta_step(const qt::DeltaNetCase& c, uint32_t seed) {
@@ -120,7 +122,8 @@ void delta_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
             t.slot.push_back(d.t.slot[static_cast<size_t>(i)]);
             t.row_pos.push_back(d.t.row_pos[static_cast<size_t>(row)]);
             auto take = [&](const std::vector<float>& src, int w, std::vector<float>& dst) {
-                dst.insert(dst.end(), src.begin() + int64_t{row} * w, src.begin() + int64_t{row + 1} * w);
+                dst.insert(dst.end(), src.begin() + int64_t{row} * w,
+                           src.begin() + int64_t{row + 1} * w);
             };
             take(d.qkv, d.qkv_ld, qkv);
             take(d.beta, c.n_v, beta);
@@ -141,7 +144,8 @@ void delta_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
         const auto os = host_copy(o, static_cast<size_t>(n_seq) * d.out_ld);
         for (int i = 0; i < n_seq; ++i) {
             const int row = d.t.row0[static_cast<size_t>(i)] + s;
-            std::copy_n(os.begin() + int64_t{i} * d.out_ld, d.out_ld, out.begin() + int64_t{row} * d.out_ld);
+            std::copy_n(os.begin() + int64_t{i} * d.out_ld, d.out_ld,
+                        out.begin() + int64_t{row} * d.out_ld);
         }
         CK(cudaFree(ms.qkv));
         CK(cudaFree(ms.beta));
@@ -210,9 +214,8 @@ void sigmoid(int rows, int width, int gw) {
     float* g = dev_copy(d.gate);
     cu::sigmoid_mul(x, g, rows, width, gw, nullptr);
     const double e = qt::rel_err(host_copy(x, d.y.size()), d.y);
-    report(e <= kSigmoidTol,
-           fmt("sigmoid_mul %dx%d gate width %d: rel err %.2e (bound %.0e)", rows, width, gw, e,
-               kSigmoidTol));
+    report(e <= kSigmoidTol, fmt("sigmoid_mul %dx%d gate width %d: rel err %.2e (bound %.0e)", rows,
+                                 width, gw, e, kSigmoidTol));
 }
 
 // ---- timings
@@ -241,7 +244,8 @@ float median_ms(F launch) {
 // Qwen3.5-9B's DeltaNet layer: 16 q/k heads, 32 v heads of 128 x 128, conv over 8192 channels.
 void bench(int n_seqs, int rows_per_seq) {
     qt::DeltaNetCase c{"9b", 16, 32, 128, 128, {}};
-    for (int i = 0; i < n_seqs; ++i) c.step.seqs.push_back({rows_per_seq == 1 ? 100 : 0, rows_per_seq});
+    for (int i = 0; i < n_seqs; ++i)
+        c.step.seqs.push_back({rows_per_seq == 1 ? 100 : 0, rows_per_seq});
     const qt::DeltaNetData d = qt::make_delta_net(c, 99, false);
     const DevDelta m = dev_delta(d);
     const DevSeqs s = dev_seqs(d.t);
@@ -278,7 +282,8 @@ int main(int argc, char** argv) {
     bool no_bench = false;  // --no-bench, or ctest's --ctest: the checks only
     for (int i = 1; i < argc; ++i)
         no_bench |= std::strcmp(argv[i], "--no-bench") == 0 || std::strcmp(argv[i], "--ctest") == 0;
-    std::printf("device: %s; CPU kernels: %s\n", p.devices.front().name.c_str(), quant::simd_level());
+    std::printf("device: %s; CPU kernels: %s\n", p.devices.front().name.c_str(),
+                quant::simd_level());
 
     conv_step({"ch13 k4", 13, 4, {{{0, 5}, {6, 1}, {2, 3}}}}, 1);
     conv_step({"ch300 k4", 300, 4, {{{0, 1}, {17, 2}}}}, 2);
@@ -290,16 +295,20 @@ int main(int argc, char** argv) {
     delta_step({"dk40 dv24 nk3 nv6", 3, 6, 40, 24, {{{0, 9}, {12, 4}, {3, 1}}}}, 2);
     delta_step({"dk20 dv5 nk1 nv2", 1, 2, 20, 5, {{{7, 5}, {0, 2}}}}, 3);
     delta_step({"dk200 dv17 nk1 nv1", 1, 1, 200, 17, {{{0, 3}}}}, 4);
-    delta_step({"9B: dk128 dv128 nk16 nv32", 16, 32, 128, 128,
+    delta_step({"9B: dk128 dv128 nk16 nv32",
+                16,
+                32,
+                128,
+                128,
                 {{{0, 300}, {40, 64}, {7, 1}, {0, 1}, {99, 1}, {3, 1}, {1000, 1}, {12, 1}}}},
                6);
     delta_decode_steps({"dk36 dv20 nk1 nv2", 1, 2, 36, 20, {{{0, 24}, {9, 24}}}}, 5);
-    delta_decode_steps({"9B: dk128 dv128 nk16 nv32", 16, 32, 128, 128,
-                        {{{0, 48}, {9, 48}, {0, 48}, {300, 48}}}},
-                       7);
+    delta_decode_steps(
+        {"9B: dk128 dv128 nk16 nv32", 16, 32, 128, 128, {{{0, 48}, {9, 48}, {0, 48}, {300, 48}}}},
+        7);
 
-    for (auto [rows, heads, hd] : {std::tuple{2, 4, 128}, std::tuple{3, 3, 20}, std::tuple{7, 2, 45},
-                                   std::tuple{300, 32, 128}})
+    for (auto [rows, heads, hd] : {std::tuple{2, 4, 128}, std::tuple{3, 3, 20},
+                                   std::tuple{7, 2, 45}, std::tuple{300, 32, 128}})
         gated_norm(rows, heads, hd);
     split(3, 4, 16);
     split(2, 3, 33);

@@ -29,11 +29,13 @@ __global__ void __launch_bounds__(kNormThreads)
     const int u0 = static_cast<int>(blockIdx.x) * kWarps + warp;
     const bool valid = u0 < n_units;
     const int u = valid ? u0 : n_units - 1;
-    const int64_t off = static_cast<int64_t>(u / n_heads) * width + static_cast<int64_t>(u % n_heads) * hd;
+    const int64_t off =
+        static_cast<int64_t>(u / n_heads) * width + static_cast<int64_t>(u % n_heads) * hd;
     float* xr = x + off;
     const float* zr = z + off;
     double ch = 0.0;
-    for (int i = lane; i < hd; i += 32) ch = cn::dadd(ch, static_cast<double>(cn::mul(xr[i], xr[i])));
+    for (int i = lane; i < hd; i += 32)
+        ch = cn::dadd(ch, static_cast<double>(cn::mul(xr[i], xr[i])));
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) ch = cn::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, o));
     const float mean = static_cast<float>(cn::ddiv(ch, static_cast<double>(hd)));
@@ -46,7 +48,8 @@ __global__ void __launch_bounds__(kNormThreads)
 __global__ void __launch_bounds__(kThreads)
     split_gate_kernel(const float* in, float* q, float* gate, int64_t n, int n_head, int hd) {
     const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-    for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n;
+         e += stride) {
         const int64_t row = e / (static_cast<int64_t>(n_head) * hd);
         const int64_t rem = e % (static_cast<int64_t>(n_head) * hd);
         const int64_t h = rem / hd, d = rem % hd;
@@ -61,7 +64,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     sigmoid_mul_kernel(float* x, const float* gate, int64_t n, int width, int gate_width) {
     const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-    for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n;
+         e += stride) {
         const float g = gate_width == 1 ? gate[e / width] : gate[e];
         x[e] = cn::mul(x[e], cn::div(1.0f, cn::add(1.0f, expf(-g))));
     }
@@ -74,8 +78,8 @@ unsigned elementwise_blocks(int64_t n) {
 
 }  // namespace
 
-void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int width,
-                    int head_dim, float eps, cudaStream_t s) {
+void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int width, int head_dim,
+                    float eps, cudaStream_t s) {
     if (n_rows < 1 || head_dim < 1 || width < head_dim) return;
     const int n_heads = width / head_dim;
     const int n_units = n_rows * n_heads;
@@ -86,7 +90,7 @@ void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int wi
                       head_dim, eps);
 #else
     gated_rms_norm_kernel<<<grid, kNormThreads, 0, s>>>(x, z, w, n_units, n_heads, width,
-                                                        head_dim, eps);
+                                                          head_dim, eps);
 #endif
 }
 

@@ -275,8 +275,8 @@ void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, fl
 // SplitGate and SigmoidMul (model/ir.h has each op's formula); the CPU tier's kernels
 // (backend/cpu/delta_net.h) are the reference, and their float operations are followed.
 
-/// The sequences of a step, for the recurrent ops. The rows of a sequence are consecutive and the
-/// sequences in row order (the CPU tier's AttentionSeq). All device pointers.
+/// The sequences of a step, for the recurrent ops. The rows of a sequence are consecutive, at least
+/// one, and the sequences in row order (the CPU tier's AttentionSeq). All device pointers.
 struct RecurrentSeqs {
     const int32_t* row0 = nullptr;     // (n_seqs + 1): sequence i has rows [row0[i], row0[i + 1])
     const int32_t* slot = nullptr;     // (n_seqs): its recurrent state slot
@@ -298,7 +298,7 @@ struct SsmConvJob {
     float* y = nullptr;        // (n_rows, ch); not x
     float* state = nullptr;    // slot s at state + s * slot_floats: (ch, d_conv - 1), oldest first
     int64_t slot_floats = 0;
-    int ch = 0, d_conv = 0;    // d_conv in [2, 16]
+    int ch = 0, d_conv = 0;  // d_conv in [2, 16]
     RecurrentSeqs seqs;
 };
 /// One thread per (channel, sequence), the sequence's rows in order. false (nothing launched):
@@ -313,21 +313,28 @@ bool ssm_conv(const SsmConvJob& j, cudaStream_t s);
 ///          (1 / sqrt(d_k)), the squares summed in f64;
 ///   b = 1 / (1 + exp(-beta[t, h])); g = softplus(alpha[t, h] + dt_bias[h]) * a[h] (softplus =
 ///          x above 20, else log(1 + exp(x))); S = exp(g) S;
-///   S^T_j += k * (b * (v_j - S^T_j . k)) for each value row j;  out[t, h, j] = S^T_j . q / sqrt(d_v).
+///   S^T_j += k * (b * (v_j - S^T_j . k)) for each value row j;
+///   out[t, h, j] = S^T_j . q / sqrt(d_v).
 /// Not bit-identical to the CPU tier (its dot products are sequential, here a warp's lanes split
-/// them; exp / log are the device's): held to a relative-error bound
-/// (tests/unit/cuda_emul/deltanet_emul_test.cpp, tests/cuda/test_deltanet.cpp).
+/// them, over the raw q / k with the L2 scales applied to the sums, and out comes from the old
+/// state as decay (S_old^T_j . q) + d_j (k . q); exp / log are the device's): held to a
+/// relative-error bound (tests/unit/cuda_emul/qwen35_deltanet_emul_test.cpp: 2e-6 of max |cpu|,
+/// tests/cuda/test_deltanet.cpp: 3e-5).
 struct DeltaNetJob {
-    const float* qkv = nullptr;  // (n_rows, qkv_ld): q heads at kh * d_k, k heads at key_dim +
-    int qkv_ld = 0;              //   kh * d_k, v heads at 2 * key_dim + h * d_v (key_dim = n_k * d_k)
-    const float* beta = nullptr;   // (n_rows, n_v_heads), before the sigmoid
-    const float* alpha = nullptr;  // (n_rows, n_v_heads), before dt_bias and softplus
+    // (n_rows, qkv_ld): q heads at kh * d_k, k heads at key_dim + kh * d_k, v heads at
+    // 2 * key_dim + h * d_v (key_dim = n_k_heads * d_k)
+    const float* qkv = nullptr;
+    int qkv_ld = 0;
+    const float* beta = nullptr;     // (n_rows, n_v_heads), before the sigmoid
+    const float* alpha = nullptr;    // (n_rows, n_v_heads), before dt_bias and softplus
     const float* dt_bias = nullptr;  // (n_v_heads)
     const float* a = nullptr;        // (n_v_heads): -exp(A_log)
     float* out = nullptr;            // (n_rows, out_ld): head h's values at h * d_v
     int out_ld = 0;
-    float* state = nullptr;  // slot s at state + s * slot_floats: S^T (n_v_heads, d_v, d_k) f32,
-    int64_t slot_floats = 0; //   row j of head h (value j) contiguous over the key index
+    // slot s at state + s * slot_floats: S^T (n_v_heads, d_v, d_k) f32, row j of head h (value j)
+    // contiguous over the key index (cpu::StatePool's layout)
+    float* state = nullptr;
+    int64_t slot_floats = 0;
     int n_k_heads = 0, n_v_heads = 0, head_k_dim = 0, head_v_dim = 0;
     float eps = 1e-6f;  // of the L2 norms
     RecurrentSeqs seqs;
@@ -346,8 +353,8 @@ bool delta_net_recurrent(const DeltaNetJob& j, cudaStream_t s);
 /// elements of each of n_rows rows of width elements (width % head_dim == 0): canon::rms_scale
 /// (lane l of a warp owning chain l, tree32 by xor shuffles), canon::rms_apply, then one rounded
 /// multiply by canon::silu(z): the CPU tier's cpu::gated_rms_norm_row, bit-identical.
-void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int width,
-                    int head_dim, float eps, cudaStream_t s);
+void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int width, int head_dim,
+                    float eps, cudaStream_t s);
 /// SplitGate: in (n_rows, n_head * 2 * head_dim) = [q_0 | g_0 | q_1 | g_1 ...] -> q, gate (n_rows,
 /// n_head * head_dim) (copies; cpu::split_gate_row).
 void split_gate(const float* in, float* q, float* gate, int n_rows, int n_head, int head_dim,

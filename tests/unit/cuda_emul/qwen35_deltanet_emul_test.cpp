@@ -86,26 +86,29 @@ void check_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
             t.slot.push_back(d.t.slot[static_cast<size_t>(i)]);
             t.row_pos.push_back(d.t.row_pos[static_cast<size_t>(row)]);
             auto take = [&](const std::vector<float>& src, int w, std::vector<float>& dst) {
-                dst.insert(dst.end(), src.begin() + int64_t{row} * w, src.begin() + int64_t{row + 1} * w);
+                dst.insert(dst.end(), src.begin() + int64_t{row} * w,
+                           src.begin() + int64_t{row + 1} * w);
             };
             take(d.qkv, d.qkv_ld, qkv);
             take(d.beta, c.n_v, beta);
             take(d.alpha, c.n_v, alpha);
         }
         t.row0.push_back(n_seq);
-        std::vector<float> o(static_cast<size_t>(n_seq) * d.out_ld, std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> o(static_cast<size_t>(n_seq) * d.out_ld,
+                             std::numeric_limits<float>::quiet_NaN());
         ASSERT_TRUE(cu::delta_net_recurrent(
             job(d, qkv.data(), beta.data(), alpha.data(), o.data(), state.data(), t), nullptr));
         for (int i = 0; i < n_seq; ++i) {
             const int row = d.t.row0[static_cast<size_t>(i)] + s;
-            std::copy_n(o.begin() + int64_t{i} * d.out_ld, d.out_ld, out.begin() + int64_t{row} * d.out_ld);
+            std::copy_n(o.begin() + int64_t{i} * d.out_ld, d.out_ld,
+                        out.begin() + int64_t{row} * d.out_ld);
         }
     }
     const double eo = qt::rel_err(out, d.out), es = qt::rel_err(state, d.state);
     EXPECT_LE(eo, kTol) << c.name << ": outputs (decode steps)";
     EXPECT_LE(es, kTol) << c.name << ": states (decode steps)";
-    std::printf("[deltanet %s, %d decode steps] rel err out %.2e state %.2e\n", c.name.c_str(),
-                n_t, eo, es);
+    std::printf("[deltanet %s, %d decode steps] rel err out %.2e state %.2e\n", c.name.c_str(), n_t,
+                eo, es);
 }
 
 }  // namespace

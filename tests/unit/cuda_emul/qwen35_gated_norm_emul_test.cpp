@@ -30,12 +30,13 @@ namespace qt = zinc::qwen35_test;
 TEST(CudaEmulGatedNorm, GatedRmsNormBitIdentical) {
     // (rows, heads, head_dim): 128 (Qwen 3.5's), 20 (< a warp), 45 (a partial second pass);
     // 3 x 3 = 9 units leave 3 warps of the third block idle.
-    for (auto [rows, heads, hd] : {std::tuple{2, 4, 128}, std::tuple{3, 3, 20}, std::tuple{7, 2, 45}}) {
+    for (auto [rows, heads, hd] :
+         {std::tuple{2, 4, 128}, std::tuple{3, 3, 20}, std::tuple{7, 2, 45}}) {
         const qt::GatedNormData d = qt::make_gated_norm(rows, heads, hd, 10 + hd);
         std::vector<float> x = d.x;
         cu::gated_rms_norm(x.data(), d.z.data(), d.w.data(), rows, d.width, hd, d.eps, nullptr);
-        EXPECT_TRUE(qt::same_bits(x, d.y)) << rows << "x" << heads << "x" << hd
-                                           << ": rel err " << qt::rel_err(x, d.y);
+        EXPECT_TRUE(qt::same_bits(x, d.y))
+            << rows << "x" << heads << "x" << hd << ": rel err " << qt::rel_err(x, d.y);
     }
 }
 
@@ -54,6 +55,7 @@ TEST(CudaEmulGatedNorm, SigmoidMulElementwiseAndPerRow) {
         const qt::SigmoidMulData d = qt::make_sigmoid_mul(rows, width, gw, 30 + gw);
         std::vector<float> x = d.x;
         cu::sigmoid_mul(x.data(), d.gate.data(), rows, width, gw, nullptr);
-        EXPECT_TRUE(qt::same_bits(x, d.y)) << width << "/" << gw << ": rel err " << qt::rel_err(x, d.y);
+        EXPECT_TRUE(qt::same_bits(x, d.y))
+            << width << "/" << gw << ": rel err " << qt::rel_err(x, d.y);
     }
 }

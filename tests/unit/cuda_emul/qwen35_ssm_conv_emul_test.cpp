@@ -68,9 +68,9 @@ TEST(CudaEmulSsmConv, SplitCallsCarryTheState) {
         t.row0 = {0, n};
         t.slot = d.t.slot;
         t.row_pos.assign(d.t.row_pos.begin() + r0, d.t.row_pos.begin() + r0 + n);
-        ASSERT_TRUE(cu::ssm_conv(job(d, d.x.data() + int64_t{r0} * 37, y.data() + int64_t{r0} * 37,
-                                     state.data(), t),
-                                 nullptr));
+        ASSERT_TRUE(cu::ssm_conv(
+            job(d, d.x.data() + int64_t{r0} * 37, y.data() + int64_t{r0} * 37, state.data(), t),
+            nullptr));
     }
     EXPECT_TRUE(qt::same_bits(y, d.y));
     EXPECT_TRUE(qt::same_bits(state, d.state));
