@@ -290,6 +290,101 @@ void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softma
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
                  cudaStream_t s);
 
+// ---- qwen35's Gated DeltaNet layer and gated attention (docs/cuda.md "Gated DeltaNet kernels";
+// partial: not yet wired into the runner). The op list's SsmConv, DeltaNet, GatedRmsNorm,
+// SplitGate and SigmoidMul (model/ir.h has each op's formula); the CPU tier's kernels
+// (backend/cpu/delta_net.h) are the reference, and their float operations are followed.
+
+/// The sequences of a step, for the recurrent ops. The rows of a sequence are consecutive, at least
+/// one, and the sequences in row order (the CPU tier's AttentionSeq). All device pointers.
+struct RecurrentSeqs {
+    const int32_t* row0 = nullptr;     // (n_seqs + 1): sequence i has rows [row0[i], row0[i + 1])
+    const int32_t* slot = nullptr;     // (n_seqs): its recurrent state slot
+    const int32_t* row_pos = nullptr;  // (n_rows) positions, or null: a sequence whose first row
+                                       // is at position 0 starts from a zero state (cpu::StatePool
+                                       // ::reset), any other continues the slot's state
+    int n_seqs = 0;
+};
+
+// ---- ssm_conv.cu
+/// One SsmConv op: y[t, c] = silu(sum_i w[c, i] * win_t[i]) over the d_conv taps in order, win_t
+/// the channel's last d_conv inputs up to row t (the first d_conv - 1 from the conv state, zeros
+/// at position 0); afterwards the state holds the sequence's last d_conv - 1 inputs. Each tap is
+/// one rounded multiply and one rounded add in tap order from 0, then canon::silu: the CPU tier's
+/// cpu::ssm_conv operation for operation (bit-identical).
+struct SsmConvJob {
+    const float* x = nullptr;  // (n_rows, ch)
+    const float* w = nullptr;  // (ch, d_conv): row c = channel c's taps, oldest input first
+    float* y = nullptr;        // (n_rows, ch); not x
+    float* state = nullptr;    // slot s at state + s * slot_floats: (ch, d_conv - 1), oldest first
+    int64_t slot_floats = 0;
+    int ch = 0, d_conv = 0;  // d_conv in [2, 16]
+    RecurrentSeqs seqs;
+};
+/// One thread per (channel, sequence), the sequence's rows in order. false (nothing launched):
+/// d_conv outside [2, 16] or a non-positive size.
+bool ssm_conv(const SsmConvJob& j, cudaStream_t s);
+
+// ---- deltanet.cu
+/// One DeltaNet op (the gated delta rule; Yang, Kautz, Hatamizadeh 2024, "Gated Delta Networks",
+/// eq. 10, as llama.cpp's ggml_gated_delta_net and cpu::delta_net_head), per sequence and v head
+/// h, for each of the sequence's rows t in order:
+///   q, k = l2(q_kh), l2(k_kh), kh = h % n_k_heads: x * (1 / sqrt(mean(x^2) + eps / d_k)) *
+///          (1 / sqrt(d_k)), the squares summed in f64;
+///   b = 1 / (1 + exp(-beta[t, h])); g = softplus(alpha[t, h] + dt_bias[h]) * a[h] (softplus =
+///          x above 20, else log(1 + exp(x))); S = exp(g) S;
+///   S^T_j += k * (b * (v_j - S^T_j . k)) for each value row j;
+///   out[t, h, j] = S^T_j . q / sqrt(d_v).
+/// Not bit-identical to the CPU tier (its dot products are sequential, here a warp's lanes split
+/// them, over the raw q / k with the L2 scales applied to the sums, and out comes from the old
+/// state as decay (S_old^T_j . q) + d_j (k . q); exp / log are the device's): held to a
+/// relative-error bound (tests/unit/cuda_emul/qwen35_deltanet_emul_test.cpp: 2e-6 of max |cpu|,
+/// tests/cuda/test_deltanet.cpp: 3e-5).
+struct DeltaNetJob {
+    // (n_rows, qkv_ld): q heads at kh * d_k, k heads at key_dim + kh * d_k, v heads at
+    // 2 * key_dim + h * d_v (key_dim = n_k_heads * d_k)
+    const float* qkv = nullptr;
+    int qkv_ld = 0;
+    const float* beta = nullptr;     // (n_rows, n_v_heads), before the sigmoid
+    const float* alpha = nullptr;    // (n_rows, n_v_heads), before dt_bias and softplus
+    const float* dt_bias = nullptr;  // (n_v_heads)
+    const float* a = nullptr;        // (n_v_heads): -exp(A_log)
+    float* out = nullptr;            // (n_rows, out_ld): head h's values at h * d_v
+    int out_ld = 0;
+    // slot s at state + s * slot_floats: S^T (n_v_heads, d_v, d_k) f32, row j of head h (value j)
+    // contiguous over the key index (cpu::StatePool's layout)
+    float* state = nullptr;
+    int64_t slot_floats = 0;
+    int n_k_heads = 0, n_v_heads = 0, head_k_dim = 0, head_v_dim = 0;
+    float eps = 1e-6f;  // of the L2 norms
+    RecurrentSeqs seqs;
+};
+/// Most key dimensions the recurrent kernel holds per lane (head_k_dim <= 32 * 8).
+constexpr int kDeltaNetMaxKeyDim = 256;
+/// The recurrence computed one token at a time, sequential over each sequence's rows (decode, and
+/// for now prefill too: the chunked WY scan is not written yet). Blocks of 4 warps per
+/// (sequence, v head, 16 value rows); a warp owns 4 rows S^T_j in registers across the tokens,
+/// its lanes splitting the key index; state read once and written once per call. false (nothing
+/// launched): head_k_dim outside [1, kDeltaNetMaxKeyDim], or another non-positive size.
+bool delta_net_recurrent(const DeltaNetJob& j, cudaStream_t s);
+
+// ---- gated_norm.cu
+/// GatedRmsNorm: x[r, h] = rms_norm(x[r, h]) * w * silu(z[r, h]) for each head h of head_dim
+/// elements of each of n_rows rows of width elements (width % head_dim == 0): canon::rms_scale
+/// (lane l of a warp owning chain l, tree32 by xor shuffles), canon::rms_apply, then one rounded
+/// multiply by canon::silu(z): the CPU tier's cpu::gated_rms_norm_row, bit-identical.
+void gated_rms_norm(float* x, const float* z, const float* w, int n_rows, int width, int head_dim,
+                    float eps, cudaStream_t s);
+/// SplitGate: in (n_rows, n_head * 2 * head_dim) = [q_0 | g_0 | q_1 | g_1 ...] -> q, gate (n_rows,
+/// n_head * head_dim) (copies; cpu::split_gate_row).
+void split_gate(const float* in, float* q, float* gate, int n_rows, int n_head, int head_dim,
+                cudaStream_t s);
+/// SigmoidMul: x[r, i] *= 1 / (1 + exp(-gate[r, i])) (gate_width == width), or by one gate per row
+/// (gate_width == 1, qwen35moe's shared expert), as cpu::sigmoid_mul with the device's expf
+/// (within 2 ulp of the CPU tier's libm exp; relative-error bound in the tests).
+void sigmoid_mul(float* x, const float* gate, int n_rows, int width, int gate_width,
+                 cudaStream_t s);
+
 // ---- sampling.cu
 /// One logits row's sampling settings (engine/sampler.h's chain; model::RowSampling with the
 /// host-side constants precomputed exactly as the CPU sampler computes them).

@@ -7,7 +7,7 @@
 // block reductions in CI without a GPU; tests/cuda/test_sampling.cpp checks the same on the
 // device (where nvcc's code generation and the device's exp/log are the remaining difference).
 //
-// The warp intrinsics sampling.cu needs beyond the shim's (double shuffles, ballot, popc, ffs,
+// The warp intrinsics sampling.cu needs beyond the shim's (ballot, popc, ffs,
 // shared-memory atomics, the _rn arithmetic) are defined here with their CUDA semantics.
 #include <gtest/gtest.h>
 
@@ -21,37 +21,6 @@
 
 #include <cuda_runtime.h>  // the shim (tests/unit/cuda_emul/shim)
 
-namespace {
-uint32_t lo32(double v) {
-    uint64_t b;
-    std::memcpy(&b, &v, 8);
-    return static_cast<uint32_t>(b);
-}
-uint32_t hi32(double v) {
-    uint64_t b;
-    std::memcpy(&b, &v, 8);
-    return static_cast<uint32_t>(b >> 32);
-}
-double join64(uint32_t lo, uint32_t hi) {
-    const uint64_t b = (static_cast<uint64_t>(hi) << 32) | lo;
-    double v;
-    std::memcpy(&v, &b, 8);
-    return v;
-}
-}  // namespace
-
-inline double __shfl_sync(unsigned, double v, int src) {
-    const uint32_t lo = zinc_simt::exchange(lo32(v), src);
-    const uint32_t hi = zinc_simt::exchange(hi32(v), src);
-    return join64(lo, hi);
-}
-inline double __shfl_xor_sync(unsigned m, double v, int o) {
-    return __shfl_sync(m, v, (static_cast<int>(threadIdx.x) & 31) ^ o);
-}
-inline double __shfl_up_sync(unsigned m, double v, int o) {
-    const int lane = static_cast<int>(threadIdx.x) & 31;
-    return __shfl_sync(m, v, lane >= o ? lane - o : lane);  // CUDA: lanes below o keep theirs
-}
 inline unsigned __ballot_sync(unsigned, int pred) {
     zinc_simt::Block* b = zinc_simt::cur;
     const int t = static_cast<int>(threadIdx.x);

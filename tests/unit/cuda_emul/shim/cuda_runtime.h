@@ -275,6 +275,24 @@ inline float __shfl_sync(unsigned, float v, int src) {
 inline int __shfl_sync(unsigned, int v, int src) {
     return static_cast<int>(zinc_simt::exchange(static_cast<uint32_t>(v), src));
 }
+/// Doubles travel as two 32-bit exchanges (low word, then high word), as the hardware splits them.
+inline double __shfl_sync(unsigned, double v, int src) {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    const uint64_t lo = zinc_simt::exchange(static_cast<uint32_t>(b), src);
+    const uint64_t hi = zinc_simt::exchange(static_cast<uint32_t>(b >> 32), src);
+    const uint64_t r = (hi << 32) | lo;
+    double out;
+    std::memcpy(&out, &r, 8);
+    return out;
+}
+inline double __shfl_xor_sync(unsigned m, double v, int o) {
+    return __shfl_sync(m, v, (static_cast<int>(threadIdx.x) & 31) ^ o);
+}
+inline double __shfl_up_sync(unsigned m, double v, int o) {
+    const int lane = static_cast<int>(threadIdx.x) & 31;
+    return __shfl_sync(m, v, lane >= o ? lane - o : lane);  // CUDA: lanes below o keep theirs
+}
 
 /// dp4a.s32.s32: c + sum of the 4 signed byte products.
 inline int __dp4a(int a, int b, int c) {

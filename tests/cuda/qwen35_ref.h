@@ -1,0 +1,285 @@
+// zinc/tests/cuda/qwen35_ref.h — test cases for the qwen35 kernels (ssm_conv.cu, deltanet.cu,
+// gated_norm.cu): random inputs, a step's sequences (some starting at position 0, whose state
+// slot holds NaN garbage the kernels must not read; some continuing a random state; slots
+// shuffled over a pool larger than needed), and the reference results from the CPU tier's own
+// kernels (backend/cpu/delta_net.h) run sequence by sequence as cpu::Executor runs them. Shared by
+// tests/cuda/test_deltanet.cpp (device) and tests/unit/cuda_emul/qwen35_*_emul_test.cpp (the
+// kernels on the host over the SIMT shim).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/delta_net.h"
+#include "model/ir.h"
+#include "model/weights.h"
+#include "quant/types.h"
+
+namespace zinc::qwen35_test {
+
+inline std::vector<float> randn(size_t n, std::mt19937& rng, float sd = 1.0f, float mean = 0.0f) {
+    std::normal_distribution<float> d(mean, sd);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+/// An f32 model::Weight over v (which must outlive it), as the CPU kernels read dt_bias and a.
+inline model::Weight f32_weight(const std::vector<float>& v) {
+    model::Weight w;
+    w.type = quant::GgmlType::F32;
+    w.n_dims = 1;
+    w.ne[0] = static_cast<int64_t>(v.size());
+    w.n_rows = 1;
+    w.data = reinterpret_cast<const uint8_t*>(v.data());
+    w.row_bytes = v.size() * sizeof(float);
+    return w;
+}
+
+/// A step's sequences: (pos0, n_tokens) each, rows in this order, each on its own state slot.
+struct Step {
+    std::vector<std::pair<int, int>> seqs;
+    int rows() const {
+        int n = 0;
+        for (const auto& s : seqs) n += s.second;
+        return n;
+    }
+};
+/// The kernels' sequence table (kernels.h RecurrentSeqs) on the host.
+struct SeqTable {
+    int n_slots = 0;
+    std::vector<int32_t> row0, slot, row_pos;
+};
+inline SeqTable seq_table(const Step& st, std::mt19937& rng) {
+    SeqTable t;
+    t.n_slots = static_cast<int>(st.seqs.size()) + 3;
+    std::vector<int32_t> perm(static_cast<size_t>(t.n_slots));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    int r = 0;
+    for (size_t i = 0; i < st.seqs.size(); ++i) {
+        t.row0.push_back(r);
+        t.slot.push_back(perm[i]);
+        for (int k = 0; k < st.seqs[i].second; ++k) t.row_pos.push_back(st.seqs[i].first + k);
+        r += st.seqs[i].second;
+    }
+    t.row0.push_back(r);
+    return t;
+}
+/// Slot state for every slot: random where a sequence continues (pos0 > 0), NaN where one starts
+/// at position 0 (a kernel that reads it instead of starting from zeros fails) and in the unused
+/// slots (a kernel writing the wrong slot is caught by the comparison of all slots).
+inline std::vector<float> initial_state(const Step& st, const SeqTable& t, int64_t slot_floats,
+                                        std::mt19937& rng, float sd) {
+    std::vector<float> s(static_cast<size_t>(t.n_slots * slot_floats),
+                         std::numeric_limits<float>::quiet_NaN());
+    for (size_t i = 0; i < st.seqs.size(); ++i) {
+        if (st.seqs[i].first == 0) continue;
+        const auto v = randn(static_cast<size_t>(slot_floats), rng, sd);
+        std::copy(v.begin(), v.end(), s.begin() + t.slot[i] * slot_floats);
+    }
+    return s;
+}
+
+/// max |a - b| / max |ref| over the elements (NaN anywhere, or a size mismatch: infinity).
+/// Elements where both are NaN (the untouched state of unused slots) count as equal.
+inline double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+    if (got.size() != ref.size()) return std::numeric_limits<double>::infinity();
+    double amax = 0.0, dmax = 0.0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (std::isnan(ref[i]) && std::isnan(got[i])) continue;
+        if (std::isnan(ref[i]) || std::isnan(got[i]))
+            return std::numeric_limits<double>::infinity();
+        amax = std::max(amax, std::abs(static_cast<double>(ref[i])));
+        dmax = std::max(dmax, std::abs(static_cast<double>(got[i]) - ref[i]));
+    }
+    return amax > 0.0 ? dmax / amax : dmax;
+}
+/// Bitwise equality (NaN payloads included).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// ---- DeltaNet -------------------------------------------------------------------------------
+
+struct DeltaNetCase {
+    std::string name;
+    int n_k = 1, n_v = 1, dk = 32, dv = 32;
+    Step step;
+};
+struct DeltaNetData {
+    DeltaNetCase c;
+    SeqTable t;
+    int rows = 0, qkv_ld = 0, out_ld = 0;
+    int64_t slot_floats = 0;
+    float eps = 1e-6f;
+    std::vector<float> qkv, beta, alpha, dt_bias, a, state0;
+    // the CPU tier's results: out (rows, out_ld), every slot's state afterwards
+    std::vector<float> out, state;
+};
+/// Random inputs (alpha reaching past softplus's threshold of 20 in a few rows) and (reference:
+/// true) the CPU tier's cpu::delta_net_head per (sequence, v head) over the sequence's rows.
+inline DeltaNetData make_delta_net(const DeltaNetCase& c, uint32_t seed, bool reference = true) {
+    std::mt19937 rng(seed);
+    DeltaNetData d;
+    d.c = c;
+    d.t = seq_table(c.step, rng);
+    d.rows = c.step.rows();
+    d.qkv_ld = 2 * c.n_k * c.dk + c.n_v * c.dv;
+    d.out_ld = c.n_v * c.dv;
+    d.slot_floats = int64_t{c.n_v} * c.dv * c.dk;
+    d.qkv = randn(static_cast<size_t>(d.rows) * d.qkv_ld, rng);
+    d.beta = randn(static_cast<size_t>(d.rows) * c.n_v, rng, 2.0f);
+    d.alpha = randn(static_cast<size_t>(d.rows) * c.n_v, rng, 2.0f);
+    for (size_t i = 3; i < d.alpha.size(); i += 11) d.alpha[i] = 21.0f + static_cast<float>(i % 5);
+    d.dt_bias = randn(static_cast<size_t>(c.n_v), rng, 0.5f);
+    std::uniform_real_distribution<float> ua(-2.0f, 0.5f);
+    for (int h = 0; h < c.n_v; ++h) d.a.push_back(-std::exp(ua(rng)));  // a = -exp(A_log)
+    d.state0 = initial_state(c.step, d.t, d.slot_floats, rng, 0.3f);
+    if (!reference) return d;
+    // the CPU tier
+    const model::Weight wa = f32_weight(d.a), wdt = f32_weight(d.dt_bias);
+    model::DeltaNetP p;
+    p.dt_bias = &wdt;
+    p.a = &wa;
+    p.n_k_heads = c.n_k;
+    p.n_v_heads = c.n_v;
+    p.head_k_dim = c.dk;
+    p.head_v_dim = c.dv;
+    p.eps = d.eps;
+    d.out.assign(static_cast<size_t>(d.rows) * d.out_ld, 0.0f);
+    d.state = d.state0;
+    std::vector<float> scratch(2 * static_cast<size_t>(c.dk) + c.dv);
+    for (size_t si = 0; si < c.step.seqs.size(); ++si) {
+        const int r0 = d.t.row0[si], n = c.step.seqs[si].second;
+        float* S = d.state.data() + d.t.slot[si] * d.slot_floats;
+        if (c.step.seqs[si].first == 0) std::fill_n(S, d.slot_floats, 0.0f);  // StatePool::reset
+        for (int h = 0; h < c.n_v; ++h)
+            cpu::delta_net_head(
+                p, d.qkv.data() + int64_t{r0} * d.qkv_ld, d.beta.data() + int64_t{r0} * c.n_v,
+                d.alpha.data() + int64_t{r0} * c.n_v, n, h, S + int64_t{h} * c.dv * c.dk,
+                d.out.data() + int64_t{r0} * d.out_ld, scratch.data());
+    }
+    return d;
+}
+
+// ---- SsmConv --------------------------------------------------------------------------------
+
+struct SsmConvCase {
+    std::string name;
+    int ch = 8, d_conv = 4;
+    Step step;
+};
+struct SsmConvData {
+    SsmConvCase c;
+    SeqTable t;
+    int rows = 0;
+    int64_t slot_floats = 0;
+    std::vector<float> x, w, state0;
+    std::vector<float> y, state;  // the CPU tier's
+};
+/// Random inputs and (reference: true) the CPU tier's cpu::ssm_conv per sequence.
+inline SsmConvData make_ssm_conv(const SsmConvCase& c, uint32_t seed, bool reference = true) {
+    std::mt19937 rng(seed);
+    SsmConvData d;
+    d.c = c;
+    d.t = seq_table(c.step, rng);
+    d.rows = c.step.rows();
+    d.slot_floats = int64_t{c.ch} * (c.d_conv - 1);
+    d.x = randn(static_cast<size_t>(d.rows) * c.ch, rng);
+    d.w = randn(static_cast<size_t>(c.ch) * c.d_conv, rng, 0.5f);
+    d.state0 = initial_state(c.step, d.t, d.slot_floats, rng, 1.0f);
+    if (!reference) return d;
+    d.y.assign(static_cast<size_t>(d.rows) * c.ch, 0.0f);
+    d.state = d.state0;
+    for (size_t si = 0; si < c.step.seqs.size(); ++si) {
+        const int r0 = d.t.row0[si];
+        float* st = d.state.data() + d.t.slot[si] * d.slot_floats;
+        if (c.step.seqs[si].first == 0) std::fill_n(st, d.slot_floats, 0.0f);
+        cpu::ssm_conv(d.x.data() + int64_t{r0} * c.ch, c.step.seqs[si].second, c.ch, d.w.data(),
+                      c.d_conv, st, d.y.data() + int64_t{r0} * c.ch, 0, c.ch);
+    }
+    return d;
+}
+
+// ---- the gating ops -------------------------------------------------------------------------
+
+struct GatedNormData {
+    int rows = 0, width = 0, hd = 0;
+    float eps = 1e-6f;
+    std::vector<float> x, z, w, y;  // y: the CPU tier's x afterwards
+};
+inline GatedNormData make_gated_norm(int rows, int n_heads, int hd, uint32_t seed) {
+    std::mt19937 rng(seed);
+    GatedNormData d;
+    d.rows = rows;
+    d.hd = hd;
+    d.width = n_heads * hd;
+    d.x = randn(static_cast<size_t>(rows) * d.width, rng);
+    for (int r = 0; r < rows; ++r)  // rows at very different scales
+        for (int i = 0; i < d.width; ++i)
+            d.x[static_cast<size_t>(r) * d.width + i] *= std::ldexp(1.0f, r % 7 - 3);
+    d.z = randn(d.x.size(), rng, 2.0f);
+    d.w = randn(static_cast<size_t>(hd), rng, 0.5f, 1.0f);
+    d.y = d.x;
+    for (int r = 0; r < rows; ++r)
+        cpu::gated_rms_norm_row(d.y.data() + static_cast<size_t>(r) * d.width,
+                                d.z.data() + static_cast<size_t>(r) * d.width, d.w.data(), d.width,
+                                hd, d.eps);
+    return d;
+}
+
+struct SplitGateData {
+    int rows = 0, n_head = 0, hd = 0;
+    std::vector<float> in, q, gate;  // q, gate: the CPU tier's
+};
+inline SplitGateData make_split_gate(int rows, int n_head, int hd, uint32_t seed) {
+    std::mt19937 rng(seed);
+    SplitGateData d;
+    d.rows = rows;
+    d.n_head = n_head;
+    d.hd = hd;
+    d.in = randn(static_cast<size_t>(rows) * n_head * 2 * hd, rng);
+    d.q.assign(static_cast<size_t>(rows) * n_head * hd, 0.0f);
+    d.gate = d.q;
+    for (int r = 0; r < rows; ++r)
+        cpu::split_gate_row(d.in.data() + static_cast<size_t>(r) * n_head * 2 * hd,
+                            d.q.data() + static_cast<size_t>(r) * n_head * hd,
+                            d.gate.data() + static_cast<size_t>(r) * n_head * hd, n_head, hd);
+    return d;
+}
+
+struct SigmoidMulData {
+    int rows = 0, width = 0, gate_width = 0;
+    std::vector<float> x, gate, y;  // y: the CPU tier's x afterwards
+};
+/// gate_width == width (elementwise) or 1 (one gate per row, broadcast as cpu::Executor does).
+inline SigmoidMulData make_sigmoid_mul(int rows, int width, int gate_width, uint32_t seed) {
+    std::mt19937 rng(seed);
+    SigmoidMulData d;
+    d.rows = rows;
+    d.width = width;
+    d.gate_width = gate_width;
+    d.x = randn(static_cast<size_t>(rows) * width, rng);
+    d.gate = randn(static_cast<size_t>(rows) * gate_width, rng, 4.0f);
+    d.y = d.x;
+    if (gate_width == width) {
+        cpu::sigmoid_mul(d.y.data(), d.gate.data(), static_cast<int64_t>(rows) * width);
+    } else {
+        for (int r = 0; r < rows; ++r) {  // cpu::Executor's broadcast of a row's gate
+            const float s = 1.0f / (1.0f + std::exp(-d.gate[static_cast<size_t>(r)]));
+            for (int i = 0; i < width; ++i) d.y[static_cast<size_t>(r) * width + i] *= s;
+        }
+    }
+    return d;
+}
+
+}  // namespace zinc::qwen35_test
