@@ -17,8 +17,8 @@
 #include "server/request_prologue.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
-#include "server/tool_call_stream.h"
 #include "server/tenancy.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 
 namespace zinc::server {
@@ -274,8 +274,8 @@ bool stream_tool_delta(ServingContext& ctx, StreamState& st, ChoiceDelta& d, Wri
         }
         std::vector<std::string>& ids = st.call_ids[ci];
         if (p.starts_call) ids.push_back(ctx.new_id("call_"));
-        if (!send("", tool_call_delta(p.call, p.starts_call ? &ids.back() : nullptr, p.name,
-                                      p.text)))
+        if (!send("",
+                  tool_call_delta(p.call, p.starts_call ? &ids.back() : nullptr, p.name, p.text)))
             return false;
     }
     if (!lp.is_null() && !send("", nullptr)) return false;
@@ -398,8 +398,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         if (!cr.grammar.empty())
             return send_error(res, invalid_value("tool_choice", "cannot be combined with '" +
                                                                     cr.grammar_param + "'"));
-        auto g = tool_call_grammar(cr.tools,
-                                   tool_format_for_template(ctx.model.chat_template_source));
+        auto g =
+            tool_call_grammar(cr.tools, tool_format_for_template(ctx.model.chat_template_source));
         if (!g.ok()) return send_error(res, g.error());
         cr.grammar = std::move(g.value());
         cr.grammar_param = "tool_choice";

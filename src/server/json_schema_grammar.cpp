@@ -161,7 +161,8 @@ class Converter {
                         return unsupported(path_join(path, k), "is not supported next to '$ref'");
             return visit_ref(it->get<std::string>(), path_join(path, "$ref"));
         }
-        if (auto it = s.find("const"); it != s.end()) return add_rule(hint, gbnf_literal(it->dump()));
+        if (auto it = s.find("const"); it != s.end())
+            return add_rule(hint, gbnf_literal(it->dump()));
         if (auto it = s.find("enum"); it != s.end()) {
             const std::string p = path_join(path, "enum");
             if (!it->is_array() || it->empty()) return wrong_type(p, "a non-empty array", *it);
@@ -309,8 +310,8 @@ class Converter {
         for (const auto& [name, sub] : props->items()) {
             auto v = visit(sub, path_join(pp, name), hint + "-" + name);
             if (!v.ok()) return v.error();
-            kvs.emplace_back(add_rule(hint + "-" + name + "-kv",
-                                      gbnf_literal(json(name).dump()) + " ws \":\" ws " + v.value()),
+            kvs.emplace_back(add_rule(hint + "-" + name + "-kv", gbnf_literal(json(name).dump()) +
+                                                                     " ws \":\" ws " + v.value()),
                              required.count(name) > 0);
         }
         // rest_i: properties i.. after one was written; first_i: properties i.. with none yet.

@@ -11,7 +11,9 @@ namespace zinc::server {
 
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 // Bytes at the end of `s` that begin a UTF-8 character not yet complete (0 when `s` ends on a
 // character boundary, or with bytes that no continuation could make valid).
@@ -20,7 +22,10 @@ size_t incomplete_utf8_tail(std::string_view s) {
     for (size_t k = 1; k <= 3 && k <= n; ++k) {
         const auto c = static_cast<unsigned char>(s[n - k]);
         if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-        const size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+        const size_t need = (c & 0xE0) == 0xC0   ? 2
+                            : (c & 0xF0) == 0xE0 ? 3
+                            : (c & 0xF8) == 0xF0 ? 4
+                                                 : 1;
         return need > k ? k : 0;
     }
     return 0;
@@ -66,16 +71,35 @@ std::optional<uint32_t> hex4(std::string_view h) {
 size_t decode_escape(std::string_view e, std::string& out) {
     if (e.size() < 2) return 0;
     switch (e[1]) {
-        case '"': out += '"'; return 2;
-        case '\\': out += '\\'; return 2;
-        case '/': out += '/'; return 2;
-        case 'b': out += '\b'; return 2;
-        case 'f': out += '\f'; return 2;
-        case 'n': out += '\n'; return 2;
-        case 'r': out += '\r'; return 2;
-        case 't': out += '\t'; return 2;
-        case 'u': break;
-        default: out += e.substr(0, 2); return 2;
+        case '"':
+            out += '"';
+            return 2;
+        case '\\':
+            out += '\\';
+            return 2;
+        case '/':
+            out += '/';
+            return 2;
+        case 'b':
+            out += '\b';
+            return 2;
+        case 'f':
+            out += '\f';
+            return 2;
+        case 'n':
+            out += '\n';
+            return 2;
+        case 'r':
+            out += '\r';
+            return 2;
+        case 't':
+            out += '\t';
+            return 2;
+        case 'u':
+            break;
+        default:
+            out += e.substr(0, 2);
+            return 2;
     }
     if (e.size() < 6) return 0;
     const auto hi = hex4(e.substr(2, 4));
@@ -158,17 +182,23 @@ std::vector<ToolStreamPiece> ToolCallStream::finish() {
 
 bool ToolCallStream::step() {
     switch (state_) {
-        case State::Text: return text_state();
-        case State::Header: return header_state(false);
-        case State::FailedBlock: return failed_block_state();
+        case State::Text:
+            return text_state();
+        case State::Header:
+            return header_state(false);
+        case State::FailedBlock:
+            return failed_block_state();
         case State::Object:
         case State::Key:
         case State::Colon:
-        case State::Value: return object_state();
+        case State::Value:
+            return object_state();
         case State::Raw:
         case State::String:
-        case State::Literal: return value_bytes();
-        case State::AfterCall: return after_call_state();
+        case State::Literal:
+            return value_bytes();
+        case State::AfterCall:
+            return after_call_state();
     }
     return false;
 }

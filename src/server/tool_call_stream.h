@@ -94,12 +94,12 @@ class ToolCallStream {
     const ToolFormatSpec& spec_;
     std::vector<std::string> names_;
     State state_ = State::Text;
-    std::string buf_;  // input not yet consumed
-    std::string ws_;   // held whitespace (content unless a call follows)
-    std::string hdr_;  // Header: the bytes since the call's start
-    bool in_block_ = false;     // the current call opened with the format's marker
-    bool bare_ok_ = true;       // a '{' here may start a bare call
-    bool after_call_ = false;   // whitespace here follows a call (dropped)
+    std::string buf_;          // input not yet consumed
+    std::string ws_;           // held whitespace (content unless a call follows)
+    std::string hdr_;          // Header: the bytes since the call's start
+    bool in_block_ = false;    // the current call opened with the format's marker
+    bool bare_ok_ = true;      // a '{' here may start a bare call
+    bool after_call_ = false;  // whitespace here follows a call (dropped)
     bool value_is_args_ = false;
     bool args_seen_ = false;
     bool args_done_ = false;

@@ -3,7 +3,6 @@
 
 #include <set>
 
-
 #include "server/json_fields.h"
 #include "server/json_schema_grammar.h"
 #include "server/tool_call_stream.h"

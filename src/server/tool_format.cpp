@@ -15,7 +15,9 @@ constexpr std::array<ToolFormatSpec, 2> kSpecs = {{
 
 }  // namespace
 
-std::span<const ToolFormatSpec> tool_format_specs() { return kSpecs; }
+std::span<const ToolFormatSpec> tool_format_specs() {
+    return kSpecs;
+}
 
 const ToolFormatSpec& tool_format_spec(ToolFormat f) {
     for (const auto& s : kSpecs)

@@ -51,7 +51,8 @@ struct Result {
 
 std::ostream& operator<<(std::ostream& os, const Result& r) {
     os << "content=" << json(r.content).dump() << " truncated=" << r.truncated;
-    for (const auto& c : r.calls) os << " call(" << c.name << ", " << json(c.arguments).dump() << ")";
+    for (const auto& c : r.calls)
+        os << " call(" << c.name << ", " << json(c.arguments).dump() << ")";
     return os;
 }
 
@@ -59,7 +60,11 @@ bool valid_utf8(const std::string& s) {
     size_t i = 0;
     while (i < s.size()) {
         const auto c = static_cast<unsigned char>(s[i]);
-        const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        const size_t n = c < 0x80             ? 1
+                         : (c & 0xE0) == 0xC0 ? 2
+                         : (c & 0xF0) == 0xE0 ? 3
+                         : (c & 0xF8) == 0xF0 ? 4
+                                              : 0;
         if (n == 0 || i + n > s.size()) return false;
         for (size_t k = 1; k < n; ++k)
             if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
@@ -71,7 +76,8 @@ bool valid_utf8(const std::string& s) {
 // Accumulate pieces as an OpenAI client does; check the stream's own invariants on the way.
 void add(Result& r, const std::vector<ToolStreamPiece>& pieces) {
     for (const auto& p : pieces) {
-        EXPECT_TRUE(valid_utf8(p.text)) << json(p.text).dump(-1, ' ', false, json::error_handler_t::replace);
+        EXPECT_TRUE(valid_utf8(p.text))
+            << json(p.text).dump(-1, ' ', false, json::error_handler_t::replace);
         if (p.call < 0) {
             EXPECT_FALSE(p.text.empty());
             r.content += p.text;
@@ -107,13 +113,17 @@ Result whole(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
 void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
     const Result want = whole(text, f);
     EXPECT_EQ(run({text}, f), want);
-    for (size_t i = 0; i <= text.size(); ++i)
+    for (size_t i = 0; i <= text.size(); ++i) {
         ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f), want) << "split at " << i;
-    if (text.size() <= 160)
-        for (size_t i = 0; i <= text.size(); ++i)
-            for (size_t j = i; j <= text.size(); ++j)
+    }
+    if (text.size() <= 160) {
+        for (size_t i = 0; i <= text.size(); ++i) {
+            for (size_t j = i; j <= text.size(); ++j) {
                 ASSERT_EQ(run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f), want)
                     << "splits at " << i << ", " << j;
+            }
+        }
+    }
     std::vector<std::string> bytes;
     for (char c : text) bytes.emplace_back(1, c);
     EXPECT_EQ(run(bytes, f), want) << "byte by byte";
@@ -130,11 +140,11 @@ TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
           std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
           std::string("  \n{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}")})
         expect_split_invariant(t);
-    for (const std::string& t : {
-             std::string("{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}; "
-                         "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"),
-             std::string("{\"name\": \"get_time\", \"parameters\": null}\nDone."),
-             std::string("The time is {\"name\": 1}")})
+    for (const std::string& t :
+         {std::string("{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}; "
+                      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"),
+          std::string("{\"name\": \"get_time\", \"parameters\": null}\nDone."),
+          std::string("The time is {\"name\": 1}")})
         expect_split_invariant(t, ToolFormat::Json);
 }
 
@@ -205,7 +215,8 @@ TEST(ToolCallStream, MalformedAndUnterminated) {
     r = whole("<tool_call>{\"name\": \"get_time\"}</tool_call>");
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].arguments, "{}");
-    r = whole("<tool_call>{\"name\": \"get_time\", \"arguments\": null, \"id\": \"x\"}</tool_call>");
+    r = whole(
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": null, \"id\": \"x\"}</tool_call>");
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].arguments, "{}");
 }
