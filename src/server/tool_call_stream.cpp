@@ -379,17 +379,23 @@ bool ToolCallStream::object_state() {
             if (lit_.empty()) {
                 if (c != '"') break;
                 lit_ = "\"";
+                esc_ = false;
                 buf_.erase(0, i + 1);
                 return true;
             }
             for (; i < n; ++i) {
-                if (buf_[i] == '"' && lit_.back() != '\\') {
+                const char k = buf_[i];
+                if (esc_) {
+                    esc_ = false;
+                } else if (k == '\\') {
+                    esc_ = true;
+                } else if (k == '"') {
                     lit_.erase(0, 1);
                     buf_.erase(0, i + 1);
                     state_ = State::Colon;
                     return true;
                 }
-                lit_ += buf_[i];
+                lit_ += k;
             }
             buf_.clear();
             return false;

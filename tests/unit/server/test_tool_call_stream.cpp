@@ -33,6 +33,10 @@ const std::string kTextThenCall =
 const std::string kStringArguments =
     "<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"K\\u00f6ln "
     "\\ud83c\\udf27\\\"}\"}</tool_call>";
+// Braces inside strings, a key with an escaped quote after the arguments (skipped).
+const std::string kBracesInStrings =
+    "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"a\": \"}]\\\"{\"}, \"k\\\"\": [1, "
+    "{\"b\": \"}\"}]}</tool_call>";
 const std::string kPlainText = "Bonjour ! Il fait 21 °C à Paris — <b>beau</b> temps.\n";
 
 struct Result {
@@ -137,7 +141,7 @@ TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
           std::string("<tool_call>\n{\"name\": \"get_ti"),
           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa"),
           std::string("<tool_call>not json</tool_call>\n") + kOneCall,
-          std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
+          kBracesInStrings, std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
           std::string("  \n{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}")})
         expect_split_invariant(t);
     for (const std::string& t :
@@ -171,6 +175,11 @@ TEST(ToolCallStream, WholeResults) {
     r = whole(kStringArguments);  // arguments as JSON text in a string: decoded
     ASSERT_EQ(r.calls.size(), 1u) << r;
     EXPECT_EQ(r.calls[0].arguments, "{\"tz\": \"Köln 🌧\"}");
+
+    r = whole(kBracesInStrings);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].arguments, "{\"a\": \"}]\\\"{\"}");
+    EXPECT_EQ(r.content, "");
 
     // Without calls the reply is its text exactly (markup and trailing whitespace included).
     EXPECT_EQ(whole(kPlainText), (Result{kPlainText, {}, false}));
