@@ -143,11 +143,13 @@ def stream_reply(client, **kw):
 
 
 STREAMED = [
-    # (tool_choice, prompt): greedy Qwen2.5-Coder-0.5B calls get_weather on its own (auto), is
-    # forced to up to eight calls (required), and answers in text without a call (auto).
+    # (tool_choice, prompt). Greedy Qwen2.5-Coder-0.5B: a bare call object (auto); two
+    # <tool_call> blocks (required: the grammar); a text reply (auto); a call written as a
+    # fenced ```json block, which is text (auto).
     ("auto", "What is the weather in Paris in celsius? Use the tool."),
     ("required", "What is the weather in Paris and the time in Tokyo?"),
-    ("auto", "Say hello in French."),
+    ("auto", "Hi! Who are you?"),
+    ("auto", "Weather in Oslo?"),
 ]
 
 
@@ -183,16 +185,22 @@ def test_streamed_tool_calls_validate(client):
 
 
 def test_streamed_call_cut_by_max_tokens_is_length(client):
-    # max_tokens ends the reply inside the arguments: the call keeps what was generated and the
-    # finish_reason is "length", streamed and whole alike.
+    # max_tokens ends the reply inside the arguments: the call keeps what was generated (a
+    # prefix of the uncut call's arguments) and the finish_reason is "length", streamed and
+    # whole alike.
     kw = dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}},
-              temperature=0, max_tokens=12, messages=[{"role": "user", "content": "Weather in Oslo?"}])
+              temperature=0, messages=[{"role": "user", "content": "Weather in Oslo?"}])
+    full = client.chat.completions.create(model=MODEL_ID, max_tokens=120, **kw)
+    full_args = full.choices[0].message.tool_calls[0].function.arguments
+    # The uncut reply ends '..."}}' '</tool_call>' EOS: five tokens fewer ends in the arguments.
+    kw["max_tokens"] = full.usage.completion_tokens - 5
     whole = client.chat.completions.create(model=MODEL_ID, **kw).choices[0]
     content, calls, finish = stream_reply(client, **kw)
     assert whole.finish_reason == finish == "length"
     assert [(c["name"], "".join(c["fragments"])) for c in calls] == \
         [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
-    assert calls[0]["name"] == "get_weather"
+    cut = whole.message.tool_calls[0].function.arguments
+    assert full_args.startswith(cut) and len(cut) < len(full_args), (cut, full_args)
 
 
 def test_langchain_bind_tools_stream_matches_invoke(server):

@@ -18,8 +18,23 @@ using nlohmann::json;
 
 const std::vector<std::string> kNames = {"get_weather", "get_time"};
 
-// Greedy Qwen2.5-Coder-0.5B-Instruct replies (Hermes blocks) and the shapes other templates
-// write, with multi-byte text in content and arguments.
+// Greedy Qwen2.5-Coder-0.5B-Instruct replies through zinc (its template mentions <tool_call>,
+// so Hermes; tests/py/test_tools.py's TOOLS): a bare call object ("What is the weather in Paris
+// in celsius? Use the tool."), a call in a fenced block, which is text ("Weather in Oslo?"), a
+// text reply ("Hi! Who are you?"), and the two blocks tool_choice "required" gave for "What is
+// the weather in Paris and the time in Tokyo?" (the forced-call grammar's layout).
+const std::string kQwenBare =
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}";
+const std::string kQwenFenced =
+    "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Oslo\",\n    "
+    "\"unit\": \"c\"\n  }\n}\n```";
+const std::string kQwenText =
+    "I'm an Alibaba Cloud developed AI assistant. How can I assist you today?";
+const std::string kQwenRequired =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+    "\"c\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": "
+    "\"Tokyo\"}}\n</tool_call>";
+// The shapes other replies take, with multi-byte text in content and arguments.
 const std::string kOneCall =
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
     "\"c\"}}\n</tool_call>";
@@ -135,13 +150,14 @@ void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::
 
 TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
     for (const std::string& t :
-         {kOneCall, kTwoCalls, kTextThenCall, kStringArguments, kPlainText,
+         {kQwenBare, kQwenFenced, kQwenText, kQwenRequired, kOneCall, kTwoCalls, kTextThenCall,
+          kStringArguments, kPlainText,
           // malformed and unterminated ones
           std::string("<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call> ok"),
           std::string("<tool_call>\n{\"name\": \"get_ti"),
           std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa"),
-          std::string("<tool_call>not json</tool_call>\n") + kOneCall,
-          kBracesInStrings, std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
+          std::string("<tool_call>not json</tool_call>\n") + kOneCall, kBracesInStrings,
+          std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
           std::string("  \n{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}")})
         expect_split_invariant(t);
     for (const std::string& t :
@@ -150,6 +166,22 @@ TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
           std::string("{\"name\": \"get_time\", \"parameters\": null}\nDone."),
           std::string("The time is {\"name\": 1}")})
         expect_split_invariant(t, ToolFormat::Json);
+}
+
+TEST(ToolCallStream, RealReplies) {
+    Result r = whole(kQwenBare);  // no tags (they may be control tokens): a bare call
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Paris\", \"unit\": \"c\"}");
+    EXPECT_EQ(r.content, "");
+    // Markdown around a call object: not a call (text first), the reply exactly.
+    EXPECT_EQ(whole(kQwenFenced), (Result{kQwenFenced, {}, false}));
+    EXPECT_EQ(whole(kQwenText), (Result{kQwenText, {}, false}));
+    r = whole(kQwenRequired);
+    ASSERT_EQ(r.calls.size(), 2u) << r;
+    EXPECT_EQ(r.calls[1].name, "get_time");
+    EXPECT_EQ(r.calls[1].arguments, "{\"tz\": \"Tokyo\"}");
+    EXPECT_EQ(r.content, "");
 }
 
 TEST(ToolCallStream, WholeResults) {
