@@ -184,6 +184,18 @@ def test_streamed_tool_calls_validate(client):
         jsonschema.validate(json.loads("".join(e["fragments"])), tool["function"]["parameters"])
 
 
+def test_streamed_tool_calls_carry_every_tokens_logprobs(client):
+    kw = dict(model=MODEL_ID, tools=TOOLS, temperature=0, max_tokens=60, logprobs=True,
+              messages=[{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}])
+    whole = client.chat.completions.create(**kw).choices[0]
+    streamed = []
+    for ch in client.chat.completions.create(stream=True, **kw):
+        if ch.choices and ch.choices[0].logprobs:
+            streamed += [(e.token, e.logprob) for e in ch.choices[0].logprobs.content]
+    assert whole.message.tool_calls
+    assert streamed == [(e.token, e.logprob) for e in whole.logprobs.content]
+
+
 def test_streamed_call_cut_by_max_tokens_is_length(client):
     # max_tokens ends the reply inside the arguments: the call keeps what was generated (a
     # prefix of the uncut call's arguments) and the finish_reason is "length", streamed and
