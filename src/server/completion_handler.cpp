@@ -14,9 +14,11 @@
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/peer_watch.h"
+#include "server/request_prologue.h"
 #include "server/serving_context.h"
 #include "server/sse.h"
 #include "server/tenancy.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 
 namespace zinc::server {
@@ -116,26 +118,20 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
     return specs;
 }
 
-// A reply's tool calls (tool_calls.h) in OpenAI's shape, or null when it made none; `content`
-// gets the text outside the calls. Streamed deltas carry "index" per call.
-json tool_calls_json(ServingContext& ctx, const CompletionRequest& cr, const std::string& text,
-                     std::string& content, bool with_index) {
+// A finished reply's tool calls (tool_calls.h) in OpenAI's shape, or null when it made none;
+// `r.text` becomes the text outside the calls and, when calls were made and the last one is
+// complete, `r.finish_reason` "tool_calls" (a call cut by max_tokens keeps "length", as OpenAI's).
+void add_tool_calls(ServingContext& ctx, const CompletionRequest& cr, ChoiceResult& r) {
     const ParsedReply p = parse_tool_calls(
-        text, tool_format_for_template(ctx.model.chat_template_source), cr.tools.names);
-    if (p.calls.empty()) {
-        content = text;
-        return nullptr;
-    }
-    content = p.content;
-    json calls = json::array();
-    for (size_t i = 0; i < p.calls.size(); ++i) {
-        json c = {{"id", ctx.new_id("call_")},
-                  {"type", "function"},
-                  {"function", {{"name", p.calls[i].name}, {"arguments", p.calls[i].arguments}}}};
-        if (with_index) c["index"] = static_cast<int>(i);
-        calls.push_back(std::move(c));
-    }
-    return calls;
+        r.text, tool_format_for_template(ctx.model.chat_template_source), cr.tools.names);
+    r.text = p.content;
+    if (p.calls.empty()) return;
+    r.tool_calls = json::array();
+    for (const auto& c : p.calls)
+        r.tool_calls.push_back({{"id", ctx.new_id("call_")},
+                                {"type", "function"},
+                                {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    if (!p.truncated) r.finish_reason = "tool_calls";
 }
 
 json logprobs_for(ServingContext& ctx, const CompletionRequest& cr, CompletionLogprobs* acc,
@@ -176,7 +172,10 @@ struct StreamState {
     ResponseMeta meta;
     int32_t prompt_tokens = 0;
     std::vector<CompletionLogprobs> lp;  // completions format, per choice
-    std::vector<std::string> held_text;  // with tools: each choice's text, parsed at its end
+    // With tools: each choice's reply read as it streams (tool_call_stream.h), and the ids
+    // given to its calls.
+    std::vector<ToolCallStream> tool_streams;
+    std::vector<std::vector<std::string>> call_ids;
     // Each choice's finish chunk, held until the engine's final event for it is in (a stop
     // string cancels the engine request; its evidence arrives within a step). The last one
     // written carries the request's evidence unless a usage chunk follows.
@@ -232,14 +231,7 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
     }
     if (gen.failure()) return send_error(res, *gen.failure());
     if (cr.use_tools)
-        for (auto& r : results) {
-            std::string content;
-            r.tool_calls = tool_calls_json(ctx, cr, r.text, content, false);
-            if (!r.tool_calls.is_null()) {
-                r.text = content;
-                r.finish_reason = "tool_calls";
-            }
-        }
+        for (auto& r : results) add_tool_calls(ctx, cr, r);
     for (size_t i = 0; i < results.size(); ++i) {
         if (!cr.logprobs) {
             results[i].logprobs = nullptr;
@@ -254,6 +246,46 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
     add_evidence(body, gen, lease, ctx.model.engine->options().drafter.get());
     res.status = 200;
     res.set_content(dump(body), "application/json");
+}
+
+// With tools, one engine delta of a streamed chat choice: its text read by the choice's
+// ToolCallStream, each piece written as a content or `delta.tool_calls` chunk, the tokens'
+// logprobs on the first chunk written (or one of their own). False when the client is gone.
+template <typename Write>
+bool stream_tool_delta(ServingContext& ctx, StreamState& st, ChoiceDelta& d, Write& write) {
+    const auto ci = static_cast<size_t>(d.index);
+    ToolCallStream& ts = st.tool_streams[ci];
+    std::vector<ToolStreamPiece> pieces = ts.feed(d.text);
+    if (d.finish_reason)
+        for (auto& p : ts.finish()) pieces.push_back(std::move(p));
+    json lp = logprobs_for(ctx, st.cr, nullptr, d.tokens);
+    auto send = [&](const std::string& content, json tool_call) {
+        json chunk = stream_chunk(st.meta, d.index, content, false, std::move(lp), std::nullopt,
+                                  st.cr.include_usage);
+        lp = nullptr;
+        if (!tool_call.is_null())
+            chunk["choices"][0]["delta"]["tool_calls"] = json::array({std::move(tool_call)});
+        return write(sse_event(dump(chunk)));
+    };
+    for (const auto& p : pieces) {
+        if (p.call < 0) {
+            if (!send(p.text, nullptr)) return false;
+            continue;
+        }
+        std::vector<std::string>& ids = st.call_ids[ci];
+        if (p.starts_call) ids.push_back(ctx.new_id("call_"));
+        if (!send("",
+                  tool_call_delta(p.call, p.starts_call ? &ids.back() : nullptr, p.name, p.text)))
+            return false;
+    }
+    if (!lp.is_null() && !send("", nullptr)) return false;
+    if (d.finish_reason) {
+        // As a whole response's (add_tool_calls): "tool_calls" unless the last call was cut.
+        if (ts.n_calls() > 0 && !ts.truncated()) d.finish_reason = "tool_calls";
+        st.finish_chunk[ci] = stream_chunk(st.meta, d.index, "", false, nullptr, d.finish_reason,
+                                           st.cr.include_usage);
+    }
+    return true;
 }
 
 // One call of httplib's content provider: write what is new; false when the client is gone.
@@ -277,23 +309,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
     for (auto& d : deltas) {
         if (d.text.empty() && d.tokens.empty() && !d.finish_reason) continue;
         if (st.cr.use_tools) {
-            // With tools the reply is held back to its end, then sent as content or calls.
-            std::string& held = st.held_text[static_cast<size_t>(d.index)];
-            held += d.text;
-            if (!d.finish_reason) continue;
-            std::string content;
-            json calls = tool_calls_json(ctx, st.cr, held, content, true);
-            json chunk = stream_chunk(st.meta, d.index, content, false, nullptr, std::nullopt,
-                                      st.cr.include_usage);
-            if (!calls.is_null()) {
-                chunk["choices"][0]["delta"]["tool_calls"] = std::move(calls);
-                d.finish_reason = "tool_calls";
-            }
-            if ((!content.empty() || chunk["choices"][0]["delta"].contains("tool_calls")) &&
-                !write(sse_event(dump(chunk))))
-                return false;
-            st.finish_chunk[static_cast<size_t>(d.index)] = stream_chunk(
-                st.meta, d.index, "", false, nullptr, d.finish_reason, st.cr.include_usage);
+            if (!stream_tool_delta(ctx, st, d, write)) return false;
             continue;
         }
         if (!d.text.empty() || !d.tokens.empty()) {
@@ -361,32 +377,16 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
                         httplib::Response& res) {
     const Clock::time_point arrival = Clock::now();
     // Whole requests are counted until answered (HttpServer::in_flight); streams until their
-    // body ends (open_streams, below). Counted before the draining check, so a request that
-    // passes it is seen by the drain (both atomics are sequentially consistent).
-    struct Count {
-        std::atomic<int>& n;
-        explicit Count(std::atomic<int>& c) : n(c) { ++n; }
-        ~Count() { --n; }
-    } counted(ctx.open_requests);
-    if (ctx.draining.load()) {
-        // Stopping (SIGINT/SIGTERM): nothing new starts here. The 503 tells a balancer to try
-        // another replica (nginx: proxy_next_upstream http_503, docs/deploy.md).
-        send_error(res, shutting_down());
-        res.set_header("Connection", "close");
-        return;
-    }
-    auto body = parse_json_body(req.body);
-    if (!body.ok()) return send_error(res, body.error());
+    // body ends (open_streams, below).
+    const CountedRequest counted(ctx.open_requests);
+    const auto body = request_body(ctx, req, res);
+    if (!body) return;
     auto parsed = kind == ApiKind::Chat
-                      ? parse_chat_request(body.value(), ctx.opts.sampling, ctx.opts.limits)
-                      : parse_completion_request(body.value(), ctx.opts.sampling, ctx.opts.limits);
+                      ? parse_chat_request(*body, ctx.opts.sampling, ctx.opts.limits)
+                      : parse_completion_request(*body, ctx.opts.sampling, ctx.opts.limits);
     if (!parsed.ok()) return send_error(res, parsed.error());
     CompletionRequest& cr = parsed.value();
-    // A request names the served model, another one (served by the loaded model unless
-    // --strict-model; the response's `model` names the one that answered) or leaves `model` out;
-    // "" names no model: a 404.
-    if (cr.has_model && cr.model != ctx.opts.model_id && (ctx.opts.strict_model || cr.model.empty()))
-        return send_error(res, model_not_found(cr.model));
+    if (auto e = refuse_model(ctx, cr.has_model, cr.model)) return send_error(res, *e);
 
     auto prompts = prompt_tokens(ctx, cr);
     if (!prompts.ok()) return send_error(res, prompts.error());
@@ -398,8 +398,8 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         if (!cr.grammar.empty())
             return send_error(res, invalid_value("tool_choice", "cannot be combined with '" +
                                                                     cr.grammar_param + "'"));
-        auto g = tool_call_grammar(cr.tools,
-                                   tool_format_for_template(ctx.model.chat_template_source));
+        auto g =
+            tool_call_grammar(cr.tools, tool_format_for_template(ctx.model.chat_template_source));
         if (!g.ok()) return send_error(res, g.error());
         cr.grammar = std::move(g.value());
         cr.grammar_param = "tool_choice";
@@ -453,7 +453,12 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     st->meta = std::move(meta);
     st->prompt_tokens = n_prompt_tokens;
     st->lp.resize(static_cast<size_t>(st->gen->n_choices()));
-    st->held_text.resize(static_cast<size_t>(st->gen->n_choices()));
+    if (st->cr.use_tools) {
+        const ToolFormat f = tool_format_for_template(ctx.model.chat_template_source);
+        for (int32_t i = 0; i < st->gen->n_choices(); ++i)
+            st->tool_streams.emplace_back(f, st->cr.tools.names);
+        st->call_ids.resize(static_cast<size_t>(st->gen->n_choices()));
+    }
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
     st->lease = std::move(lease);

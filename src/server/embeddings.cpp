@@ -17,6 +17,7 @@
 #include "model/pooling.h"
 #include "server/completion_request.h"
 #include "server/json_fields.h"
+#include "server/request_prologue.h"
 #include "server/serving_context.h"
 
 namespace zinc::server {
@@ -169,25 +170,14 @@ struct Pending {
 }  // namespace
 
 void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
-    struct Count {
-        std::atomic<int>& n;
-        explicit Count(std::atomic<int>& c) : n(c) { ++n; }
-        ~Count() { --n; }
-    } counted(ctx.open_requests);
-    if (ctx.draining.load()) {
-        send_error(res, shutting_down());
-        res.set_header("Connection", "close");
-        return;
-    }
-    auto body = parse_json_body(req.body);
-    if (!body.ok()) return send_error(res, body.error());
+    const CountedRequest counted(ctx.open_requests);
+    const auto body = request_body(ctx, req, res);
+    if (!body) return;
     const int64_t n_embd = ctx.model.embedding_dim;
-    auto parsed = parse_request(body.value(), *ctx.model.tok, n_embd);
+    auto parsed = parse_request(*body, *ctx.model.tok, n_embd);
     if (!parsed.ok()) return send_error(res, parsed.error());
     EmbeddingRequest& er = parsed.value();
-    if (er.has_model && er.model != ctx.opts.model_id &&
-        (ctx.opts.strict_model || er.model.empty()))
-        return send_error(res, model_not_found(er.model));
+    if (auto e = refuse_model(ctx, er.has_model, er.model)) return send_error(res, *e);
     const int32_t n_ctx = ctx.model.engine->options().n_ctx;
     for (size_t i = 0; i < er.inputs.size(); ++i)
         if (static_cast<int64_t>(er.inputs[i].size()) > n_ctx)

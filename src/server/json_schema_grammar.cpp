@@ -27,8 +27,9 @@ object ::= "{" ws (string ws ":" ws value ws ("," ws string ws ":" ws value ws)*
 array ::= "[" ws (value ws ("," ws value ws)*)? "]"
 )";
 
-// A GBNF string literal for these bytes.
-std::string literal(const std::string& s) {
+}  // namespace
+
+std::string gbnf_literal(const std::string& s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         if (c == '"' || c == '\\') {
@@ -45,6 +46,8 @@ std::string literal(const std::string& s) {
     }
     return out + "\"";
 }
+
+namespace {
 
 const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples",
                                             "$schema",  "$id",         "$comment", "deprecated",
@@ -158,13 +161,14 @@ class Converter {
                         return unsupported(path_join(path, k), "is not supported next to '$ref'");
             return visit_ref(it->get<std::string>(), path_join(path, "$ref"));
         }
-        if (auto it = s.find("const"); it != s.end()) return add_rule(hint, literal(it->dump()));
+        if (auto it = s.find("const"); it != s.end())
+            return add_rule(hint, gbnf_literal(it->dump()));
         if (auto it = s.find("enum"); it != s.end()) {
             const std::string p = path_join(path, "enum");
             if (!it->is_array() || it->empty()) return wrong_type(p, "a non-empty array", *it);
             std::string body;
             for (size_t i = 0; i < it->size(); ++i)
-                body += (i ? " | " : "") + literal((*it)[i].dump());
+                body += (i ? " | " : "") + gbnf_literal((*it)[i].dump());
             return add_rule(hint, body);
         }
         if (auto it = s.find("anyOf"); it != s.end())
@@ -306,8 +310,8 @@ class Converter {
         for (const auto& [name, sub] : props->items()) {
             auto v = visit(sub, path_join(pp, name), hint + "-" + name);
             if (!v.ok()) return v.error();
-            kvs.emplace_back(add_rule(hint + "-" + name + "-kv",
-                                      literal(json(name).dump()) + " ws \":\" ws " + v.value()),
+            kvs.emplace_back(add_rule(hint + "-" + name + "-kv", gbnf_literal(json(name).dump()) +
+                                                                     " ws \":\" ws " + v.value()),
                              required.count(name) > 0);
         }
         // rest_i: properties i.. after one was written; first_i: properties i.. with none yet.

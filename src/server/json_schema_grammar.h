@@ -38,4 +38,8 @@ ApiResult<std::string> json_schema_rules(const nlohmann::json& schema, const std
                                          const std::string& root_name, const std::string& prefix);
 std::string json_primitives_gbnf();
 
+/// A GBNF string literal matching exactly the bytes of `s` (quotes, backslashes and control
+/// bytes escaped).
+std::string gbnf_literal(const std::string& s);
+
 }  // namespace zinc::server

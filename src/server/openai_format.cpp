@@ -106,6 +106,15 @@ json stream_chunk(const ResponseMeta& meta, int32_t index, const std::string& te
     return j;
 }
 
+json tool_call_delta(int index, const std::string* id, const std::string& name,
+                     const std::string& arguments) {
+    if (!id) return {{"index", index}, {"function", {{"arguments", arguments}}}};
+    return {{"index", index},
+            {"id", *id},
+            {"type", "function"},
+            {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
 json usage_chunk(const ResponseMeta& meta, const UsageCounts& u) {
     return {{"id", meta.id},
             {"object", meta.kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion"},

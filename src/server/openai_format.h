@@ -56,6 +56,12 @@ nlohmann::json stream_chunk(const ResponseMeta& meta, int32_t index, const std::
                             bool role_delta, nlohmann::json logprobs,
                             const std::optional<std::string>& finish_reason, bool with_usage_null);
 
+/// One entry of a chat chunk's `delta.tool_calls`: the call's first (with `id`, "type":
+/// "function" and `function.name`) when `id` is set, else a further `function.arguments`
+/// fragment. `index`: the call's position in the choice's tool_calls.
+nlohmann::json tool_call_delta(int index, const std::string* id, const std::string& name,
+                               const std::string& arguments);
+
 /// The final usage chunk: "choices": [] and the usage object.
 nlohmann::json usage_chunk(const ResponseMeta& meta, const UsageCounts& u);
 

@@ -5,6 +5,7 @@
 
 #include "server/json_fields.h"
 #include "server/json_schema_grammar.h"
+#include "server/tool_call_stream.h"
 
 namespace zinc::server {
 
@@ -80,11 +81,8 @@ ApiResult<ToolsRequest> parse_tools(const json* tools, const json* choice) {
     return t;
 }
 
-ToolFormat tool_format_for_template(const std::string& src) {
-    return src.find("<tool_call>") != std::string::npos ? ToolFormat::Hermes : ToolFormat::Json;
-}
-
 ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
+    const ToolFormatSpec& spec = tool_format_spec(f);
     std::string rules, calls;
     for (size_t i = 0; i < t.tools.size(); ++i) {
         const json& fn = t.tools[i]["function"];
@@ -98,22 +96,22 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
         auto g = json_schema_rules(params, p, args, "t" + std::to_string(i) + "-");
         if (!g.ok()) return g.error();
         rules += g.value();
-        const char* key = f == ToolFormat::Hermes ? "arguments" : "parameters";
         calls += (calls.empty() ? "" : " | ") + std::string("call") + std::to_string(i);
-        rules += "call" + std::to_string(i) + " ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"" +
-                 name + "\\\"\" ws \",\" ws \"\\\"" + key + "\\\"\" ws \":\" ws " + args +
-                 " ws \"}\"\n";
+        rules += "call" + std::to_string(i) + " ::= \"{\" ws " + gbnf_literal("\"name\"") +
+                 " ws \":\" ws " + gbnf_literal(json(name).dump()) + " ws \",\" ws " +
+                 gbnf_literal(json(std::string(spec.arguments_key)).dump()) + " ws \":\" ws " +
+                 args + " ws \"}\"\n";
     }
-    std::string root;
-    if (f == ToolFormat::Hermes) {
-        root = "root ::= block";
-        if (t.choice == ToolChoice::Required) root += " (\"\\n\" block){0,7}";
-        root += "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n";
-    } else {
-        root = "root ::= call";
-        if (t.choice == ToolChoice::Required) root += " (\";\" ws call){0,7}";
-        root += "\n";
-    }
+    // One call or (required) up to eight, each in the format's block markers.
+    std::string root = "root ::= block";
+    if (t.choice == ToolChoice::Required)
+        root += " (" + std::string(spec.grammar_separator) + " block){0,7}";
+    root += "\nblock ::= ";
+    if (spec.open.empty())
+        root += "call\n";
+    else
+        root += gbnf_literal(std::string(spec.open) + "\n") + " call " +
+                gbnf_literal("\n" + std::string(spec.close)) + "\n";
     return root + "call ::= " + calls + "\n" + rules + json_primitives_gbnf();
 }
 
@@ -161,99 +159,23 @@ chat::Value tool_calls_value(const json& calls) {
     return json_to_template_value(c);
 }
 
-namespace {
-
-std::string trim(const std::string& s) {
-    const size_t b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) return "";
-    const size_t e = s.find_last_not_of(" \t\r\n");
-    return s.substr(b, e - b + 1);
-}
-
-// {"name": ..., "arguments"/"parameters": ...} naming one of `names`, as a call.
-std::optional<ParsedCall> as_call(const std::string& text, const std::vector<std::string>& names) {
-    const json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::nullopt;
-    auto n = j.find("name");
-    if (n == j.end() || !n->is_string()) return std::nullopt;
-    bool known = false;
-    for (const auto& k : names) known = known || k == n->get<std::string>();
-    if (!known) return std::nullopt;
-    auto a = j.find("arguments");
-    if (a == j.end()) a = j.find("parameters");
-    ParsedCall c;
-    c.name = n->get<std::string>();
-    if (a == j.end() || a->is_null())
-        c.arguments = "{}";
-    else if (a->is_string())
-        c.arguments = a->get<std::string>();
-    else
-        c.arguments = a->dump();
-    return c;
-}
-
-}  // namespace
-
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,
                              const std::vector<std::string>& names) {
     ParsedReply r;
-    if (f == ToolFormat::Hermes) {
-        static const std::string open = "<tool_call>", close = "</tool_call>";
-        size_t pos = 0;
-        std::string rest;
-        while (true) {
-            const size_t b = text.find(open, pos);
-            if (b == std::string::npos) {
-                rest += text.substr(pos);
-                break;
+    ToolCallStream stream(f, names);
+    auto add = [&](std::vector<ToolStreamPiece> pieces) {
+        for (auto& p : pieces) {
+            if (p.call < 0) {
+                r.content += p.text;
+                continue;
             }
-            const size_t inner = b + open.size();
-            size_t e = text.find(close, inner);
-            const size_t end = e == std::string::npos ? text.size() : e + close.size();
-            auto call = as_call(
-                trim(text.substr(inner, (e == std::string::npos ? text.size() : e) - inner)),
-                names);
-            if (call) {
-                rest += text.substr(pos, b - pos);
-                r.calls.push_back(std::move(*call));
-            } else {
-                rest += text.substr(pos, end - pos);
-            }
-            pos = end;
-            if (e == std::string::npos) break;
+            if (p.starts_call) r.calls.push_back({std::move(p.name), ""});
+            r.calls[static_cast<size_t>(p.call)].arguments += p.text;
         }
-        r.content = trim(rest);
-        // A template's <tool_call> may be a control token, which the reply's text leaves out:
-        // a reply without blocks may still be a bare call.
-        if (!r.calls.empty()) return r;
-    }
-    // Json: the whole reply is one call, or several separated by ';' or newlines.
-    const std::string t = trim(text);
-    if (auto c = as_call(t, names)) {
-        r.calls.push_back(std::move(*c));
-        return r;
-    }
-    std::vector<ParsedCall> calls;
-    size_t pos = 0;
-    while (pos <= t.size()) {
-        size_t e = t.find_first_of(";\n", pos);
-        if (e == std::string::npos) e = t.size();
-        const std::string part = trim(t.substr(pos, e - pos));
-        if (!part.empty()) {
-            auto c = as_call(part, names);
-            if (!c) {
-                calls.clear();
-                break;
-            }
-            calls.push_back(std::move(*c));
-        }
-        pos = e + 1;
-    }
-    if (calls.empty()) {
-        r.content = t;
-    } else {
-        r.calls = std::move(calls);
-    }
+    };
+    add(stream.feed(text));
+    add(stream.finish());
+    r.truncated = stream.truncated();
     return r;
 }
 

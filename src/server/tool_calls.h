@@ -2,12 +2,9 @@
 // `tool_choice` fields, the grammar that forces a call (tool_choice required / named), and the
 // model's calls parsed back from its text.
 //
-// Formats (how the model writes a call; chosen from the chat template's text):
-//   Hermes: `<tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>`, one block per call
-//           (Qwen 2.5 / Qwen 3, Hermes, and every template that mentions <tool_call>); a reply
-//           without blocks is also read as Json (the tags may be control tokens, not text);
-//   Json:   a bare `{"name": "f", "parameters": {...}}` ("arguments" accepted too) as the whole
-//           reply, several separated by ";" or newlines (Llama 3.x's JSON tool calling).
+// The formats (how a model writes a call, and how a template's format is found) are the
+// descriptors of tool_format.h; the calls are read back by tool_call_stream.h, whose rules
+// docs/server.md states.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,10 +14,10 @@
 
 #include "chat/value.h"
 #include "server/api_error.h"
+#include "server/tool_format.h"
 
 namespace zinc::server {
 
-enum class ToolFormat { Hermes, Json };
 enum class ToolChoice { None, Auto, Required, Named };
 
 struct ToolsRequest {
@@ -35,20 +32,18 @@ struct ToolsRequest {
 /// "function": {"name"}}). `tool_choice` without tools is a 400 unless "none".
 ApiResult<ToolsRequest> parse_tools(const nlohmann::json* tools, const nlohmann::json* choice);
 
-/// The format the template writes calls in.
-ToolFormat tool_format_for_template(const std::string& template_source);
-
 /// GBNF for a reply that is one or more calls (tool_choice required) or exactly one call of
 /// the named function, each call's arguments constrained by its `parameters` schema.
 ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f);
 
 struct ParsedCall {
     std::string name;
-    std::string arguments;  // JSON text of the arguments object
+    std::string arguments;  // the arguments' JSON text as generated (not validated)
 };
 struct ParsedReply {
-    std::string content;  // the text outside the calls (trimmed)
+    std::string content;  // the text outside the calls (whitespace around calls dropped)
     std::vector<ParsedCall> calls;
+    bool truncated = false;  // the text ends inside the last call's arguments
 };
 /// A JSON value as a template value (strings are data): tools, and tool_calls in history.
 chat::Value json_to_template_value(const nlohmann::json& j);
@@ -57,7 +52,9 @@ chat::Value json_to_template_value(const nlohmann::json& j);
 /// function.arguments JSON text parsed into an object (as transformers' templates expect).
 chat::Value tool_calls_value(const nlohmann::json& calls);
 
-/// The calls in a finished reply (names not among `names` are left as text).
+/// The calls in a finished reply (names not among `names` are left as text): the whole text
+/// fed to a ToolCallStream (tool_call_stream.h) at once, so a streamed reply's pieces
+/// concatenate to exactly this.
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,
                              const std::vector<std::string>& names);
 

@@ -118,25 +118,120 @@ def test_tool_choice_none_is_plain_text(client):
     assert r.choices[0].finish_reason in ("stop", "length")
 
 
-def test_streamed_tool_calls(client):
-    stream = client.chat.completions.create(
-        model=MODEL_ID, tools=TOOLS, tool_choice="required", temperature=0, max_tokens=120,
-        stream=True, messages=[{"role": "user", "content": "Time in Tokyo?"}])
-    calls, finish = {}, None
-    for ch in stream:
+def stream_reply(client, **kw):
+    """A streamed reply accumulated as an OpenAI client does: content, calls by index (each
+    with its id, type, name and arguments fragments), finish_reason."""
+    content, calls, finish = "", {}, None
+    for ch in client.chat.completions.create(model=MODEL_ID, stream=True, **kw):
         if not ch.choices:
             continue
         d = ch.choices[0].delta
+        content += d.content or ""
         for tc in d.tool_calls or []:
-            e = calls.setdefault(tc.index, {"name": "", "arguments": ""})
+            if tc.index not in calls:  # a call's first delta: id, type and name
+                assert tc.id and tc.id.startswith("call_") and tc.type == "function", tc
+                assert tc.function.name, tc
+                calls[tc.index] = {"name": "", "fragments": [], "id": tc.id}
+            else:
+                assert tc.id is None and not tc.function.name, tc
+            e = calls[tc.index]
             e["name"] += tc.function.name or ""
-            e["arguments"] += tc.function.arguments or ""
+            e["fragments"].append(tc.function.arguments or "")
         finish = ch.choices[0].finish_reason or finish
+    assert sorted(calls) == list(range(len(calls)))
+    return content, [calls[i] for i in sorted(calls)], finish
+
+
+STREAMED = [
+    # (tool_choice, prompt). Greedy Qwen2.5-Coder-0.5B: a bare call object (auto); two
+    # <tool_call> blocks (required: the grammar); a text reply (auto); a call written as a
+    # fenced ```json block, which is text (auto).
+    ("auto", "What is the weather in Paris in celsius? Use the tool."),
+    ("required", "What is the weather in Paris and the time in Tokyo?"),
+    ("auto", "Hi! Who are you?"),
+    ("auto", "Weather in Oslo?"),
+]
+
+
+@pytest.mark.parametrize("tool_choice,prompt", STREAMED)
+def test_streamed_deltas_concatenate_to_the_whole_response(client, tool_choice, prompt):
+    kw = dict(tools=TOOLS, tool_choice=tool_choice, temperature=0, max_tokens=120,
+              messages=[{"role": "user", "content": prompt}])
+    whole = client.chat.completions.create(model=MODEL_ID, **kw).choices[0]
+    content, calls, finish = stream_reply(client, **kw)
+    assert finish == whole.finish_reason
+    assert content == (whole.message.content or "")
+    want = [(c.function.name, c.function.arguments) for c in whole.message.tool_calls or []]
+    assert [(c["name"], "".join(c["fragments"])) for c in calls] == want
+    if tool_choice == "required":
+        check_calls(whole, {"get_weather", "get_time"})
+    if calls:
+        assert finish == "tool_calls"
+        # Streamed as generated: a call's arguments arrive in several fragments.
+        assert all(len(c["fragments"]) > 2 for c in calls), calls
+    else:
+        assert whole.message.tool_calls is None and content
+
+
+def test_streamed_tool_calls_validate(client):
+    content, calls, finish = stream_reply(
+        client, tools=TOOLS, tool_choice="required", temperature=0, max_tokens=120,
+        messages=[{"role": "user", "content": "Time in Tokyo?"}])
     assert finish == "tool_calls"
     assert calls
-    for e in calls.values():
+    for e in calls:
         tool = next(t for t in TOOLS if t["function"]["name"] == e["name"])
-        jsonschema.validate(json.loads(e["arguments"]), tool["function"]["parameters"])
+        jsonschema.validate(json.loads("".join(e["fragments"])), tool["function"]["parameters"])
+
+
+def test_streamed_tool_calls_carry_every_tokens_logprobs(client):
+    kw = dict(model=MODEL_ID, tools=TOOLS, temperature=0, max_tokens=60, logprobs=True,
+              messages=[{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}])
+    whole = client.chat.completions.create(**kw).choices[0]
+    streamed = []
+    for ch in client.chat.completions.create(stream=True, **kw):
+        if ch.choices and ch.choices[0].logprobs:
+            streamed += [(e.token, e.logprob) for e in ch.choices[0].logprobs.content]
+    assert whole.message.tool_calls
+    assert streamed == [(e.token, e.logprob) for e in whole.logprobs.content]
+
+
+def test_streamed_call_cut_by_max_tokens_is_length(client):
+    # max_tokens ends the reply inside the arguments: the call keeps what was generated (a
+    # prefix of the uncut call's arguments) and the finish_reason is "length", streamed and
+    # whole alike.
+    kw = dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}},
+              temperature=0, messages=[{"role": "user", "content": "Weather in Oslo?"}])
+    full = client.chat.completions.create(model=MODEL_ID, max_tokens=120, **kw)
+    full_args = full.choices[0].message.tool_calls[0].function.arguments
+    # The uncut reply ends '..."}}' '</tool_call>' EOS: five tokens fewer ends in the arguments.
+    kw["max_tokens"] = full.usage.completion_tokens - 5
+    whole = client.chat.completions.create(model=MODEL_ID, **kw).choices[0]
+    content, calls, finish = stream_reply(client, **kw)
+    assert whole.finish_reason == finish == "length"
+    assert [(c["name"], "".join(c["fragments"])) for c in calls] == \
+        [(c.function.name, c.function.arguments) for c in whole.message.tool_calls]
+    cut = whole.message.tool_calls[0].function.arguments
+    assert full_args.startswith(cut) and len(cut) < len(full_args), (cut, full_args)
+
+
+def test_langchain_bind_tools_stream_matches_invoke(server):
+    lc = pytest.importorskip("langchain_openai")
+    llm = lc.ChatOpenAI(model=MODEL_ID, base_url=server.url + "/v1", api_key="x", temperature=0,
+                        max_tokens=120, max_retries=0).bind_tools(TOOLS, tool_choice="required")
+    msgs = [("user", "What is the weather in Paris and the time in Tokyo?")]
+    whole = llm.invoke(msgs)
+    acc = None
+    n_chunks = 0
+    for chunk in llm.stream(msgs):
+        acc = chunk if acc is None else acc + chunk
+        n_chunks += bool(chunk.tool_call_chunks)
+    assert whole.tool_calls, whole
+    assert [(c["name"], c["args"]) for c in acc.tool_calls] == \
+        [(c["name"], c["args"]) for c in whole.tool_calls]
+    assert acc.content == whole.content
+    assert acc.response_metadata.get("finish_reason") == "tool_calls"
+    assert n_chunks > len(whole.tool_calls)  # the calls came in pieces
 
 
 BAD = [

@@ -74,6 +74,12 @@ class HttpServerTest : public ::testing::Test {
             if (!text.ok()) return text.error();
             return tok.encode(text.value(), false, true);
         };
+        if (hermes_tools_) {  // tools accepted (not rendered: the reply is scripted anyway)
+            sm.render_chat_tools = [r = sm.render_chat](
+                                       const std::vector<chat::Message>& msgs, const chat::Value&,
+                                       const server::ChatRenderOptions& o) { return r(msgs, o); };
+            sm.chat_template_source = "{% if tools %}<tool_call>{% endif %}";
+        }
         so.host = "127.0.0.1";
         so.port = 0;
         if (so.model_id.empty()) so.model_id = "smol";
@@ -122,6 +128,7 @@ class HttpServerTest : public ::testing::Test {
         }
     }
 
+    bool hermes_tools_ = false;  // start(): a Hermes tool-calling template
     std::unique_ptr<test::FakeEngine> engine_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<httplib::Client> client_;
@@ -206,6 +213,66 @@ TEST_F(HttpServerTest, ChatWholeAndStreamed) {
     json usage = json::parse(data[data.size() - 2]);
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], n_reply);
+}
+
+// With tools, the streamed deltas (content, delta.tool_calls by index) concatenate to the whole
+// response's message, and the calls arrive in pieces as the tokens do.
+TEST_F(HttpServerTest, ToolCallsStreamedConcatenateToTheWholeResponse) {
+    hermes_tools_ = true;
+    test::FakeEngine::Options eo;
+    eo.reply = model().tok->encode(
+        "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+        "\"Zürich\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
+        "{\"tz\": \"CET\"}}\n</tool_call>",
+        false, false);
+    start(eo);
+    json tools = json::array();
+    for (const char* n : {"get_weather", "get_time"})
+        tools.push_back({{"type", "function"}, {"function", {{"name", n}}}});
+    auto r = post("/v1/chat/completions", chat({{"tools", tools}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json m = json::parse(r->body)["choices"][0];
+    EXPECT_EQ(m["finish_reason"], "tool_calls");
+    EXPECT_EQ(m["message"]["content"], "Checking.");
+    ASSERT_EQ(m["message"]["tool_calls"].size(), 2u) << m;
+    EXPECT_EQ(m["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Zürich\"}");
+
+    auto s = post("/v1/chat/completions", chat({{"tools", tools}, {"stream", true}}));
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200);
+    std::string content, finish;
+    json calls = json::array();
+    int fragments = 0;
+    for (const auto& d : sse_data(s->body)) {
+        if (d == "[DONE]") break;
+        const json c = json::parse(d)["choices"][0];
+        if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+        const json& delta = c["delta"];
+        if (delta.contains("content")) content += delta["content"].get<std::string>();
+        if (!delta.contains("tool_calls")) continue;
+        ASSERT_EQ(delta["tool_calls"].size(), 1u) << d;
+        const json& tc = delta["tool_calls"][0];
+        const size_t k = tc["index"].get<size_t>();
+        if (k == calls.size()) {  // a call's first delta
+            EXPECT_EQ(tc["type"], "function") << d;
+            EXPECT_EQ(tc["id"].get<std::string>().rfind("call_", 0), 0u) << d;
+            calls.push_back({{"type", "function"},
+                             {"function", {{"name", tc["function"]["name"]}, {"arguments", ""}}}});
+        } else {
+            ASSERT_EQ(k + 1, calls.size()) << d;
+            EXPECT_FALSE(tc.contains("id")) << d;
+        }
+        auto& a = calls[k]["function"]["arguments"];
+        a = a.get<std::string>() + tc["function"]["arguments"].get<std::string>();
+        ++fragments;
+    }
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(content, "Checking.");
+    json want = m["message"]["tool_calls"];
+    for (auto& c : want) c.erase("id");
+    EXPECT_EQ(calls, want);
+    EXPECT_GT(fragments, 4);  // token by token, not one piece per call
 }
 
 TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {

@@ -1,0 +1,34 @@
+// zinc/server/tool_format.cpp — see tool_format.h.
+#include "server/tool_format.h"
+
+#include <array>
+
+namespace zinc::server {
+
+namespace {
+
+constexpr std::array<ToolFormatSpec, 2> kSpecs = {{
+    {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>",
+     /*bare_calls=*/true, "arguments", R"("\n")"},
+    {ToolFormat::Json, "json", "", "", "", /*bare_calls=*/true, "parameters", R"(";" ws)"},
+}};
+
+}  // namespace
+
+std::span<const ToolFormatSpec> tool_format_specs() {
+    return kSpecs;
+}
+
+const ToolFormatSpec& tool_format_spec(ToolFormat f) {
+    for (const auto& s : kSpecs)
+        if (s.format == f) return s;
+    return kSpecs.back();
+}
+
+ToolFormat tool_format_for_template(std::string_view src) {
+    for (const auto& s : kSpecs)
+        if (s.detect.empty() || src.find(s.detect) != std::string_view::npos) return s.format;
+    return kSpecs.back().format;
+}
+
+}  // namespace zinc::server

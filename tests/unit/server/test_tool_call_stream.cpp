@@ -1,0 +1,330 @@
+// Tests for server/tool_call_stream.h: replies fed in every chunking (each split point, each
+// pair of split points for short replies, byte by byte) give the same content and calls as the
+// whole reply (parse_tool_calls, which the non-streamed response uses), every piece is whole
+// UTF-8, text is not held back longer than the rules say, and the whole results are pinned.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/tool_call_stream.h"
+#include "server/tool_calls.h"
+
+namespace zinc::server {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kNames = {"get_weather", "get_time"};
+
+// Greedy Qwen2.5-Coder-0.5B-Instruct replies through zinc (its template mentions <tool_call>,
+// so Hermes; tests/py/test_tools.py's TOOLS): a bare call object ("What is the weather in Paris
+// in celsius? Use the tool."), a call in a fenced block, which is text ("Weather in Oslo?"), a
+// text reply ("Hi! Who are you?"), and the two blocks tool_choice "required" gave for "What is
+// the weather in Paris and the time in Tokyo?" (the forced-call grammar's layout).
+const std::string kQwenBare =
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}";
+const std::string kQwenFenced =
+    "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Oslo\",\n    "
+    "\"unit\": \"c\"\n  }\n}\n```";
+const std::string kQwenText =
+    "I'm an Alibaba Cloud developed AI assistant. How can I assist you today?";
+const std::string kQwenRequired =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+    "\"c\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": "
+    "\"Tokyo\"}}\n</tool_call>";
+// The shapes other replies take, with multi-byte text in content and arguments.
+const std::string kOneCall =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+    "\"c\"}}\n</tool_call>";
+const std::string kTwoCalls =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"unit\": "
+    "\"c\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": "
+    "\"Europe/Zürich\"}}\n</tool_call>";
+const std::string kTextThenCall =
+    "Je vérifie la météo 🌦 pour vous.\n\n<tool_call>\n{\"name\": \"get_weather\", "
+    "\"arguments\": {\"city\": \"Köln\", \"unit\": \"c\"}}\n</tool_call>";
+const std::string kStringArguments =
+    "<tool_call>{\"name\": \"get_time\", \"arguments\": \"{\\\"tz\\\": \\\"K\\u00f6ln "
+    "\\ud83c\\udf27\\\"}\"}</tool_call>";
+// Braces inside strings, a key with an escaped quote after the arguments (skipped).
+const std::string kBracesInStrings =
+    "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"a\": \"}]\\\"{\"}, \"k\\\"\": [1, "
+    "{\"b\": \"}\"}]}</tool_call>";
+const std::string kPlainText = "Bonjour ! Il fait 21 °C à Paris — <b>beau</b> temps.\n";
+
+struct Result {
+    std::string content;
+    std::vector<ParsedCall> calls;
+    bool truncated = false;
+    bool operator==(const Result& o) const {
+        if (content != o.content || calls.size() != o.calls.size() || truncated != o.truncated)
+            return false;
+        for (size_t i = 0; i < calls.size(); ++i)
+            if (calls[i].name != o.calls[i].name || calls[i].arguments != o.calls[i].arguments)
+                return false;
+        return true;
+    }
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+    os << "content=" << json(r.content).dump() << " truncated=" << r.truncated;
+    for (const auto& c : r.calls)
+        os << " call(" << c.name << ", " << json(c.arguments).dump() << ")";
+    return os;
+}
+
+bool valid_utf8(const std::string& s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const size_t n = c < 0x80             ? 1
+                         : (c & 0xE0) == 0xC0 ? 2
+                         : (c & 0xF0) == 0xE0 ? 3
+                         : (c & 0xF8) == 0xF0 ? 4
+                                              : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        for (size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
+// Accumulate pieces as an OpenAI client does; check the stream's own invariants on the way.
+void add(Result& r, const std::vector<ToolStreamPiece>& pieces) {
+    for (const auto& p : pieces) {
+        EXPECT_TRUE(valid_utf8(p.text))
+            << json(p.text).dump(-1, ' ', false, json::error_handler_t::replace);
+        if (p.call < 0) {
+            EXPECT_FALSE(p.text.empty());
+            r.content += p.text;
+            continue;
+        }
+        if (p.starts_call) {
+            EXPECT_EQ(p.call, static_cast<int>(r.calls.size())) << "calls start in order";
+            EXPECT_FALSE(p.name.empty());
+            r.calls.push_back({p.name, ""});
+        } else {
+            ASSERT_LT(p.call, static_cast<int>(r.calls.size())) << "a fragment before its start";
+            EXPECT_EQ(p.call, static_cast<int>(r.calls.size()) - 1) << "fragments of the last call";
+        }
+        r.calls[static_cast<size_t>(p.call)].arguments += p.text;
+    }
+}
+
+Result run(const std::vector<std::string>& chunks, ToolFormat f = ToolFormat::Hermes) {
+    ToolCallStream s(f, kNames);
+    Result r;
+    for (const auto& c : chunks) add(r, s.feed(c));
+    add(r, s.finish());
+    r.truncated = s.truncated();
+    return r;
+}
+
+Result whole(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
+    const ParsedReply p = parse_tool_calls(text, f, kNames);
+    return {p.content, p.calls, p.truncated};
+}
+
+// Every chunking of `text` gives the whole reply's result.
+void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
+    const Result want = whole(text, f);
+    EXPECT_EQ(run({text}, f), want);
+    for (size_t i = 0; i <= text.size(); ++i) {
+        ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f), want) << "split at " << i;
+    }
+    if (text.size() <= 160) {
+        for (size_t i = 0; i <= text.size(); ++i) {
+            for (size_t j = i; j <= text.size(); ++j) {
+                ASSERT_EQ(run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f), want)
+                    << "splits at " << i << ", " << j;
+            }
+        }
+    }
+    std::vector<std::string> bytes;
+    for (char c : text) bytes.emplace_back(1, c);
+    EXPECT_EQ(run(bytes, f), want) << "byte by byte";
+}
+
+TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
+    for (const std::string& t :
+         {kQwenBare, kQwenFenced, kQwenText, kQwenRequired, kOneCall, kTwoCalls, kTextThenCall,
+          kStringArguments, kPlainText,
+          // malformed and unterminated ones
+          std::string("<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call> ok"),
+          std::string("<tool_call>\n{\"name\": \"get_ti"),
+          std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa"),
+          std::string("<tool_call>not json</tool_call>\n") + kOneCall, kBracesInStrings,
+          std::string("Use <tool_cal to call.  "), std::string("{\"answer\": 42}"),
+          std::string("  \n{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}")})
+        expect_split_invariant(t);
+    for (const std::string& t :
+         {std::string("{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}; "
+                      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"),
+          std::string("{\"name\": \"get_time\", \"parameters\": null}\nDone."),
+          std::string("The time is {\"name\": 1}")})
+        expect_split_invariant(t, ToolFormat::Json);
+}
+
+TEST(ToolCallStream, RealReplies) {
+    Result r = whole(kQwenBare);  // no tags (they may be control tokens): a bare call
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Paris\", \"unit\": \"c\"}");
+    EXPECT_EQ(r.content, "");
+    // Markdown around a call object: not a call (text first), the reply exactly.
+    EXPECT_EQ(whole(kQwenFenced), (Result{kQwenFenced, {}, false}));
+    EXPECT_EQ(whole(kQwenText), (Result{kQwenText, {}, false}));
+    r = whole(kQwenRequired);
+    ASSERT_EQ(r.calls.size(), 2u) << r;
+    EXPECT_EQ(r.calls[1].name, "get_time");
+    EXPECT_EQ(r.calls[1].arguments, "{\"tz\": \"Tokyo\"}");
+    EXPECT_EQ(r.content, "");
+}
+
+TEST(ToolCallStream, WholeResults) {
+    Result r = whole(kOneCall);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.content, "");
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    // The arguments exactly as generated, not re-serialised.
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Paris\", \"unit\": \"c\"}");
+    EXPECT_FALSE(r.truncated);
+
+    r = whole(kTwoCalls);  // parallel calls
+    ASSERT_EQ(r.calls.size(), 2u) << r;
+    EXPECT_EQ(r.content, "");
+    EXPECT_EQ(json::parse(r.calls[0].arguments), json({{"city", "Zürich"}, {"unit", "c"}}));
+    EXPECT_EQ(r.calls[1].name, "get_time");
+    EXPECT_EQ(json::parse(r.calls[1].arguments), json({{"tz", "Europe/Zürich"}}));
+
+    r = whole(kTextThenCall);  // the whitespace before the call is dropped
+    EXPECT_EQ(r.content, "Je vérifie la météo 🌦 pour vous.");
+    ASSERT_EQ(r.calls.size(), 1u);
+
+    r = whole(kStringArguments);  // arguments as JSON text in a string: decoded
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].arguments, "{\"tz\": \"Köln 🌧\"}");
+
+    r = whole(kBracesInStrings);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].arguments, "{\"a\": \"}]\\\"{\"}");
+    EXPECT_EQ(r.content, "");
+
+    // Without calls the reply is its text exactly (markup and trailing whitespace included).
+    EXPECT_EQ(whole(kPlainText), (Result{kPlainText, {}, false}));
+    EXPECT_EQ(whole("Use <tool_cal to call.  ").content, "Use <tool_cal to call.  ");
+}
+
+TEST(ToolCallStream, MalformedAndUnterminated) {
+    // An unknown tool: the whole block is text, through its close marker.
+    Result r = whole("<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call> ok");
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call> ok");
+    // A block that is not JSON is text; the good block after it is a call.
+    r = whole("<tool_call>not json</tool_call>\n" + kOneCall);
+    EXPECT_EQ(r.content, "<tool_call>not json</tool_call>");
+    ASSERT_EQ(r.calls.size(), 1u);
+    // Generation that ends before the arguments start: text.
+    r = whole("<tool_call>\n{\"name\": \"get_ti");
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, "<tool_call>\n{\"name\": \"get_ti");
+    r = whole("<tool_call>{\"name\": \"get_time\"");
+    EXPECT_TRUE(r.calls.empty());
+    // ... and inside them: the call, its arguments as far as generated, marked truncated.
+    r = whole("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Pa");
+    EXPECT_TRUE(r.truncated);
+    // A complete object without its close marker (max_tokens cut it): a complete call.
+    r = whole("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].arguments, "{}");
+    EXPECT_FALSE(r.truncated);
+    // Markup inside the arguments (not in a string) ends them; text after a call is content.
+    r = whole("<tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": 1</tool_call>Done");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].arguments, "{\"tz\": 1");
+    EXPECT_EQ(r.content, "Done");
+    // A bare object that is not a call is text, and so is everything after it.
+    r = whole("{\"answer\": 42}");
+    EXPECT_TRUE(r.calls.empty());
+    EXPECT_EQ(r.content, "{\"answer\": 42}");
+    // No arguments, or null: "{}"; keys after the arguments are skipped.
+    r = whole("<tool_call>{\"name\": \"get_time\"}</tool_call>");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].arguments, "{}");
+    r = whole(
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": null, \"id\": \"x\"}</tool_call>");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].arguments, "{}");
+}
+
+TEST(ToolCallStream, JsonFormat) {
+    Result r = whole(
+        "{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}; "
+        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+        ToolFormat::Json);
+    ASSERT_EQ(r.calls.size(), 2u) << r;
+    EXPECT_EQ(r.calls[1].arguments, "{\"city\": \"Oslo\"}");
+    EXPECT_EQ(r.content, "");
+    r = whole("{\"name\": \"get_time\", \"parameters\": null}\nDone.", ToolFormat::Json);
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.content, "Done.");
+    // Calls only from the start of the reply: text first means no calls.
+    r = whole("Here: {\"name\": \"get_time\", \"parameters\": {}}", ToolFormat::Json);
+    EXPECT_TRUE(r.calls.empty());
+    // Json has no markers: <tool_call> is text there.
+    EXPECT_TRUE(whole(kOneCall, ToolFormat::Json).calls.empty());
+}
+
+// Text that cannot start a call is sent at once; only a possible marker prefix, whitespace and
+// half a character wait.
+TEST(ToolCallStream, HoldsBackOnlyWhatMightStartACall) {
+    ToolCallStream s(ToolFormat::Hermes, kNames);
+    auto text_of = [](const std::vector<ToolStreamPiece>& ps) {
+        std::string t;
+        for (const auto& p : ps) t += p.call < 0 ? p.text : "";
+        return t;
+    };
+    EXPECT_EQ(text_of(s.feed("Sure, here <b")), "Sure, here <b");
+    EXPECT_EQ(text_of(s.feed(">bold</b> <to")), ">bold</b>");  // " " and "<to" wait
+    EXPECT_EQ(text_of(s.feed("day")), " <today");              // not the marker
+    EXPECT_EQ(text_of(s.feed(" \xC3")), " ");                  // half of "é" waits
+    EXPECT_EQ(text_of(s.feed("\xA9t\xC3\xA9")), "été");
+    EXPECT_EQ(text_of(s.feed("\n<tool_call>\n{\"name\": ")), "");
+    auto p = s.feed("\"get_time\", \"arguments\": {\"tz\"");
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_TRUE(p[0].starts_call);
+    EXPECT_EQ(p[0].name, "get_time");
+    EXPECT_EQ(p[0].text, "{\"tz\"");  // the arguments stream from their first byte
+    p = s.feed(": \"Asia/Tōkyō\"}}\n</tool_call>\n");
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_EQ(p[0].text, ": \"Asia/Tōkyō\"}");
+    EXPECT_TRUE(s.finish().empty());
+    EXPECT_EQ(s.n_calls(), 1);
+    EXPECT_FALSE(s.truncated());
+}
+
+TEST(ToolCallStream, UnknownNameIsRefusedAtItsFirstWrongByte) {
+    ToolCallStream s(ToolFormat::Hermes, kNames);
+    EXPECT_TRUE(s.feed("<tool_call>{\"name\": \"get_").empty());
+    auto p = s.feed("x");  // no tool is named "get_x...": the block is text from here
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_EQ(p[0].call, -1);
+    EXPECT_EQ(p[0].text, "<tool_call>{\"name\": \"get_x");
+}
+
+TEST(ToolCallStream, FormatsComeFromOneTable) {
+    EXPECT_EQ(tool_format_for_template("{% if tools %}<tool_call>{% endif %}"), ToolFormat::Hermes);
+    EXPECT_EQ(tool_format_for_template("{{ messages }}"), ToolFormat::Json);
+    const ToolFormatSpec& h = tool_format_spec(ToolFormat::Hermes);
+    EXPECT_EQ(h.open, "<tool_call>");
+    EXPECT_EQ(h.close, "</tool_call>");
+    EXPECT_EQ(tool_format_specs().back().detect, "");  // the fallback detects nothing
+}
+
+}  // namespace
+}  // namespace zinc::server
