@@ -144,18 +144,20 @@ def phase_a(url, keys, a, t_idle, t_flood):
     return res
 
 
-def phase_fair(url, names, a, seconds, scrape):
-    """Closed-loop clients for two tenants; rows per tenant sampled every second (zinc --tenants)
-    and output tokens/s counted on the client in the measured interval."""
+def phase_fair(url, names, a, seconds, scrape, tenants=True, pid=None):
+    """Closed-loop clients for two tenants; /metrics sampled every second (on every server, so
+    that (d) compares like with like): rows per tenant (zinc --tenants), the engine's step
+    composition over the measured interval, and output tokens/s counted on the client."""
     loops = [tl.Loop(url, f"k-{n}", "/v1/completions", short_completion(a),
                      a.fair_clients).start() for n in names]
     time.sleep(min(a.warm_s, seconds / 4))
-    sc = tl.Scraper(scrape).start() if scrape else None
+    sc = tl.Scraper(scrape).start()
+    cpu0 = tl.proc_cpu_seconds(pid) if pid else None
     t0 = time.monotonic()
     time.sleep(seconds)
     t1 = time.monotonic()
-    if sc:
-        sc.stop()
+    cpu1 = tl.proc_cpu_seconds(pid) if pid else None
+    sc.stop()
     tokens = sum(lp.tokens_between(t0, t1) for lp in loops)
     for lp in loops:
         lp.stop()
@@ -164,11 +166,20 @@ def phase_fair(url, names, a, seconds, scrape):
     res = {"seconds": t1 - t0, "output_tok_s": tokens / (t1 - t0),
            "requests_done": {n: len(v) for n, v in per.items()},
            "errors": sum(1 for lp in loops for r in lp.results if failed(r))}
-    if sc:
+    if len(sc.engine) >= 2:
+        (ta, ea), (tb, eb) = sc.engine[0], sc.engine[-1]
+        res["steps"] = tl.step_composition(ea, eb, tb - ta, [e for _, e in sc.engine])
+    if cpu0 is not None and cpu1 is not None:
+        res["server_cpu_s"] = cpu1 - cpu0
+        res["server_cpu_ms_per_token"] = 1e3 * (cpu1 - cpu0) / tokens if tokens else None
+    if tenants:
         res["samples"] = [(t - t0, r) for t, r in sc.samples]
         # Backlogged means more in flight than it can run: the fewest seen while measured.
         res["min_in_flight"] = {n: min((f.get(n, 0) for _, f in sc.in_flight), default=None)
                                 for n in names}
+        # Sequences of other tenants (an earlier phase's leftovers) in flight meanwhile: most.
+        res["others_in_flight"] = max((sum(v for k, v in f.items() if k not in names)
+                                       for _, f in sc.in_flight), default=None)
     return res
 
 
@@ -252,14 +263,16 @@ def run(a):
                 res["a"][name] = phase_a(s.base_url, keys, a, t_idle, t_flood)
             if name == "tenants" and a.fair:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (b) 1:2 and equal", flush=True)
-                res["b12"] = phase_fair(s.base_url, ["w1", "w2"], a, t_fair, s.metrics_text)
+                res["b12"] = phase_fair(s.base_url, ["w1", "w2"], a, t_fair, s.metrics_text,
+                                       pid=s.proc.pid)
                 res["beq"] = phase_fair(s.base_url, ["e1", "e2"], a, t_eq, s.metrics_text)
             if name == "tenants" and a.quota > 0:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (c) quota burst", flush=True)
                 res["c"] = phase_c(s.base_url, a)
             if name == "fcfs" and a.fair:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (d) FCFS load", flush=True)
-                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon2"], a, t_fair, None)
+                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon2"], a, t_fair,
+                                           s.metrics_text, tenants=False, pid=s.proc.pid)
     res["machine"]["loadavg_end"] = _loadavg()
     res["elapsed_s"] = time.monotonic() - t_start
     analyse(res, a)
@@ -370,6 +383,25 @@ def markdown(res, a):
         L += [f"(d) throughput of (b)'s 1:2 load: zinc --tenants {d['tenants_tok_s']:.1f} tok/s, "
               f"zinc FCFS {d['fcfs_tok_s']:.1f} tok/s: ratio {_f(d['ratio'], 3)} "
               f"({'within' if d['within_5pct'] else 'NOT within'} 5 %).", ""]
+        comp = [(n, res[k].get("steps")) for n, k in (("zinc --tenants", "b12"),
+                                                      ("zinc FCFS", "d_fcfs"))]
+        if all(c for _, c in comp):
+            L += ["Step composition over the measured interval (engine /metrics):", "",
+                  "| | " + " | ".join(n for n, _ in comp) + " |", "| --- |" + " ---: |" * 2]
+            for key, lab, nd in (("steps_per_s", "steps / s", 1), ("step_ms", "step, ms", 1),
+                                 ("busy", "time in steps (busy)", 2),
+                                 ("decode_rows_per_step", "decode rows / step", 2),
+                                 ("prefill_rows_per_step", "prefill rows / step", 2),
+                                 ("share_decode_only", "steps decode only", 2),
+                                 ("share_mixed", "steps mixed", 2),
+                                 ("share_prefill_only", "steps prefill only", 2),
+                                 ("mean_slots_busy", "slots busy (mean of samples)", 2),
+                                 ("mean_queue_depth", "queue depth (mean)", 1),
+                                 ("preemptions", "preemptions", 0)):
+                L.append(f"| {lab} | " + " | ".join(_f(c.get(key), nd) for _, c in comp) + " |")
+            L.append("| server CPU ms / output token | " + " | ".join(
+                _f(res[k].get("server_cpu_ms_per_token"), 1) for k in ("b12", "d_fcfs")) + " |")
+            L.append("")
     return "\n".join(L)
 
 
