@@ -250,6 +250,43 @@ class Scraper:
             pass
 
 
+def ab_throughput(rounds, a, b, tol):
+    """Alternating rounds of two engines on one load ([{engine, round, seconds, output_tok_s,
+    steps, server_cpu_ms_per_token}]): {a_tok_s, b_tok_s (tokens over seconds of all of an
+    engine's rounds), ratio (a / b), within (|ratio - 1| <= tol), pair_ratios (a / b per round
+    index), a_steps, b_steps (each step_composition key, plus server_cpu_ms_per_token, averaged
+    over the engine's rounds)}."""
+    def of(e):
+        return [r for r in rounds if r["engine"] == e]
+
+    def tok_s(rs):
+        sec = sum(r["seconds"] for r in rs)
+        return sum(r["output_tok_s"] * r["seconds"] for r in rs) / sec if sec else None
+
+    def steps(rs):
+        cs = [dict(r.get("steps") or {}, server_cpu_ms_per_token=r.get("server_cpu_ms_per_token"))
+              for r in rs if r.get("steps")]
+        if not cs:
+            return None
+        out = {}
+        for k in cs[0]:
+            xs = [c[k] for c in cs if c.get(k) is not None]
+            out[k] = sum(xs) / len(xs) if xs else None
+        return out
+
+    ta, tb = tok_s(of(a)), tok_s(of(b))
+    pairs = []
+    for i in sorted({r["round"] for r in rounds}):
+        x = [r["output_tok_s"] for r in of(a) if r["round"] == i]
+        y = [r["output_tok_s"] for r in of(b) if r["round"] == i]
+        if x and y and y[0]:
+            pairs.append(x[0] / y[0])
+    ratio = ta / tb if ta is not None and tb else None
+    return {"a": a, "b": b, "a_tok_s": ta, "b_tok_s": tb, "ratio": ratio,
+            "within": ratio is not None and abs(ratio - 1) <= tol, "pair_ratios": pairs,
+            "a_steps": steps(of(a)), "b_steps": steps(of(b))}
+
+
 def pct(xs, q):
     """Nearest-rank percentile (q in [0, 1]) of a non-empty list; None for an empty one."""
     if not xs:
