@@ -45,7 +45,8 @@ PRESETS = {
     "cpu": {"parallel": 4, "ctx": 1024, "batch_sentences": 30, "batch_out": 32, "fair_out": 16,
             "max_batch_tokens": 512, "n_inter": 24, "think_s": 0.3, "budget_s": 600, "gpu": False},
     # One H200, Llama-3-8B Q4_K_M: 32 slots, ~1000-token batch prompts, 128 out; the phases take
-    # ~0.9 x 160 s, the four server starts (8B loads) the rest of a ~200 s device call.
+    # ~1.0 x 160 s, the six server starts (8B loads; (d) holds two at once) the rest of a ~230 s
+    # device call.
     "h200-8b": {"parallel": 32, "ctx": 2048, "batch_sentences": 90, "batch_out": 128,
                 "fair_out": 32, "max_batch_tokens": 512, "n_inter": 40, "think_s": 0.1,
                 "budget_s": 160, "gpu": True},
