@@ -322,7 +322,7 @@ def analyse(res, a):
         res["beq"]["windows"] = wins
     if res.get("d_rounds"):
         d = tl.ab_throughput(res["d_rounds"], "tenants", "fcfs", 0.05)
-        d["tenants_tok_s"], d["fcfs_tok_s"], d["within_5pct"] = d["a_tok_s"], d["b_tok_s"], d["within"]
+        d.update(tenants_tok_s=d["a_tok_s"], fcfs_tok_s=d["b_tok_s"], within_5pct=d["within"])
         res["d"] = d
 
 

@@ -74,7 +74,7 @@ def plot(res, out):
         loads = [(r.get("loadavg") or [None])[0] for r in rounds]
         if all(x is not None for x in loads):
             ax2 = ax.twinx()
-            ax2.plot(range(len(rounds)), loads, color="grey", linestyle=":", label="load avg (1 min)")
+            ax2.plot(range(len(rounds)), loads, color="grey", linestyle=":")
             ax2.set_ylabel("load average", color="grey")
             ax2.set_ylim(bottom=0)
         ax.legend(loc="lower left", fontsize=8)
