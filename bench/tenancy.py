@@ -17,7 +17,9 @@ model and slots, in one run (docs/benchmarks.md, "Tenancy"; issue 16, item 6). P
     Retry-After, while tenant `probe` keeps sending short chats (all served; TTFT beside its
     idle TTFT).
 (d) throughput: output tokens/s of (b)'s 1:2 load on zinc --tenants against the same load on
-    zinc FCFS.
+    zinc FCFS, both servers up at once and measured in alternating rounds (ABBA: --d-rounds
+    pairs), so that a shared machine's swings fall on both alike; with each round the engine's
+    step composition (rows per step, busy share) and the server's CPU per output token.
 Each phase's time is a fraction of --budget-s. Writes OUT/tenancy.json, OUT/tenancy.md,
 OUT/served.png (per-tenant rows over time), OUT/ttft.png (TTFT distributions). Usage:
   bench/tenancy.py --zinc build/zinc --llama-server build-peer/build/bin/llama-server \\
@@ -43,7 +45,8 @@ PRESETS = {
     "cpu": {"parallel": 4, "ctx": 1024, "batch_sentences": 30, "batch_out": 32, "fair_out": 16,
             "max_batch_tokens": 512, "n_inter": 24, "think_s": 0.3, "budget_s": 600, "gpu": False},
     # One H200, Llama-3-8B Q4_K_M: 32 slots, ~1000-token batch prompts, 128 out; the phases take
-    # ~0.9 x 160 s, the four server starts (8B loads) the rest of a ~200 s device call.
+    # ~1.0 x 160 s, the six server starts (8B loads; (d) holds two at once) the rest of a ~230 s
+    # device call.
     "h200-8b": {"parallel": 32, "ctx": 2048, "batch_sentences": 90, "batch_out": 128,
                 "fair_out": 32, "max_batch_tokens": 512, "n_inter": 40, "think_s": 0.1,
                 "budget_s": 160, "gpu": True},
@@ -144,18 +147,20 @@ def phase_a(url, keys, a, t_idle, t_flood):
     return res
 
 
-def phase_fair(url, names, a, seconds, scrape):
-    """Closed-loop clients for two tenants; rows per tenant sampled every second (zinc --tenants)
-    and output tokens/s counted on the client in the measured interval."""
+def phase_fair(url, names, a, seconds, scrape, tenants=True, pid=None):
+    """Closed-loop clients for two tenants; /metrics sampled every second (on every server, so
+    that (d) compares like with like): rows per tenant (zinc --tenants), the engine's step
+    composition over the measured interval, and output tokens/s counted on the client."""
     loops = [tl.Loop(url, f"k-{n}", "/v1/completions", short_completion(a),
                      a.fair_clients).start() for n in names]
     time.sleep(min(a.warm_s, seconds / 4))
-    sc = tl.Scraper(scrape).start() if scrape else None
+    sc = tl.Scraper(scrape).start()
+    cpu0 = tl.proc_cpu_seconds(pid) if pid else None
     t0 = time.monotonic()
     time.sleep(seconds)
     t1 = time.monotonic()
-    if sc:
-        sc.stop()
+    cpu1 = tl.proc_cpu_seconds(pid) if pid else None
+    sc.stop()
     tokens = sum(lp.tokens_between(t0, t1) for lp in loops)
     for lp in loops:
         lp.stop()
@@ -164,12 +169,39 @@ def phase_fair(url, names, a, seconds, scrape):
     res = {"seconds": t1 - t0, "output_tok_s": tokens / (t1 - t0),
            "requests_done": {n: len(v) for n, v in per.items()},
            "errors": sum(1 for lp in loops for r in lp.results if failed(r))}
-    if sc:
+    if len(sc.engine) >= 2:
+        (ta, ea), (tb, eb) = sc.engine[0], sc.engine[-1]
+        res["steps"] = tl.step_composition(ea, eb, tb - ta, [e for _, e in sc.engine])
+    if cpu0 is not None and cpu1 is not None:
+        res["server_cpu_s"] = cpu1 - cpu0
+        res["server_cpu_ms_per_token"] = 1e3 * (cpu1 - cpu0) / tokens if tokens else None
+    if tenants:
         res["samples"] = [(t - t0, r) for t, r in sc.samples]
         # Backlogged means more in flight than it can run: the fewest seen while measured.
         res["min_in_flight"] = {n: min((f.get(n, 0) for _, f in sc.in_flight), default=None)
                                 for n in names}
+        # Sequences of other tenants (an earlier phase's leftovers) in flight meanwhile: most.
+        res["others_in_flight"] = max((sum(v for k, v in f.items() if k not in names)
+                                       for _, f in sc.in_flight), default=None)
     return res
+
+
+def phase_d(st, sf, a, seconds):
+    """(b)'s 1:2 load on the tenants server st and on the FCFS server sf, both up, in
+    a.d_rounds pairs of rounds of seconds / (2 d_rounds) each, the order alternating (A B, B A,
+    ...): [{engine, round, loadavg, phase_fair's result}]."""
+    for s, key in ((st, "k-probe"), (sf, "k-anon")):
+        tl.post_stream(s.base_url, key, "/v1/chat/completions", chat(0))
+    t_round = seconds / (2 * a.d_rounds)
+    rounds = []
+    for r in range(a.d_rounds):
+        order = [("tenants", st, ["w1", "w2"]), ("fcfs", sf, ["anon", "anon2"])]
+        for name, s, names in (order if r % 2 == 0 else order[::-1]):
+            x = phase_fair(s.base_url, names, a, t_round, s.metrics_text,
+                           tenants=name == "tenants", pid=s.proc.pid)
+            x.pop("samples", None)
+            rounds.append(dict(x, engine=name, round=r, loadavg=_loadavg()))
+    return rounds
 
 
 def phase_c(url, a):
@@ -231,7 +263,7 @@ def run(a):
         return Server(name, argv, argv[argv.index("--port") + 1], logs / f"{name}.log").start()
 
     for name in ("tenants", "noclass", "fcfs", "llama"):
-        need = name in engines or (name == "tenants") or (name == "fcfs" and a.fair)
+        need = name in engines or (name == "tenants")
         if not need:
             continue
         port = free_port()
@@ -252,14 +284,17 @@ def run(a):
                 res["a"][name] = phase_a(s.base_url, keys, a, t_idle, t_flood)
             if name == "tenants" and a.fair:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (b) 1:2 and equal", flush=True)
-                res["b12"] = phase_fair(s.base_url, ["w1", "w2"], a, t_fair, s.metrics_text)
+                res["b12"] = phase_fair(s.base_url, ["w1", "w2"], a, t_fair, s.metrics_text,
+                                       pid=s.proc.pid)
                 res["beq"] = phase_fair(s.base_url, ["e1", "e2"], a, t_eq, s.metrics_text)
             if name == "tenants" and a.quota > 0:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (c) quota burst", flush=True)
                 res["c"] = phase_c(s.base_url, a)
-            if name == "fcfs" and a.fair:
-                print(f"[{time.monotonic() - t_start:6.1f}s] (d) FCFS load", flush=True)
-                res["d_fcfs"] = phase_fair(s.base_url, ["anon", "anon2"], a, t_fair, None)
+    if a.fair:
+        print(f"[{time.monotonic() - t_start:6.1f}s] (d) tenants vs FCFS, alternating", flush=True)
+        with server("d_tenants", zinc_argv(a, free_port(), cfg)) as st, \
+                server("d_fcfs", zinc_argv(a, free_port(), None)) as sf:
+            res["d_rounds"] = phase_d(st, sf, a, a.frac_d * B)
     res["machine"]["loadavg_end"] = _loadavg()
     res["elapsed_s"] = time.monotonic() - t_start
     analyse(res, a)
@@ -285,10 +320,10 @@ def analyse(res, a):
         res["beq"]["within_bound"] = gap is not None and gap <= bound
         wins = tl.windows(s, "e1", "e2", a.window_s)
         res["beq"]["windows"] = wins
-    if "b12" in res and "d_fcfs" in res:
-        t, f = res["b12"]["output_tok_s"], res["d_fcfs"]["output_tok_s"]
-        res["d"] = {"tenants_tok_s": t, "fcfs_tok_s": f, "ratio": t / f if f else None,
-                    "within_5pct": bool(f) and abs(t / f - 1) <= 0.05}
+    if res.get("d_rounds"):
+        d = tl.ab_throughput(res["d_rounds"], "tenants", "fcfs", 0.05)
+        d.update(tenants_tok_s=d["a_tok_s"], fcfs_tok_s=d["b_tok_s"], within_5pct=d["within"])
+        res["d"] = d
 
 
 def _loadavg():
@@ -367,9 +402,28 @@ def markdown(res, a):
               f"{_f(c['probe_during_burst']['p50'])} s (idle {_f(c['probe_idle']['p50'])} s).", ""]
     if "d" in res:
         d = res["d"]
-        L += [f"(d) throughput of (b)'s 1:2 load: zinc --tenants {d['tenants_tok_s']:.1f} tok/s, "
-              f"zinc FCFS {d['fcfs_tok_s']:.1f} tok/s: ratio {_f(d['ratio'], 3)} "
-              f"({'within' if d['within_5pct'] else 'NOT within'} 5 %).", ""]
+        L += [f"(d) throughput of (b)'s 1:2 load, both servers up, {a.d_rounds} pairs of "
+              f"alternating rounds: zinc --tenants {_f(d['a_tok_s'], 1)} tok/s, zinc FCFS "
+              f"{_f(d['b_tok_s'], 1)} tok/s: ratio {_f(d['ratio'], 3)} "
+              f"({'within' if d['within'] else 'NOT within'} 5 %); ratio per pair of rounds "
+              f"{', '.join(_f(x, 3) for x in d['pair_ratios'])}.", ""]
+        comp = [("zinc --tenants", d["a_steps"]), ("zinc FCFS", d["b_steps"])]
+        if all(c for _, c in comp):
+            L += ["Step composition over the measured rounds (engine /metrics, mean of rounds):",
+                  "", "| | " + " | ".join(n for n, _ in comp) + " |", "| --- |" + " ---: |" * 2]
+            for key, lab, nd in (("steps_per_s", "steps / s", 1), ("step_ms", "step, ms", 1),
+                                 ("busy", "time in steps (busy)", 2),
+                                 ("decode_rows_per_step", "decode rows / step", 2),
+                                 ("prefill_rows_per_step", "prefill rows / step", 2),
+                                 ("share_decode_only", "steps decode only", 2),
+                                 ("share_mixed", "steps mixed", 2),
+                                 ("share_prefill_only", "steps prefill only", 2),
+                                 ("mean_slots_busy", "slots busy (mean of samples)", 2),
+                                 ("mean_queue_depth", "queue depth (mean)", 1),
+                                 ("preemptions", "preemptions", 0),
+                                 ("server_cpu_ms_per_token", "server CPU ms / output token", 1)):
+                L.append(f"| {lab} | " + " | ".join(_f(c.get(key), nd) for _, c in comp) + " |")
+            L.append("")
     return "\n".join(L)
 
 
@@ -389,6 +443,10 @@ def main(argv=None):
     ap.add_argument("--frac-flood", type=float, default=0.09)
     ap.add_argument("--frac-fair", type=float, default=0.14)
     ap.add_argument("--frac-eq", type=float, default=0.08)
+    ap.add_argument("--frac-d", type=float, default=0.2,
+                    help="(d): measured time of both servers together, a fraction of the budget")
+    ap.add_argument("--d-rounds", type=int, default=2,
+                    help="(d): pairs of alternating rounds (tenants, FCFS / FCFS, tenants, ...)")
     ap.add_argument("--zinc-arg", action="append", default=[], help="extra zinc serve argument")
     ap.add_argument("--llama-arg", action="append", default=[], help="extra llama-server argument")
     ap.add_argument("--logs", default="bench/out/logs/tenancy")

@@ -6,6 +6,7 @@ on synthetic data.
 """
 import http.client
 import json
+import os
 import socket
 import threading
 import time
@@ -146,13 +147,80 @@ def served_rows(metrics_text):
     return rows
 
 
+# The engine's step counters (src/server/metrics.cpp): how the steps of an interval were
+# composed, for (d)'s comparison of two policies on one load.
+ENGINE_SERIES = {
+    "zinc_engine_steps_total": "steps",
+    'zinc_step_rows_total{kind="decode"}': "decode_rows",
+    'zinc_step_rows_total{kind="prefill"}': "prefill_rows",
+    'zinc_steps_by_composition_total{kind="decode_only"}': "steps_decode_only",
+    'zinc_steps_by_composition_total{kind="prefill_only"}': "steps_prefill_only",
+    'zinc_steps_by_composition_total{kind="mixed"}': "steps_mixed",
+    "zinc_step_duration_seconds_sum": "step_seconds",
+    "zinc_preemptions_total": "preemptions",
+    "zinc_engine_generated_tokens_total": "generated_tokens",
+    "zinc_slots_busy": "slots_busy",
+    "zinc_queue_depth": "queue_depth",
+}
+
+
+def engine_counters(metrics_text):
+    """{name: value} of ENGINE_SERIES found in a /metrics text."""
+    out = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        key, value = line.rsplit(" ", 1)
+        if key in ENGINE_SERIES:
+            out[ENGINE_SERIES[key]] = float(value)
+    return out
+
+
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds process pid has used (/proc/PID/stat), None when unreadable:
+    CPU per output token is a policy's cost that does not depend on the machine's other load."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def step_composition(before, after, seconds, gauges=()):
+    """What the engine did between two engine_counters snapshots `seconds` apart: steps per
+    second, decode and prefill rows per step, the share of steps of each composition, the mean
+    step duration (ms), the share of wall time spent in steps (busy: below 1 the engine sat idle
+    with work queued or none), preemptions, tokens generated; `gauges` ([engine_counters] sampled
+    in between) give the mean slots busy and queue depth. None when a counter is missing."""
+    need = ("steps", "decode_rows", "prefill_rows", "step_seconds")
+    if any(k not in before or k not in after for k in need) or seconds <= 0:
+        return None
+    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in ENGINE_SERIES.values()}
+    n = d["steps"]
+    out = {"steps": n, "steps_per_s": n / seconds,
+           "decode_rows_per_step": d["decode_rows"] / n if n else None,
+           "prefill_rows_per_step": d["prefill_rows"] / n if n else None,
+           "step_ms": 1e3 * d["step_seconds"] / n if n else None,
+           "busy": d["step_seconds"] / seconds,
+           "preemptions": d["preemptions"], "generated_tokens": d["generated_tokens"]}
+    for k in ("steps_decode_only", "steps_prefill_only", "steps_mixed"):
+        out["share_" + k[len("steps_"):]] = d[k] / n if n else None
+    for k in ("slots_busy", "queue_depth"):
+        xs = [g[k] for g in gauges if k in g]
+        out["mean_" + k] = sum(xs) / len(xs) if xs else None
+    return out
+
+
 class Scraper:
     """Samples served_rows every period_s on a thread: .samples = [(t, {tenant: rows})], and
-    in_flight at the same times: .in_flight = [(t, {tenant: sequences})]."""
+    in_flight at the same times: .in_flight = [(t, {tenant: sequences})], and the engine's
+    counters: .engine = [(t, engine_counters)]."""
 
     def __init__(self, fetch_metrics, period_s=1.0):
         self.fetch, self.period_s = fetch_metrics, period_s
         self.samples, self.in_flight, self.ev = [], [], threading.Event()
+        self.engine = []
         self.t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
@@ -161,6 +229,7 @@ class Scraper:
                 m, t = self.fetch(), time.monotonic()
                 self.samples.append((t, served_rows(m)))
                 self.in_flight.append((t, in_flight(m)))
+                self.engine.append((t, engine_counters(m)))
             except Exception:  # a missed sample is a gap, not a failure
                 pass
             if self.ev.wait(self.period_s):
@@ -174,9 +243,48 @@ class Scraper:
         self.ev.set()
         self.t.join(10)
         try:
-            self.samples.append((time.monotonic(), served_rows(self.fetch())))
+            m, t = self.fetch(), time.monotonic()
+            self.samples.append((t, served_rows(m)))
+            self.engine.append((t, engine_counters(m)))
         except Exception:
             pass
+
+
+def ab_throughput(rounds, a, b, tol):
+    """Alternating rounds of two engines on one load ([{engine, round, seconds, output_tok_s,
+    steps, server_cpu_ms_per_token}]): {a_tok_s, b_tok_s (tokens over seconds of all of an
+    engine's rounds), ratio (a / b), within (|ratio - 1| <= tol), pair_ratios (a / b per round
+    index), a_steps, b_steps (each step_composition key, plus server_cpu_ms_per_token, averaged
+    over the engine's rounds)}."""
+    def of(e):
+        return [r for r in rounds if r["engine"] == e]
+
+    def tok_s(rs):
+        sec = sum(r["seconds"] for r in rs)
+        return sum(r["output_tok_s"] * r["seconds"] for r in rs) / sec if sec else None
+
+    def steps(rs):
+        cs = [dict(r.get("steps") or {}, server_cpu_ms_per_token=r.get("server_cpu_ms_per_token"))
+              for r in rs if r.get("steps")]
+        if not cs:
+            return None
+        out = {}
+        for k in cs[0]:
+            xs = [c[k] for c in cs if c.get(k) is not None]
+            out[k] = sum(xs) / len(xs) if xs else None
+        return out
+
+    ta, tb = tok_s(of(a)), tok_s(of(b))
+    pairs = []
+    for i in sorted({r["round"] for r in rounds}):
+        x = [r["output_tok_s"] for r in of(a) if r["round"] == i]
+        y = [r["output_tok_s"] for r in of(b) if r["round"] == i]
+        if x and y and y[0]:
+            pairs.append(x[0] / y[0])
+    ratio = ta / tb if ta is not None and tb else None
+    return {"a": a, "b": b, "a_tok_s": ta, "b_tok_s": tb, "ratio": ratio,
+            "within": ratio is not None and abs(ratio - 1) <= tol, "pair_ratios": pairs,
+            "a_steps": steps(of(a)), "b_steps": steps(of(b))}
 
 
 def pct(xs, q):

@@ -1,6 +1,7 @@
 """Plots of bench/tenancy.py (matplotlib, PNG): served.png, per-tenant rows served per second
 over time in (b) (1:2 and equal weights); ttft.png, the interactive TTFT distributions of (a)
-idle and under the batch flood for each engine."""
+idle and under the batch flood for each engine; throughput.png, (d)'s output tokens/s of each
+alternating round on zinc --tenants and zinc FCFS, with the machine's load average."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -56,4 +57,27 @@ def plot(res, out):
         ax.grid(alpha=0.3, axis="y")
         fig.tight_layout()
         fig.savefig(out / "ttft.png", dpi=110)
+        plt.close(fig)
+    rounds = res.get("d_rounds") or []
+    if rounds:
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        for eng, mk in (("tenants", "o"), ("fcfs", "s")):
+            rs = [(i, r) for i, r in enumerate(rounds) if r["engine"] == eng]
+            ax.plot([i for i, _ in rs], [r["output_tok_s"] for _, r in rs], mk,
+                    label=NAMES[eng], markersize=7)
+        ax.set_xticks(range(len(rounds)))
+        ax.set_xticklabels([f"{r['engine']}\nround {r['round']}" for r in rounds], fontsize=7)
+        ax.set_ylabel("output tok/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title("(d) 1:2 load, alternating rounds on both servers")
+        ax.grid(alpha=0.3)
+        loads = [(r.get("loadavg") or [None])[0] for r in rounds]
+        if all(x is not None for x in loads):
+            ax2 = ax.twinx()
+            ax2.plot(range(len(rounds)), loads, color="grey", linestyle=":")
+            ax2.set_ylabel("load average", color="grey")
+            ax2.set_ylim(bottom=0)
+        ax.legend(loc="lower left", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "throughput.png", dpi=110)
         plt.close(fig)

@@ -77,6 +77,55 @@ def test_served_rows_sums_prefill_and_decode():
     assert tl.served_rows(m) == {"w1": 42.0, "w2": 7.0}
 
 
+def test_step_composition_from_engine_counters():
+    m0 = textwrap.dedent("""\
+        # TYPE zinc_engine_steps_total counter
+        zinc_engine_steps_total 100
+        zinc_step_rows_total{kind="decode"} 300
+        zinc_step_rows_total{kind="prefill"} 50
+        zinc_steps_by_composition_total{kind="decode_only"} 90
+        zinc_steps_by_composition_total{kind="prefill_only"} 2
+        zinc_steps_by_composition_total{kind="mixed"} 8
+        zinc_step_duration_seconds_sum 2.5
+        zinc_slots_busy 4
+        zinc_queue_depth 12
+        zinc_tenant_served_rows_total{tenant="w1",kind="decode"} 7
+        """)
+    m1 = (m0.replace("steps_total 100", "steps_total 150")
+          .replace('"decode"} 300', '"decode"} 500').replace('"prefill"} 50', '"prefill"} 100')
+          .replace('"decode_only"} 90', '"decode_only"} 130')
+          .replace('"mixed"} 8', '"mixed"} 18').replace("sum 2.5", "sum 3.5")
+          .replace("slots_busy 4", "slots_busy 2"))
+    e0, e1 = tl.engine_counters(m0), tl.engine_counters(m1)
+    assert e0["steps"] == 100 and e0["decode_rows"] == 300 and "w1" not in str(e0)
+    c = tl.step_composition(e0, e1, 2.0, [e0, e1])
+    assert c["steps"] == 50 and c["steps_per_s"] == 25
+    assert c["decode_rows_per_step"] == 4 and c["prefill_rows_per_step"] == 1
+    assert c["step_ms"] == pytest.approx(20) and c["busy"] == pytest.approx(0.5)
+    assert c["share_decode_only"] == pytest.approx(0.8) and c["share_mixed"] == pytest.approx(0.2)
+    assert c["mean_slots_busy"] == 3 and c["mean_queue_depth"] == 12
+    # A server without the series (or no time between snapshots): no composition.
+    assert tl.step_composition({}, e1, 2.0) is None and tl.step_composition(e0, e1, 0) is None
+
+
+def test_ab_throughput_alternating_rounds():
+    def r(e, i, tok_s, s=10.0):
+        return {"engine": e, "round": i, "seconds": s, "output_tok_s": tok_s,
+                "steps": {"busy": 1.0}, "server_cpu_ms_per_token": 5.0}
+    # The machine slows down in round 1 for both: each pair is 1.0, the whole 1.0.
+    d = tl.ab_throughput([r("t", 0, 100), r("f", 0, 100), r("f", 1, 50), r("t", 1, 50)],
+                         "t", "f", 0.05)
+    assert d["ratio"] == pytest.approx(1.0) and d["within"]
+    assert d["pair_ratios"] == [pytest.approx(1.0)] * 2
+    assert d["a_steps"]["busy"] == 1.0 and d["b_steps"]["server_cpu_ms_per_token"] == 5.0
+    # t slower by 10 %: outside 5 %; rounds of unequal length weigh by their seconds.
+    d = tl.ab_throughput([r("t", 0, 90), r("f", 0, 100)], "t", "f", 0.05)
+    assert d["ratio"] == pytest.approx(0.9) and not d["within"]
+    d = tl.ab_throughput([r("t", 0, 100, 30), r("t", 1, 40, 10), r("f", 0, 85, 40)],
+                         "t", "f", 0.05)
+    assert d["a_tok_s"] == pytest.approx(85) and d["within"]
+
+
 # A FIFO llama-server stand-in: -np slots served first come, first served; each request waits
 # for a slot, then 40 ms "prefill" and 5 ms a token; streamed like llama-server.
 FAKE_LLAMA = r'''
@@ -151,6 +200,9 @@ def test_end_to_end_short_budget(tmp_path):
     assert c["sent"] == 6 and c["exact"], c  # quota 2, burst 3x
     assert c["probe_failed"] == 0 and c["probe_during_burst"]["n"] >= 1
     assert res["d"]["tenants_tok_s"] > 0 and res["d"]["fcfs_tok_s"] > 0
+    assert [r["engine"] for r in res["d_rounds"]] == ["tenants", "fcfs", "fcfs", "tenants"]
+    assert all(r["steps"]["steps"] > 0 and r["errors"] == 0 for r in res["d_rounds"])
+    assert res["d"]["a_steps"]["decode_rows_per_step"] > 0
     md = (out / "tenancy.md").read_text()
     assert "p99 flood / idle" in md and "quota burst" in md and "VTC bound" in md
     for png in ("served.png", "ttft.png"):

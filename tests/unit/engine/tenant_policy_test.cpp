@@ -377,3 +377,73 @@ TEST(TenantPolicy, WeightedFairShareClosedLoop) {
     const double r = static_cast<double>(sim.served["b"]) / sim.served["a"];
     EXPECT_NEAR(r, 2.0, 0.2) << "a " << sim.served["a"] << " b " << sim.served["b"];
 }
+
+namespace {
+
+// Closed loop as bench/tenancy.py (d) drives a live server: `clients` per tenant, each sending
+// its next request `delay` steps after the last one ended; 4 slots. Per step: whether every
+// slot was used while a sequence waited (a non-work-conserving policy leaves one idle), and
+// the rows and sequences each step carried.
+struct Composition {
+    int steps = 0, steps_with_idle_slot = 0;
+    int64_t seqs = 0, rows = 0, decode_rows = 0, finished = 0;
+};
+Composition closed_loop(ze::SchedulingPolicy& pol, const std::map<std::string, int>& clients,
+                        int delay, int n_steps) {
+    Sim sim(pol, 4, 512);
+    for (const auto& [t, n] : clients)
+        for (int i = 0; i < n; ++i) sim.add(t, 12, 16);
+    std::map<std::string, int64_t> seen;
+    std::vector<std::pair<int, std::string>> due;  // (step, tenant) of the next requests
+    Composition c;
+    for (int k = 0; k < n_steps; ++k) {
+        for (auto it = due.begin(); it != due.end();) {
+            if (it->first > k) {
+                ++it;
+                continue;
+            }
+            sim.add(it->second, 12, 16);
+            it = due.erase(it);
+        }
+        const int live = static_cast<int>(sim.live.size());
+        const ze::StepPlan p = sim.step();
+        ++c.steps;
+        if (static_cast<int>(p.seqs.size()) < std::min(4, live)) ++c.steps_with_idle_slot;
+        c.seqs += static_cast<int64_t>(p.seqs.size());
+        c.rows += p.n_tokens;
+        c.decode_rows += p.n_decode_rows;
+        for (const auto& [t, n] : clients)
+            while (seen[t] < sim.finished[t]) {
+                ++seen[t];
+                due.push_back({k + 1 + delay, t});
+            }
+    }
+    for (const auto& [t, n] : sim.finished) c.finished += n;
+    return c;
+}
+
+}  // namespace
+
+// Issue 16 item 6(d): fair share costs no throughput. Both tenants backlogged (8 clients each,
+// weights 1:2): every step as full as FCFS's on the same load, no slot idle while a sequence
+// waits. Then b (weight 2) has only 2 clients, fewer than its share of the 4 slots: a, over its
+// share, still gets every slot b leaves (work-conserving), so again FCFS's steps.
+TEST(TenantPolicy, BackloggedStepsAsFullAsFcfs) {
+    for (const std::map<std::string, int>& clients :
+         {std::map<std::string, int>{{"a", 8}, {"b", 8}}, {{"a", 8}, {"b", 2}}}) {
+        for (int delay : {0, 3}) {
+            ze::TenantPolicy vtc({spec("a", 1), spec("b", 2)}, 16);
+            auto fcfs = ze::make_fcfs_policy();
+            const Composition v = closed_loop(vtc, clients, delay, 800);
+            const Composition f = closed_loop(*fcfs, clients, delay, 800);
+            const std::string what =
+                "b clients " + std::to_string(clients.at("b")) + ", delay " + std::to_string(delay);
+            EXPECT_EQ(v.steps_with_idle_slot, 0) << what;
+            EXPECT_EQ(f.steps_with_idle_slot, 0) << what;
+            EXPECT_EQ(v.seqs, f.seqs) << what << ": sequences per step differ from FCFS";
+            EXPECT_EQ(v.rows, f.rows) << what;
+            EXPECT_EQ(v.decode_rows, f.decode_rows) << what;
+            EXPECT_EQ(v.finished, f.finished) << what << ": requests finished differ from FCFS";
+        }
+    }
+}
