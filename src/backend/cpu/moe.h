@@ -15,6 +15,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/ir.h"
 
 namespace zinc::cpu {
 
@@ -30,7 +31,11 @@ struct MoeArgs {
     const MatView* gate = nullptr;  // (n_expert * n_ff rows, n_embd)
     const MatView* up = nullptr;
     const MatView* down = nullptr;  // (n_expert * n_embd rows, n_ff)
-    bool oai = false;               // gpt-oss's swiglu_oai instead of swiglu
+    model::GluAct act = model::GluAct::SiLU;  // swiglu, geglu (gemma4) or swiglu_oai (gpt-oss)
+    /// gate == up: one fused tensor, expert e's gate rows [2 e n_ff, (2 e + 1) n_ff), its up
+    /// rows the next n_ff (ffn_gate_up_exps)
+    bool gate_up_fused = false;
+    const float* down_scale = nullptr;  // (n_expert) multiplies expert e's down output, or null
     const float* gate_b = nullptr;  // (n_expert, n_ff) per-expert biases, or null
     const float* up_b = nullptr;
     const float* down_b = nullptr;  // (n_expert, n_embd)

@@ -1,0 +1,123 @@
+"""Gemma 4 (issue 15): zinc's CPU tier on `zinc synth --preset gemma4-tiny` (the 31B's structure)
+and `--preset gemma4-moe-tiny` (the 26B-A4B's) against llama.cpp (llama-cpp-python 0.3.36, the
+oracle; its gemma4 graph: per-layer sliding pattern from attention.sliding_window_pattern, sliding
+layers with their own head size and RoPE base, global layers with wider heads, fewer KV heads,
+V = K and "proportional" RoPE through rope_freqs, V RMS-normed, attention scale 1, post norms,
+GELU MLP, the MoE layer's shared MLP + routed GELU experts with their extra norms and scaled
+router input, the layer output scalar and the final soft-cap).
+
+Checks:
+  * the files have the real models' structure (per-layer head_count_kv, the bool pattern, no
+    attn_v on global layers, rope_freqs 1 / 1e30, fused gate_up experts, the scales);
+  * logits: at the first 8 prompt positions llama.cpp's top-20 logits within the golden
+    tolerance (tests/py/test_model_goldens.py's compare());
+  * teacher-forced top-1 along llama.cpp's own greedy continuation, 64 steps, at a short prompt
+    (inside the window of 16) and a 200+ token one (past it): at least AGREE_MIN agreeing, every
+    disagreement a llama.cpp near-tie unless MAX_JUMPS says otherwise;
+  * batched equal to alone, bit for bit (CpuRunner.BatchedEqualsAloneBitForBitEnvModel);
+  * bad input: a file without the sliding-window pattern, and a MoE file without
+    gemma4.expert_count, are refused with errors naming the key.
+"""
+import os
+import subprocess
+
+import pytest
+
+from moe_oracle import missing_expert_count, teacher_forced
+from test_model_goldens import BUILD, report  # noqa: F401
+from test_synth import need, synth
+
+N_STEPS = 64
+AGREE = {"gemma4-tiny": 0.95, "gemma4-moe-tiny": 0.90}
+MAX_JUMPS = {"gemma4-tiny": 0, "gemma4-moe-tiny": 1}
+SHORT = "Hello world, this is a test"
+LONG = ("The quick brown fox jumps over the lazy dog while the experts route every token. " * 13)
+PRESETS = ("gemma4-tiny", "gemma4-moe-tiny")
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("gemma4"))
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def tiny(request, tmp):
+    return request.param, synth(tmp, request.param, "q8_0")
+
+
+def test_tiny_has_the_gemma4_structure(tiny):
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    name, path = tiny
+    r = gguf.GGUFReader(path)
+    f = r.fields
+    assert f["general.architecture"].contents() == "gemma4"
+    swa = f["gemma4.attention.sliding_window_pattern"].contents()
+    assert swa == [True, True, False, True, True, False]
+    assert f["gemma4.attention.head_count_kv"].contents() == [2, 2, 1, 2, 2, 1]
+    assert f["gemma4.attention.key_length"].contents() == 128
+    assert f["gemma4.attention.key_length_swa"].contents() == 64
+    assert f["gemma4.attention.sliding_window"].contents() == 16
+    assert f["gemma4.final_logit_softcapping"].contents() == 30.0
+    t = {x.name: x for x in r.tensors}
+    rf = np.asarray(t["rope_freqs.weight"].data)
+    assert list(rf) == [1.0] * 16 + [1e30] * 48  # a quarter of the 64 pairs rotated
+    for il in range(6):
+        b = f"blk.{il}."
+        hd, kv = (64, 2) if swa[il] else (128, 1)
+        assert list(t[b + "attn_q.weight"].shape) == [256, 4 * hd]
+        assert list(t[b + "attn_k.weight"].shape) == [256, kv * hd]
+        assert (b + "attn_v.weight" in t) == swa[il]  # global layers: V = K
+        assert list(t[b + "layer_output_scale.weight"].shape) == [1]
+        moe = name == "gemma4-moe-tiny"
+        assert (b + "ffn_gate_inp.weight" in t) == moe
+        if moe:
+            assert list(t[b + "ffn_gate_up_exps.weight"].shape) == [256, 256, 8]
+            assert list(t[b + "ffn_down_exps.weight"].shape) == [128, 256, 8]
+            assert list(t[b + "ffn_down_exps.scale"].shape) == [8]
+            assert list(t[b + "ffn_gate_inp.scale"].shape) == [256]
+            for n in ("pre_ffw_norm_2", "post_ffw_norm_1", "post_ffw_norm_2"):
+                assert b + n + ".weight" in t, n
+
+
+@pytest.mark.parametrize("text", [SHORT, LONG], ids=["short", "long"])
+def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
+    name, path = tiny
+    n = teacher_forced(name, path, text, report, N_STEPS, AGREE[name], MAX_JUMPS[name])
+    assert (n >= 150) if text is LONG else (n < 16), n
+
+
+def test_batched_equals_alone(tiny):
+    tool = os.path.join(BUILD, "test_model")
+    need(tool)
+    r = subprocess.run([tool, "--gtest_filter=CpuRunner.BatchedEqualsAloneBitForBitEnvModel"],
+                       capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, ZINC_TEST_MODEL=tiny[1]))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "[  PASSED  ] 1 test" in r.stdout and "SKIPPED" not in r.stdout, r.stdout[-2000:]
+
+
+def renamed_key(path, tmp, key, new):
+    data = open(path, "rb").read()
+    assert data.count(key.encode()) == 1 and len(new) == len(key)
+    out = os.path.join(tmp, os.path.basename(path) + ".bad.gguf")
+    with open(out, "wb") as f:
+        f.write(data.replace(key.encode(), new.encode()))
+    return out
+
+
+def test_missing_sliding_window_pattern_is_a_precise_error(tiny, tmp):
+    need(os.path.join(BUILD, "logits_tool"))
+    key = "gemma4.attention.sliding_window_pattern"
+    out = renamed_key(tiny[1], tmp, key, key.replace("pattern", "pxttern"))
+    r = subprocess.run([os.path.join(BUILD, "logits_tool"), "--model", out, "--tokens", "1,2"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert (f"missing metadata key {key} (array of block_count booleans, required for "
+            "architecture gemma4)") in r.stderr, r.stderr
+
+
+def test_missing_expert_count_is_a_precise_error(tiny, tmp):
+    if tiny[0] != "gemma4-moe-tiny":
+        pytest.skip("dense")
+    missing_expert_count(tiny[1], tmp, "gemma4")
