@@ -124,10 +124,12 @@ const Preset kPresets[] = {
     {"gemma4-26b-a4b", "gemma4", 2816, 30, 16, 8, 256, 2112, 262144, 262144, 1000000.f, 1e-6f,
      true, 1024, 0, 128, 8, 704},
     // The same structures, tiny: 6 layers with a global layer every 3rd (two globals), sliding
-    // 2 KV heads of 64, global 1 of 128 with K = V, window 16 so short prompts cross it.
-    {"gemma4-tiny", "gemma4", 256, 6, 4, 2, 64, 512, 0, 2048, 1000000.f, 1e-6f, true, 16, 0},
-    {"gemma4-moe-tiny", "gemma4", 256, 6, 4, 2, 64, 256, 0, 2048, 1000000.f, 1e-6f, true, 16, 0,
-     8, 2, 128},
+    // 2 KV heads of 64, global 1 of 128 with K = V, window 16 so short prompts cross it. Untied:
+    // with random tied embeddings every position's top logit is its own input token (the
+    // embedding dominates the residual), which makes greedy decoding a repeat.
+    {"gemma4-tiny", "gemma4", 256, 6, 4, 2, 64, 512, 0, 2048, 1000000.f, 1e-6f, false, 16, 0},
+    {"gemma4-moe-tiny", "gemma4", 256, 6, 4, 2, 64, 256, 0, 2048, 1000000.f, 1e-6f, false, 16,
+     0, 8, 2, 128},
 };
 
 // The gemma4 side of its presets (llama.cpp's gemma4 keys and converter): a global layer every
