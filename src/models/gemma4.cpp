@@ -133,6 +133,7 @@ Result<void> read_gemma4(const gguf::File& f, ModelConfig& c, Gemma4Keys& g) {
         return make_error(f.path() + ": metadata " + a + "rope.freq_base_swa must be positive");
     c.rope_freq_scale_swa = c.rope_freq_scale;
     c.attn_scale = 1.0f;  // Gemma 4's attention has no pre-softmax scaling (llama.cpp: 1.0)
+    c.expert_weights_scale = 0.0f;  // llama.cpp's gemma4 graph ignores expert_weights_scale
     return {};
 }
 
