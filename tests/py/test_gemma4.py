@@ -14,7 +14,8 @@ Checks:
   * teacher-forced top-1 along llama.cpp's own greedy continuation, 64 steps, at a short prompt
     (inside the window of 16) and a 200+ token one (past it): at least AGREE_MIN agreeing, every
     disagreement a llama.cpp near-tie unless MAX_JUMPS says otherwise;
-  * batched equal to alone, bit for bit (CpuRunner.BatchedEqualsAloneBitForBitEnvModel);
+  * batched equal to alone, bit for bit (CpuRunner.BatchedEqualsAloneBitForBitEnvModel), and
+    the op list's per-layer facts (OpList.Gemma4LayersFollowTheirKind);
   * bad input: a file without the sliding-window pattern, and a MoE file without
     gemma4.expert_count, are refused with errors naming the key.
 """
@@ -87,14 +88,24 @@ def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
     assert (n >= 150) if text is LONG else (n < 16), n
 
 
-def test_batched_equals_alone(tiny):
+def gtest(filter_, env):
     tool = os.path.join(BUILD, "test_model")
     need(tool)
-    r = subprocess.run([tool, "--gtest_filter=CpuRunner.BatchedEqualsAloneBitForBitEnvModel"],
-                       capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, ZINC_TEST_MODEL=tiny[1]))
+    r = subprocess.run([tool, "--gtest_filter=" + filter_], capture_output=True, text=True,
+                       timeout=900, env=dict(os.environ, **env))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "[  PASSED  ] 1 test" in r.stdout and "SKIPPED" not in r.stdout, r.stdout[-2000:]
+
+
+def test_batched_equals_alone(tiny):
+    gtest("CpuRunner.BatchedEqualsAloneBitForBitEnvModel", {"ZINC_TEST_MODEL": tiny[1]})
+
+
+def test_op_list_follows_the_layer_kinds(tiny):
+    """tests/unit/model/ir_test.cpp OpList.Gemma4LayersFollowTheirKind on the file: per-layer
+    window, head size, KV heads, RoPE dims / base / divisors, V norm, scale 1, V = K on global
+    layers, the MoE layer's named sequence, the soft-cap last."""
+    gtest("OpList.Gemma4LayersFollowTheirKind", {"ZINC_TEST_GEMMA4": tiny[1]})
 
 
 def renamed_key(path, tmp, key, new):
