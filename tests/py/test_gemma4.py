@@ -20,17 +20,23 @@ Checks:
     gemma4.expert_count, are refused with errors naming the key.
 """
 import os
+import shutil
 import subprocess
 
 import pytest
 
-from moe_oracle import missing_expert_count, teacher_forced
+from moe_oracle import missing_expert_count, teacher_forced, tokenize
 from test_model_goldens import BUILD, report  # noqa: F401
 from test_synth import need, synth
 
 N_STEPS = 64
-AGREE = {"gemma4-tiny": 0.95, "gemma4-moe-tiny": 0.90}
-MAX_JUMPS = {"gemma4-tiny": 0, "gemma4-moe-tiny": 1}
+# Teacher-forced top-1 agreement (a fraction of N_STEPS) and the most disagreements allowed that
+# are not llama.cpp near-ties, per (preset, type); the measured numbers are in the docstrings of
+# the tests and in docs/architecture.md.
+AGREE = {("gemma4-tiny", "q8_0"): 0.85, ("gemma4-moe-tiny", "q8_0"): 0.85,
+         ("gemma4-tiny", "f32"): 0.95, ("gemma4-moe-tiny", "f32"): 0.95}
+MAX_JUMPS = {("gemma4-tiny", "q8_0"): 0, ("gemma4-moe-tiny", "q8_0"): 1,
+             ("gemma4-tiny", "f32"): 0, ("gemma4-moe-tiny", "f32"): 0}
 SHORT = "Hello world, this is a test"
 LONG = ("The quick brown fox jumps over the lazy dog while the experts route every token. " * 13)
 PRESETS = ("gemma4-tiny", "gemma4-moe-tiny")
@@ -44,6 +50,13 @@ def tmp(tmp_path_factory):
 @pytest.fixture(scope="module", params=PRESETS)
 def tiny(request, tmp):
     return request.param, synth(tmp, request.param, "q8_0")
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def tiny_f32(request, tmp):
+    """F32 weights: no activation packing in either engine, so what remains between them is
+    the f16 KV cache and ggml's f16 GELU table."""
+    return request.param, synth(tmp, request.param, "f32")
 
 
 def test_tiny_has_the_gemma4_structure(tiny):
@@ -83,9 +96,75 @@ def test_tiny_has_the_gemma4_structure(tiny):
 
 @pytest.mark.parametrize("text", [SHORT, LONG], ids=["short", "long"])
 def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
+    """q8_0 (both engines pack every matmul input to 8 bits). Measured 2026-12-02: gemma4-tiny
+    56/64 (7 tokens) and 62/64 (209), every difference a llama.cpp near-tie (margins 0.003 -
+    0.20); gemma4-moe-tiny 58/64 and 60/64, one step (48 of the short prompt) not a near-tie
+    (an isolated jump, as gpt-oss's: most likely a router near-tie, top-2 of 8). Top-20 logits
+    within 9-16 % of the golden tolerance."""
     name, path = tiny
-    n = teacher_forced(name, path, text, report, N_STEPS, AGREE[name], MAX_JUMPS[name])
+    n = teacher_forced(name, path, text, report, N_STEPS, AGREE[(name, "q8_0")],
+                       MAX_JUMPS[(name, "q8_0")])
     assert (n >= 150) if text is LONG else (n < 16), n
+
+
+@pytest.mark.parametrize("text", [SHORT, LONG], ids=["short", "long"])
+def test_f32_matches_llama_cpp(tiny_f32, text, report):  # noqa: F811
+    """F32 weights: every position's logits within F32_TOL of llama.cpp's (measured: mean
+    |difference| 0.0017, max 0.016, at logits ~12), and teacher-forced along its greedy
+    continuation of the long prompt (measured 64/64 for both presets, and 64/64 on the short
+    prompt too)."""
+    np = pytest.importorskip("numpy")
+    name, path = tiny_f32
+    toks = tokenize(path, text)
+    assert max_logit_diff(path, toks, np)[0] < F32_TOL
+    if text is SHORT:
+        return  # (the long prompt's continuation covers the teacher-forced check; CI time)
+    teacher_forced(name, path, text, report, N_STEPS, AGREE[(name, "f32")],
+                   MAX_JUMPS[(name, "f32")])
+
+
+F32_TOL = 0.05
+
+
+def max_logit_diff(path, toks, np):
+    """max over positions and ids of |zinc - llama.cpp| on the file, and zinc's logits."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    need(os.path.join(BUILD, "logits_tool"))
+    llm = llama_cpp.Llama(model_path=path, n_ctx=512, logits_all=True, verbose=False,
+                          n_threads=2)
+    llm.eval(toks)
+    dump = path + ".logits"
+    subprocess.run([os.path.join(BUILD, "logits_tool"), "--model", path, "--tokens",
+                    ",".join(map(str, toks)), "--top-positions", str(len(toks)), "--dump-logits",
+                    dump], check=True, capture_output=True)
+    z = np.fromfile(dump, dtype=np.float32).reshape(len(toks), -1)
+    return max(float(np.abs(np.asarray(llm.scores[i]) - z[i]).max()) for i in range(len(toks))), z
+
+
+def test_scales_count_in_both_engines(tiny_f32, tmp):
+    """The learned scalars random weights near 1 would hide: with layer_output_scale,
+    ffn_down_exps.scale and ffn_gate_inp.scale pushed far from 1 in a copy, the logits move
+    (by more than 1 somewhere) and zinc still equals llama.cpp within F32_TOL."""
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    name, path = tiny_f32
+    toks = tokenize(path, SHORT)
+    out = os.path.join(tmp, name + ".scaled.gguf")
+    shutil.copy(path, out)
+    r = gguf.GGUFReader(out, "r+")
+    for t in r.tensors:
+        il = int(t.name.split(".")[1]) if t.name.startswith("blk.") else 0
+        if t.name.endswith("layer_output_scale.weight"):
+            t.data[...] = 0.4 if il % 2 else 2.5
+        elif t.name.endswith("ffn_down_exps.scale"):
+            t.data[...] = np.linspace(0.2, 3.0, t.data.size, dtype=np.float32)
+        elif t.name.endswith("ffn_gate_inp.scale"):
+            t.data[...] *= 4.0
+    del r
+    d1, z1 = max_logit_diff(out, toks, np)
+    assert d1 < F32_TOL
+    _, z0 = max_logit_diff(path, toks, np)
+    assert float(np.abs(z0 - z1).max()) > 1.0
 
 
 def gtest(filter_, env):
