@@ -121,6 +121,11 @@ Result<void> read_gemma4(const gguf::File& f, ModelConfig& c, Gemma4Keys& g) {
     g.head_dim_swa = static_cast<int32_t>(hk.value());
     auto rot = int_key(f, a + "rope.dimension_count_swa", false, c.n_rot, 2, g.head_dim_swa);
     if (!rot.ok()) return rot.error();
+    if (rot.value() > g.head_dim_swa)  // absent: rope.dimension_count, llama.cpp's default
+        return make_error(f.path() + ": metadata " + a + "rope.dimension_count_swa is absent and "
+                          "its default rope.dimension_count = " + std::to_string(c.n_rot) +
+                          " exceeds attention.key_length_swa = " +
+                          std::to_string(g.head_dim_swa));
     if (rot.value() % 2 != 0)
         return make_error(f.path() + ": metadata " + a + "rope.dimension_count_swa = " +
                           std::to_string(rot.value()) + ", expected an even value");
