@@ -19,6 +19,8 @@
 // attn_v / ffn_down of the layers llama.cpp's use_more_bits picks); q4_0 (Q4_0, output Q6_K);
 // q8_0; bf16. Norms are always F32. gpt-oss presets: experts MXFP4 (quantized from random float
 // rows), every other matrix Q8_0, for each quantized --type (as the published gpt-oss files).
+// gemma4 presets: the per-layer shapes and keys of gemma4_tensors / gemma4_keys; rows that are
+// not whole K-quant blocks (704, 2112 wide) are Q8_0.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 
 #include "cli/cli.h"
 #include "cli/default_model.h"
+#include "cli/synth_random.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "quant/quant.h"
@@ -109,7 +112,47 @@ const Preset kPresets[] = {
     // 16 and YaRN over 512 positions, so that short prompts exercise both.
     {"gpt-oss-tiny", "gpt-oss", 256, 4, 8, 2, 64, 256, 0, 4096, 150000.f, 1e-5f, false, 16, 0, 8,
      2, 256, 8.f, 512},
+    // Gemma 4 31B (config.json text_config: hidden 5376, 60 layers, 32 heads, sliding layers
+    // 16 KV heads of 256, every 6th layer global with 4 KV heads of 512 and K = V, FFN 21504,
+    // sliding window 1024, rope_theta 1e6 global / 1e4 sliding, partial rotary 0.25 on global
+    // layers, rms_norm_eps 1e-6, final_logit_softcapping 30, vocab 262144, tied); the global
+    // side is in kGemma4 below. head_count_kv / head_dim here are the sliding layers'.
+    {"gemma4-31b", "gemma4", 5376, 60, 32, 16, 256, 21504, 262144, 262144, 1000000.f, 1e-6f,
+     true, 1024, 0},
+    // Gemma 4 26B-A4B: hidden 2816, 30 layers, 16 heads, sliding 8 KV heads of 256, global 2 of
+    // 512 (K = V), the dense MLP (shared expert) 2112 wide, 128 experts of 704, top 8, in every
+    // layer; window, RoPE, norms, soft-cap and vocabulary as the 31B.
+    {"gemma4-26b-a4b", "gemma4", 2816, 30, 16, 8, 256, 2112, 262144, 262144, 1000000.f, 1e-6f,
+     true, 1024, 0, 128, 8, 704},
+    // The same structures, tiny: 6 layers with a global layer every 3rd (two globals), sliding
+    // 2 KV heads of 64, global 1 of 128 with K = V, window 16 so short prompts cross it. Untied:
+    // with random tied embeddings every position's top logit is its own input token (the
+    // embedding dominates the residual), which makes greedy decoding a repeat.
+    {"gemma4-tiny", "gemma4", 256, 6, 4, 2, 64, 512, 0, 2048, 1000000.f, 1e-6f, false, 16, 0},
+    {"gemma4-moe-tiny", "gemma4", 256, 6, 4, 2, 64, 256, 0, 2048, 1000000.f, 1e-6f, false, 16,
+     0, 8, 2, 128},
 };
+
+// The gemma4 side of its presets (llama.cpp's gemma4 keys and converter): a global layer every
+// `period` layers (the last of each period), its head size and KV heads, RoPE on a quarter of
+// its pairs (partial_rotary_factor 0.25: rope_freqs.weight 1 for the rotated pairs, 1e30 for the
+// rest), the sliding layers' RoPE base, the final soft-cap; no attn_v on global layers (K = V).
+struct Gemma4Shape {
+    const char* preset;
+    int period, head_dim_global, n_head_kv_global;
+    float rotary_global, rope_base_swa, softcap;
+};
+const Gemma4Shape kGemma4[] = {
+    {"gemma4-31b", 6, 512, 4, 0.25f, 10000.f, 30.f},
+    {"gemma4-26b-a4b", 6, 512, 2, 0.25f, 10000.f, 30.f},
+    {"gemma4-tiny", 3, 128, 1, 0.25f, 10000.f, 30.f},
+    {"gemma4-moe-tiny", 3, 128, 1, 0.25f, 10000.f, 30.f},
+};
+const Gemma4Shape* gemma4_shape(const std::string& preset) {
+    for (const auto& g : kGemma4)
+        if (preset == g.preset) return &g;
+    return nullptr;
+}
 
 // The Gated DeltaNet side of the qwen35 presets (GGUF keys <arch>.ssm.*, llama.cpp's names).
 struct HybridShape {
@@ -129,125 +172,13 @@ const HybridShape* hybrid_shape(const std::string& preset) {
     return nullptr;
 }
 
-uint64_t splitmix(uint64_t& s) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-uint64_t hash_str(const std::string& s) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
-
-// Row r of a tensor: n values ~ N(mean, sigma), from (seed, name, r) only. Each value is the
-// Irwin-Hall sum of four 16-bit uniforms, standardized (|z| <= 3.46): cheap and close enough to
-// Gaussian for synthetic weights.
-void fill_row(uint64_t tensor_seed, int64_t r, float mean, float sigma, float* out, int64_t n) {
-    uint64_t s = tensor_seed ^ (static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull);
-    constexpr float kScale = 1.7320508f / 65536.0f;  // sqrt(12 / 4) per 16-bit unit
-    for (int64_t i = 0; i < n; ++i) {
-        const uint64_t v = splitmix(s);
-        const uint32_t sum = static_cast<uint32_t>(v & 0xffff) + static_cast<uint32_t>((v >> 16) & 0xffff) +
-                             static_cast<uint32_t>((v >> 32) & 0xffff) + static_cast<uint32_t>(v >> 48);
-        out[i] = mean + sigma * (static_cast<float>(sum) - 131070.0f) * kScale;
-    }
-}
-
-// ---- direct random blocks
-//
-// For Q8_0, Q4_0, Q4_K and Q6_K the blocks are written directly from random codes and scales
-// (no float weights, no quantizer), drawn so that a block's values have mean ~0 and standard
-// deviation sigma, like the N(0, sigma) rows they replace:
-//   Q8_0  q a uniform random byte, -128 mapped to 0 (symmetric, sd 73.47), d = sigma / 73.47;
-//   Q4_0  q from a uniform nibble through 1..15 plus an extra 8 (q - 8 symmetric, sd 4.18);
-//   Q4_K  q uniform 0..15, sub-block scales sc uniform 16..31 with mins m = sc and
-//         dmin = 7.5 d (values d * sc * (q - 7.5), sd 4.61 * rms(sc) = 110.4 d);
-//   Q6_K  q uniform 0..63 (q - 32: sd 18.48), scales uniform 4..7 (rms 5.61).
-// d is jittered by a factor 0.8..1.2 per block. Other types (BF16, F32) and `--from-floats`
-// take the float path: fill_row, then quant::quantize_row.
-bool direct_type(GgmlType t) {
-    return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
-}
-
-struct Rng {
-    uint64_t s;
-    uint64_t next() { return splitmix(s); }
-    // uniform in [0, 1)
-    float unit() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-};
-
-void put16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
-
-// f16 of x with the significand cut to 7 bits, so that 7.5 * d (Q4_K's dmin) is exact.
-uint16_t f16_short(float x) {
-    return static_cast<uint16_t>(quant::fp32_to_fp16(x) & ~0xFu);
-}
-
-void direct_row(GgmlType t, Rng& g, float sigma, uint8_t* dst, int64_t n) {
-    auto jitter = [&] { return 0.8f + 0.4f * g.unit(); };
-    if (t == GgmlType::Q8_0) {
-        for (int64_t b = 0; b < n / 32; ++b, dst += 34) {
-            put16(dst, quant::fp32_to_fp16(sigma / 73.47f * jitter()));
-            for (int i = 0; i < 32; i += 8) {
-                const uint64_t v = g.next();
-                std::memcpy(dst + 2 + i, &v, 8);
-            }
-            for (int i = 0; i < 32; ++i)  // -128 -> 0: codes symmetric about 0
-                if (dst[2 + i] == 0x80) dst[2 + i] = 0;
-        }
-    } else if (t == GgmlType::Q4_0) {
-        // nibble -> code: 1..15 and an extra 8, symmetric about 8 (sd of code - 8: 4.18)
-        static constexpr uint8_t kNib[16] = {1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10, 11, 12, 13, 14, 15};
-        for (int64_t b = 0; b < n / 32; ++b, dst += 18) {
-            put16(dst, quant::fp32_to_fp16(sigma / 4.183f * jitter()));
-            for (int i = 0; i < 16; i += 8) {
-                const uint64_t v = g.next();
-                for (int k = 0; k < 8; ++k) {
-                    const unsigned byte = static_cast<unsigned>(v >> (8 * k)) & 0xffu;
-                    dst[2 + i + k] = static_cast<uint8_t>(kNib[byte & 15] | (kNib[byte >> 4] << 4));
-                }
-            }
-        }
-    } else if (t == GgmlType::Q4_K) {
-        for (int64_t b = 0; b < n / 256; ++b, dst += 144) {
-            const uint16_t d = f16_short(sigma / 110.4f * jitter());
-            put16(dst, d);
-            put16(dst + 2, quant::fp32_to_fp16(7.5f * quant::fp16_to_fp32(d)));
-            uint8_t sc[8];
-            const uint64_t v = g.next();
-            for (int j = 0; j < 8; ++j) sc[j] = static_cast<uint8_t>(16 + ((v >> (4 * j)) & 15));
-            uint8_t* q = dst + 4;  // scales[12]: 6-bit scales and mins (here equal)
-            for (int j = 0; j < 4; ++j) {
-                q[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-                q[j + 4] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-                q[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((sc[j + 4] & 15) << 4));
-            }
-            for (int i = 0; i < 128; i += 8) {
-                const uint64_t r = g.next();
-                std::memcpy(dst + 16 + i, &r, 8);
-            }
-        }
-    } else {  // Q6_K: ql[128] qh[64] scales[16] d
-        for (int64_t b = 0; b < n / 256; ++b, dst += 210) {
-            for (int i = 0; i < 192; i += 8) {
-                const uint64_t r = g.next();
-                std::memcpy(dst + i, &r, 8);
-            }
-            const uint64_t v = g.next();
-            for (int j = 0; j < 16; ++j) dst[192 + j] = static_cast<uint8_t>(4 + ((v >> (2 * j)) & 3));
-            put16(dst + 208, quant::fp32_to_fp16(sigma / (18.48f * 5.61f) * jitter()));
-        }
-    }
-}
-
 // One tensor of the file, generated when it is written.
 struct TensorPlan {
     std::string name;
     int64_t ne0 = 0, ne1 = 0;  // ne1: all rows (ne[1] * ne[2] of a 3-D expert tensor)
     GgmlType type = GgmlType::F32;
     float mean = 0.f, sigma = 0.f;
+    std::vector<float> values;  // F32 tensors with fixed values (rope_freqs), else empty
     size_t bytes() const { return quant::row_size(type, ne0) * static_cast<size_t>(ne1); }
 };
 
@@ -261,7 +192,11 @@ struct Synth {
 
     void tensor(const std::string& name, int64_t ne0, int64_t ne1, GgmlType t, float mean,
                 float sigma, int64_t ne2 = 1) {
-        plan.push_back(TensorPlan{name, ne0, ne1 * ne2, t, mean, sigma});
+        // rows that are no whole number of the type's blocks (Gemma 4's 704- and 2112-wide
+        // FFN rows in K-quants) fall back to Q8_0 (32-element blocks), as llama.cpp's quantizer
+        // falls back to a legacy type
+        if (ne0 % quant::type_traits(t).block_size != 0) t = GgmlType::Q8_0;
+        plan.push_back(TensorPlan{name, ne0, ne1 * ne2, t, mean, sigma, {}});
         std::vector<int64_t> ne = {ne0};
         if (ne1 > 1 || ne2 > 1) ne.push_back(ne1);
         if (ne2 > 1) ne.push_back(ne2);
@@ -285,6 +220,10 @@ struct Synth {
                     if (direct) {
                         Rng g{ts ^ (static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull)};
                         direct_row(p.type, g, p.sigma, dst, p.ne0);
+                        continue;
+                    }
+                    if (!p.values.empty()) {
+                        std::memcpy(dst, p.values.data() + r * p.ne0, rs);
                         continue;
                     }
                     fill_row(ts, r, p.mean, p.sigma, buf.data(), p.ne0);
@@ -408,6 +347,86 @@ void qwen35_tensors(Synth& s, const Preset& p, const HybridShape& hy, GgmlType b
     }
 }
 
+// gemma4 layers (llama.cpp's llama_model_gemma4::load_arch_tensors): per-layer attention shape
+// (sliding: the preset's heads; global: kGemma4's, no attn_v), the dense MLP, the norms, the
+// layer scalar; in MoE presets every layer also has the router (f32, with its input scale), the
+// fused gate_up experts, the down experts with their per-expert scale and the three extra norms.
+// The router weights have sd 1 (not 1/sqrt(n_embd)): its input is scaled by 1/sqrt(n_embd), so
+// the logits spread as a trained router's do and top-k is not decided by noise.
+void gemma4_tensors(Synth& s, const Preset& p, const Gemma4Shape& g, GgmlType base,
+                    GgmlType more) {
+    const int64_t E = p.n_embd, F = p.n_ff;
+    const float si = 1.0f / std::sqrt(static_cast<float>(E));
+    const int64_t hg = g.head_dim_global;
+    const int n_rot_pairs = static_cast<int>(hg * g.rotary_global / 2);
+    TensorPlan rf{"rope_freqs.weight", hg / 2, 1, GgmlType::F32, 0.f, 0.f, {}};
+    for (int64_t i = 0; i < hg / 2; ++i) rf.values.push_back(i < n_rot_pairs ? 1.0f : 1e30f);
+    s.plan.push_back(rf);
+    s.w.add_tensor_info(rf.name, {hg / 2}, GgmlType::F32);
+    s.bytes += rf.bytes();
+    for (int il = 0; il < p.n_layer; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        const bool global = (il + 1) % g.period == 0;
+        const int64_t hd = global ? hg : p.head_dim;
+        const int64_t qd = static_cast<int64_t>(p.n_head) * hd;
+        const int64_t kvd = (global ? g.n_head_kv_global : p.n_head_kv) * hd;
+        const GgmlType vt = use_more_bits(il, p.n_layer) ? more : base;
+        s.tensor(b + "attn_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "attn_q.weight", E, qd, base, 0.f, si);
+        s.tensor(b + "attn_k.weight", E, kvd, base, 0.f, si);
+        if (!global) s.tensor(b + "attn_v.weight", E, kvd, vt, 0.f, si);
+        s.tensor(b + "attn_output.weight", qd, E, base, 0.f, 1.0f / std::sqrt(static_cast<float>(qd)));
+        s.tensor(b + "attn_q_norm.weight", hd, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "attn_k_norm.weight", hd, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "post_attention_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "ffn_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "ffn_gate.weight", E, F, base, 0.f, si);
+        s.tensor(b + "ffn_up.weight", E, F, base, 0.f, si);
+        s.tensor(b + "ffn_down.weight", F, E, vt, 0.f, 1.0f / std::sqrt(static_cast<float>(F)));
+        s.tensor(b + "post_ffw_norm.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+        s.tensor(b + "layer_output_scale.weight", 1, 1, GgmlType::F32, 1.f, 0.1f);
+        if (p.n_expert > 0) {
+            const int64_t X = p.n_expert, FX = p.n_ff_exp;
+            s.tensor(b + "ffn_gate_inp.weight", E, X, GgmlType::F32, 0.f, 1.0f);
+            s.tensor(b + "ffn_gate_inp.scale", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "pre_ffw_norm_2.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "post_ffw_norm_1.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "post_ffw_norm_2.weight", E, 1, GgmlType::F32, 1.f, 0.1f);
+            s.tensor(b + "ffn_gate_up_exps.weight", E, 2 * FX, base, 0.f, si, X);
+            s.tensor(b + "ffn_down_exps.weight", FX, E, vt, 0.f,
+                     1.0f / std::sqrt(static_cast<float>(FX)), X);
+            s.tensor(b + "ffn_down_exps.scale", X, 1, GgmlType::F32, 1.f, 0.1f);
+        }
+    }
+}
+
+// The gemma4 keys (llama.cpp's gemma4 loader and conversion/gemma.py), the per-layer arrays
+// included.
+void gemma4_keys(Synth& s, const std::string& a, const Preset& p, const Gemma4Shape& g,
+                 float softcap) {
+    using gguf::OwnedValue;
+    std::vector<OwnedValue> kv, swa;
+    for (int il = 0; il < p.n_layer; ++il) {
+        const bool global = (il + 1) % g.period == 0;
+        kv.push_back(OwnedValue::u32(global ? g.n_head_kv_global : p.n_head_kv));
+        swa.push_back(OwnedValue::boolean(!global));
+    }
+    s.w.add_kv(a + ".attention.head_count_kv",
+               OwnedValue::array(gguf::ValueType::UINT32, std::move(kv)));
+    s.w.add_kv(a + ".attention.sliding_window_pattern",
+               OwnedValue::array(gguf::ValueType::BOOL, std::move(swa)));
+    s.w.add_kv(a + ".attention.key_length", OwnedValue::u32(g.head_dim_global));
+    s.w.add_kv(a + ".attention.value_length", OwnedValue::u32(g.head_dim_global));
+    s.w.add_kv(a + ".attention.key_length_swa", OwnedValue::u32(p.head_dim));
+    s.w.add_kv(a + ".attention.value_length_swa", OwnedValue::u32(p.head_dim));
+    s.w.add_kv(a + ".rope.dimension_count", OwnedValue::u32(g.head_dim_global));
+    s.w.add_kv(a + ".rope.dimension_count_swa", OwnedValue::u32(p.head_dim));
+    s.w.add_kv(a + ".rope.freq_base_swa", OwnedValue::f32(g.rope_base_swa));
+    s.w.add_kv(a + ".attention.shared_kv_layers", OwnedValue::u32(0));
+    s.w.add_kv(a + ".embedding_length_per_layer_input", OwnedValue::u32(0));
+    s.w.add_kv(a + ".final_logit_softcapping", OwnedValue::f32(softcap > 0 ? softcap : g.softcap));
+}
+
 struct Opts {
     std::string arch, preset, type = "q4_k_m", out, vocab_from;
     uint64_t seed = 1;
@@ -494,7 +513,9 @@ int synth(const Opts& o) {
     s.w.add_kv(a + ".block_count", OwnedValue::u32(p->n_layer + (hy ? hy->n_nextn : 0)));
     s.w.add_kv(a + ".feed_forward_length", OwnedValue::u32(p->n_ff));
     s.w.add_kv(a + ".attention.head_count", OwnedValue::u32(p->n_head));
-    s.w.add_kv(a + ".attention.head_count_kv", OwnedValue::u32(p->n_head_kv));
+    const Gemma4Shape* g4 = gemma4_shape(o.preset);
+    if (g4) gemma4_keys(s, a, *p, *g4, o.final_softcap);
+    else s.w.add_kv(a + ".attention.head_count_kv", OwnedValue::u32(p->n_head_kv));
     s.w.add_kv(a + ".attention.layer_norm_rms_epsilon", OwnedValue::f32(p->eps));
     s.w.add_kv(a + ".rope.freq_base", OwnedValue::f32(p->rope_base));
     s.w.add_kv(a + ".vocab_size", OwnedValue::u32(n_vocab));
@@ -515,7 +536,7 @@ int synth(const Opts& o) {
     }
     if (a == "llama") {
         s.w.add_kv(a + ".rope.dimension_count", OwnedValue::u32(p->head_dim));
-    } else {
+    } else if (!g4) {
         s.w.add_kv(a + ".attention.key_length", OwnedValue::u32(p->head_dim));
         s.w.add_kv(a + ".attention.value_length", OwnedValue::u32(p->head_dim));
     }
@@ -528,7 +549,7 @@ int synth(const Opts& o) {
     }
     if (p->sliding_window > 0)
         s.w.add_kv(a + ".attention.sliding_window", OwnedValue::u32(p->sliding_window));
-    if (o.final_softcap > 0)
+    if (o.final_softcap > 0 && !g4)  // gemma4: the preset's unless given (gemma4_keys)
         s.w.add_kv(a + ".final_logit_softcapping", OwnedValue::f32(o.final_softcap));
     if (o.attn_softcap > 0)
         s.w.add_kv(a + ".attn_logit_softcapping", OwnedValue::f32(o.attn_softcap));
@@ -571,7 +592,8 @@ int synth(const Opts& o) {
     if (!p->tied) s.tensor("output.weight", E, V, out_t, 0.f, se);
     const bool gemma = a == "gemma3", qk_norm = a != "llama" && !oss;
     if (hy) qwen35_tensors(s, *p, *hy, base, more);
-    for (int il = 0; il < (hy ? 0 : p->n_layer); ++il) {
+    if (g4) gemma4_tensors(s, *p, *g4, base, more);
+    for (int il = 0; il < (hy || g4 ? 0 : p->n_layer); ++il) {
         const std::string b = "blk." + std::to_string(il) + ".";
         const GgmlType vt = use_more_bits(il, p->n_layer) ? more : base;
         const float si = 1.0f / std::sqrt(static_cast<float>(E));
@@ -643,7 +665,8 @@ int synth_main(int argc, char** argv) {
     std::string presets;
     for (const auto& q : kPresets) presets += std::string(presets.empty() ? "" : ", ") + q.name;
     app.add_option("--arch", o.arch,
-                   "llama, qwen3, qwen3moe, gemma3, qwen35, qwen35moe or gpt-oss (must match the preset)");
+                   "llama, qwen3, qwen3moe, gemma3, gemma4, qwen35, qwen35moe or gpt-oss (must match "
+                   "the preset)");
     app.add_option("--preset", o.preset, "shape preset: " + presets)->required();
     app.add_option("--type", o.type, "q4_k_m, q4_0, q8_0, bf16 or f32")->capture_default_str();
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();

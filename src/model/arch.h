@@ -18,7 +18,9 @@ class File;
 
 namespace zinc::model {
 
-enum class Arch { Llama, Gemma3, Qwen2, Qwen3, Qwen35, Qwen3Moe, GptOss, Qwen35Moe, Bert };
+enum class Arch {
+    Llama, Gemma3, Gemma4, Qwen2, Qwen3, Qwen35, Qwen3Moe, GptOss, Qwen35Moe, Bert
+};
 
 class Model;
 struct ModelConfig;

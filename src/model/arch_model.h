@@ -20,8 +20,7 @@ class ArchModel : public Model {
     std::string arch_name() const override { return cfg_.arch_name; }
     /// f16 K and V rows of every layer for n_ctx positions.
     size_t kv_cache_bytes(int n_ctx) const override {
-        return static_cast<size_t>(cfg_.n_layer) * static_cast<size_t>(n_ctx) *
-               static_cast<size_t>(cfg_.kv_dim_k() + cfg_.kv_dim_v()) * sizeof(uint16_t);
+        return static_cast<size_t>(n_ctx) * cfg_.kv_bytes_per_position();
     }
     int32_t n_vocab() const override { return cfg_.n_vocab; }
     int32_t n_ctx_train() const override { return cfg_.n_ctx_train; }

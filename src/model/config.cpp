@@ -1,6 +1,7 @@
 // zinc/model/config.cpp — hyperparameters from GGUF metadata, validated.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -155,7 +156,34 @@ Result<ModelConfig> read_config(const gguf::File& file, const ArchInfo& info) {
     ZINC_TRY(read_dim("embedding_length", c.n_embd, 1, kMaxDim));
     ZINC_TRY(read_dim("feed_forward_length", c.n_ff, 1, kMaxDim));
     ZINC_TRY(read_dim("attention.head_count", c.n_head, 1, 4096));
-    ZINC_TRY(read_opt_dim("attention.head_count_kv", c.n_head_kv, c.n_head, 1, c.n_head));
+    // head_count_kv: a scalar, or llama.cpp's per-layer array (get_key_or_arr; gemma4 writes
+    // one when its sliding and global layers differ). Uniform arrays read as the scalar.
+    if (const gguf::Value* hkv = file.find(k.key("attention.head_count_kv"));
+        hkv && hkv->type == gguf::ValueType::ARRAY) {
+        if (static_cast<int64_t>(hkv->arr.size()) != c.n_layer)
+            return make_error(file.path() + ": metadata " + k.key("attention.head_count_kv") +
+                              ": array of " + std::to_string(hkv->arr.size()) +
+                              " values, expected block_count = " + std::to_string(c.n_layer));
+        std::vector<int32_t> per(hkv->arr.size());
+        for (size_t il = 0; il < per.size(); ++il) {
+            const auto v = hkv->arr[il].as_int();
+            if (!v || *v < 1 || *v > c.n_head || c.n_head % *v != 0)
+                return make_error(file.path() + ": metadata " + k.key("attention.head_count_kv") +
+                                  "[" + std::to_string(il) + "]: expected a divisor of "
+                                  "attention.head_count (" + std::to_string(c.n_head) + ")");
+            per[il] = static_cast<int32_t>(*v);
+        }
+        c.n_head_kv = per[0];
+        if (std::any_of(per.begin(), per.end(), [&](int32_t v) { return v != per[0]; })) {
+            if (info.arch != Arch::Gemma4)
+                return make_error(file.path() + ": metadata " + k.key("attention.head_count_kv") +
+                                  ": per-layer values differ, which architecture " + c.arch_name +
+                                  " does not support (expected one value for every layer)");
+            c.layer_n_head_kv = std::move(per);
+        }
+    } else {
+        ZINC_TRY(read_opt_dim("attention.head_count_kv", c.n_head_kv, c.n_head, 1, c.n_head));
+    }
     if (c.n_head % c.n_head_kv != 0) {
         return bad(file, k.key("attention.head_count_kv"), c.n_head_kv,
                    "a divisor of attention.head_count (" + std::to_string(c.n_head) + ")");

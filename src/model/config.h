@@ -72,7 +72,25 @@ struct ModelConfig {
     int32_t n_ff_exp = 0;
     float expert_weights_scale = 0.0f;
 
+    /// Per-layer K and V row widths of the KV cache (n_head_kv(il) * head_dim(il)), for
+    /// architectures whose layers differ (gemma4: sliding 16 x 256, global 4 x 512); empty:
+    /// kv_dim_k() / kv_dim_v() for every layer. Set by the architecture file.
+    std::vector<int32_t> layer_kv_k, layer_kv_v;
+    /// attention.head_count_kv as llama.cpp's per-layer array (get_key_or_arr), when the file
+    /// has one whose values differ; empty otherwise (n_head_kv is then every layer's). Only an
+    /// architecture that reads it accepts such a file (read_config refuses it for the others).
+    std::vector<int32_t> layer_n_head_kv;
+
     int32_t q_dim() const { return n_head * head_dim_k; }
+    int32_t kv_dim_k(int il) const { return layer_kv_k.empty() ? kv_dim_k() : layer_kv_k[il]; }
+    int32_t kv_dim_v(int il) const { return layer_kv_v.empty() ? kv_dim_v() : layer_kv_v[il]; }
+    /// f16 K + V bytes of one position, summed over the layers.
+    size_t kv_bytes_per_position() const {
+        size_t b = 0;
+        for (int il = 0; il < n_layer; ++il)
+            b += static_cast<size_t>(kv_dim_k(il) + kv_dim_v(il)) * sizeof(uint16_t);
+        return b;
+    }
     int32_t kv_dim_k() const { return n_head_kv * head_dim_k; }
     int32_t kv_dim_v() const { return n_head_kv * head_dim_v; }
     int32_t attn_out_dim() const { return n_head * head_dim_v; }

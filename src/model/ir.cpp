@@ -14,7 +14,8 @@ const char* op_kind_name(OpKind k) {
         "embed",    "rms_norm",   "matmul",         "rope_kv",    "attention",
         "glu",      "add",        "add_rms_norm",   "keep_rows",  "softcap",
         "ssm_conv", "delta_net",  "gated_rms_norm", "split_gate", "sigmoid_mul",
-        "moe",      "all_reduce", "layer_norm",     "add_embed",  "gelu"};
+        "moe",      "all_reduce", "layer_norm",     "add_embed",  "gelu",
+        "scale"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -89,6 +90,7 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
             break;
         case OpKind::AddEmbed:
         case OpKind::Gelu:
+        case OpKind::Scale:
             reads_outs = true;
             break;
         case OpKind::kCount:
@@ -163,6 +165,10 @@ std::vector<const Weight*> Program::weights() const {
                 add(op.as<MoeP>().gate_exps);
                 add(op.as<MoeP>().up_exps);
                 add(op.as<MoeP>().down_exps);
+                add(op.as<MoeP>().down_scale);
+                break;
+            case OpKind::Scale:
+                add(op.as<ScaleP>().w);
                 break;
             case OpKind::LayerNorm:
                 add(op.as<LayerNormP>().w);
@@ -240,9 +246,9 @@ void ProgramBuilder::embed(const Weight& table, float scale, Tid o, const char* 
 }
 
 void ProgramBuilder::rms_norm(Tid in, const Weight& w, float eps, Tid o, const char* name,
-                              bool validate) {
+                              bool validate, float scale) {
     ZINC_CHECK(prog_.width(in) == prog_.width(o) && w.ne[0] == prog_.width(in));
-    out(emit(RmsNormP{in, &w, eps}), o, name, validate);
+    out(emit(RmsNormP{in, &w, eps, scale}), o, name, validate);
 }
 
 void ProgramBuilder::matmul(Tid in, std::initializer_list<Proj> projs) {
@@ -350,9 +356,12 @@ void ProgramBuilder::moe(const MoeP& p, Tid o, const char* name) {
     ZINC_CHECK(p.gate_exps && p.up_exps && p.down_exps);
     ZINC_CHECK(p.n_used >= 1 && p.n_used <= p.n_expert && p.n_used <= kMoeMaxUsed && p.n_ff > 0);
     ZINC_CHECK(prog_.width(p.logits) == p.n_expert && prog_.width(o) == e && o != p.in);
+    const int64_t gu_rows = p.gate_up_fused ? 2 * int64_t{p.n_ff} : p.n_ff;
+    ZINC_CHECK(!p.gate_up_fused || p.gate_exps == p.up_exps);
     for (const Weight* w : {p.gate_exps, p.up_exps}) {
-        ZINC_CHECK(w->ne[0] == e && w->ne[1] == p.n_ff && w->ne[2] == p.n_expert);
+        ZINC_CHECK(w->ne[0] == e && w->ne[1] == gu_rows && w->ne[2] == p.n_expert);
     }
+    ZINC_CHECK(!p.down_scale || p.down_scale->ne[0] == p.n_expert);
     ZINC_CHECK(p.down_exps->ne[0] == p.n_ff && p.down_exps->ne[1] == e &&
                p.down_exps->ne[2] == p.n_expert);
     out(emit(p), o, name);
@@ -378,6 +387,11 @@ void ProgramBuilder::add_embed(Tid x, const AddEmbedP& p, const char* name) {
 
 void ProgramBuilder::gelu(Tid x, const char* name) {
     out(emit(GeluP{}), x, name);
+}
+
+void ProgramBuilder::scale(Tid x, const Weight& w, const char* name) {
+    ZINC_CHECK(w.ne[0] == 1 && w.n_rows == 1);
+    out(emit(ScaleP{&w}), x, name);
 }
 
 void ProgramBuilder::mark_embeddings(Tid t) {
@@ -462,7 +476,7 @@ bool match_add_rms_norm(const Program& prog, size_t i, Step& s) {
     if (n.kind() != OpKind::RmsNorm || n.head || i + 1 >= prog.ops.size()) return false;
     const auto& np = n.as<RmsNormP>();
     const Tid t = n.outs[0].t;
-    if (np.in != t) return false;
+    if (np.in != t || np.scale != 1.0f) return false;
     const Op& add = prog.ops[i + 1];
     if (add.kind() != OpKind::Add || add.as<AddP>().in != t || add.il != n.il) return false;
     if (!dead_after(prog, i + 1, t)) return false;

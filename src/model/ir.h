@@ -65,13 +65,14 @@ enum class OpKind : uint8_t {
     GatedRmsNorm,  // out = rms_norm_per_head(out) * w * silu(z)
     SplitGate,     // outs q, gate = the per-head halves of in ([q_h | g_h] per head)
     SigmoidMul,    // out *= sigmoid(gate)
-    Moe,  // out = sum over the row's top-k experts e of w_e * down_e(silu(gate_e in) * up_e in)
+    Moe,  // out = sum over the row's top-k experts e of w_e * down_e(act(gate_e in) * up_e in)
     AllReduce,  // out = sum of out over the tensor-parallel ranks (model/shard.h); identity
                 // for one rank, which is also what a single executor does with it
     // Encoder (BERT) ops (models/bert.cpp); the CUDA tier refuses them at init (docs/cuda.md).
     LayerNorm,  // out = (in - mean) / sqrt(var + eps) * w + b, per row
     AddEmbed,   // out += table[position of the row] (absolute positions), or table[row] (fixed)
     Gelu,       // out = gelu(out) (erf form), elementwise
+    Scale,      // out *= w[0]: one learned scalar (gemma4's layer_output_scale)
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -88,6 +89,9 @@ struct RmsNormP {
     Tid in = kNoTensor;
     const Weight* w = nullptr;  // (width) f32
     float eps = 1e-5f;
+    /// Multiplies the result: out = rms_norm(in) * scale * w (gemma4's router input, scale
+    /// 1/sqrt(n_embd)); 1 everywhere else. schedule() does not fuse a scaled norm.
+    float scale = 1.0f;
 };
 struct MatmulP {
     Tid in = kNoTensor;                   // (rows, k)
@@ -103,7 +107,10 @@ struct RopeKvP {
     RopeParams rope;   // this layer's (base, scale, freq_factors)
     int kv_layer = 0;  // which layer of the KV cache
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
-    float eps = 1e-5f;  // of the Q/K norms
+    float eps = 1e-5f;  // of the Q/K norms (and of the V norm)
+    /// RMS-normalise V per head (head_dim_v) with no weight before it is cached (gemma4:
+    /// ggml_rms_norm of Vcur); V in place.
+    bool v_norm = false;
 };
 struct AttentionP {
     Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
@@ -155,6 +162,9 @@ struct AddEmbedP {
     int row = 0;
 };
 struct GeluP {};
+struct ScaleP {
+    const Weight* w = nullptr;  // (1) f32: the scalar
+};
 /// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
 /// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
 /// their probabilities as weights, renormalised to sum 1 when norm_w); TopKSoftmax (gpt-oss: the
@@ -177,6 +187,12 @@ struct MoeP {
     const Weight* gate_b = nullptr;
     const Weight* up_b = nullptr;
     const Weight* down_b = nullptr;
+    /// gate_exps == up_exps is one fused (n_embd, 2 n_ff, n_expert) tensor: expert e's gate is
+    /// rows [2 e n_ff, (2 e + 1) n_ff), its up the next n_ff rows (ffn_gate_up_exps, gemma4).
+    bool gate_up_fused = false;
+    /// (n_expert) f32 per-expert scale of the down projection's output (gemma4's
+    /// ffn_down_exps.scale, the router's per_expert_scale), or null.
+    const Weight* down_scale = nullptr;
 };
 /// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
 /// inputs before its first row taken from the sequence's conv state (zeros at position 0), then
@@ -220,7 +236,7 @@ struct SigmoidMulP {
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
                  SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP, MoeP,
-                 AllReduceP, LayerNormP, AddEmbedP, GeluP>;
+                 AllReduceP, LayerNormP, AddEmbedP, GeluP, ScaleP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -292,7 +308,7 @@ class ProgramBuilder {
 
     void embed(const Weight& table, float scale, Tid out, const char* name);
     void rms_norm(Tid in, const Weight& w, float eps, Tid out, const char* name = nullptr,
-                  bool validate = true);
+                  bool validate = true, float scale = 1.0f);
     struct Proj {
         const Weight* w = nullptr;
         const Weight* bias = nullptr;
@@ -322,6 +338,8 @@ class ProgramBuilder {
     void add_embed(Tid x, const AddEmbedP& p, const char* name);
     /// x = gelu_erf(x) in place.
     void gelu(Tid x, const char* name);
+    /// x *= w[0] in place (w: one f32 value).
+    void scale(Tid x, const Weight& w, const char* name);
     /// The value the op just emitted wrote to t is the hidden state embeddings pool
     /// (Program::embd, embd_op).
     void mark_embeddings(Tid t);

@@ -391,6 +391,10 @@ Result<std::unique_ptr<ShardSet>> shard_program(const Program& prog, const Model
     if (n_shards < 1 || n_shards > 1024)
         return make_error("tensor parallel " + std::to_string(n_shards) +
                           ": the rank count must be in [1, 1024]");
+    if (!cfg.layer_kv_k.empty())
+        return make_error("tensor parallel " + std::to_string(n_shards) + ": " + cfg.arch_name +
+                          " has per-layer K/V widths (sliding and global layers differ), which "
+                          "the shard transform does not split yet");
     auto set = std::make_unique<ShardSet>();
     set->n_shards = n_shards;
     ZINC_TRY(Sharder(prog, cfg, n_shards, *set).run());

@@ -39,6 +39,17 @@ inline constexpr std::string_view kFfnGateInp = "ffn_gate_inp";
 inline constexpr std::string_view kFfnGateExps = "ffn_gate_exps";
 inline constexpr std::string_view kFfnUpExps = "ffn_up_exps";
 inline constexpr std::string_view kFfnDownExps = "ffn_down_exps";
+// Gemma 4 (llama.cpp's LLM_ARCH_GEMMA4): gate and up experts fused in one 3-D tensor
+// (n_embd, 2 n_ff_exp, n_expert); the extra norms of its MoE layers (the dense MLP's output
+// norm _1, the experts' input and output norms); the per-layer output scalar; the fused Q/K/V
+// projection and the per-layer-embedding tensors of E2B/E4B (recognised to be refused).
+inline constexpr std::string_view kFfnGateUpExps = "ffn_gate_up_exps";
+inline constexpr std::string_view kFfnPostNorm1 = "post_ffw_norm_1";
+inline constexpr std::string_view kFfnPreNorm2 = "pre_ffw_norm_2";
+inline constexpr std::string_view kFfnPostNorm2 = "post_ffw_norm_2";
+inline constexpr std::string_view kLayerOutScale = "layer_output_scale";
+inline constexpr std::string_view kAttnQkv = "attn_qkv";
+inline constexpr std::string_view kPerLayerTokenEmbd = "per_layer_token_embd";
 
 /// "<base>.<suffix>", e.g. global("output_norm") == "output_norm.weight".
 std::string global(std::string_view base, std::string_view suffix = "weight");

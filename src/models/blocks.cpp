@@ -55,8 +55,9 @@ ExpertWeights bind_experts(model::WeightBinder& b, const ModelConfig& c, int il,
 }
 
 void routed_experts(ProgramBuilder& b, const ModelConfig& c, const ExpertWeights& w,
-                    const ExpertRouting& r, Tid in, Tid logits, Tid out) {
-    b.matmul(in, {{w.router, w.router_b, logits, "ffn_moe_logits"}});
+                    const ExpertRouting& r, Tid in, Tid logits, Tid out, Tid router_in) {
+    b.matmul(router_in == model::kNoTensor ? in : router_in,
+             {{w.router, w.router_b, logits, "ffn_moe_logits"}});
     model::MoeP m;
     m.in = in;
     m.logits = logits;
@@ -73,6 +74,8 @@ void routed_experts(ProgramBuilder& b, const ModelConfig& c, const ExpertWeights
     m.norm_w = r.norm_w;
     m.w_scale = c.expert_weights_scale;
     m.act = r.act;
+    m.gate_up_fused = w.gate_up_fused;
+    m.down_scale = w.down_scale;
     b.moe(m, out, "ffn_moe_out");
 }
 
@@ -91,6 +94,7 @@ void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const Atten
     r.head_dim_k = c.head_dim_k;
     r.head_dim_v = c.head_dim_v;
     r.eps = c.rms_eps;
+    r.v_norm = w.v_norm;
     b.rope_kv(t.q, t.k, t.v, r);
     model::AttentionP a;
     a.q = t.q;

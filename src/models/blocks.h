@@ -33,6 +33,7 @@ struct AttentionWeights {
     const Weight* q_norm = nullptr;  // (head_dim_k) f32, RMS norm per head before RoPE
     const Weight* k_norm = nullptr;
     const Weight* rope_freqs = nullptr;  // (n_rot / 2) f32 per-pair frequency divisors
+    bool v_norm = false;  // RMS-normalise V per head with no weight before caching (gemma4)
 };
 
 /// Gated feed-forward: down(act(gate x) * up x).
@@ -77,6 +78,9 @@ struct ExpertWeights {
     const Weight* router_b = nullptr;  // (n_expert) f32, or null
     const Weight *gate = nullptr, *up = nullptr, *down = nullptr;
     const Weight *gate_b = nullptr, *up_b = nullptr, *down_b = nullptr;  // or null
+    /// gate == up: one fused ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert) (gemma4)
+    bool gate_up_fused = false;
+    const Weight* down_scale = nullptr;  // (n_expert) f32 per-expert output scale, or null
 };
 /// Binds ffn_gate_inp and ffn_{gate,up,down}_exps of layer il (shapes from cfg); biases only with
 /// `biases` (ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias, all required then).
@@ -87,10 +91,12 @@ struct ExpertRouting {
     bool norm_w = false;
     model::GluAct act = model::GluAct::SiLU;
 };
-/// out = the routed experts of `in` (rows, n_embd): the router matmul into `logits` (a tensor of
+/// out = the routed experts of `in` (rows, n_embd): the router matmul of `router_in` (default:
+/// `in`; gemma4 routes from another normalisation of the residual) into `logits` (a tensor of
 /// width n_expert) and the moe op (ffn_moe_logits, ffn_moe_out).
 void routed_experts(ProgramBuilder& b, const ModelConfig& cfg, const ExpertWeights& w,
-                    const ExpertRouting& r, Tid in, Tid logits, Tid out);
+                    const ExpertRouting& r, Tid in, Tid logits, Tid out,
+                    Tid router_in = model::kNoTensor);
 
 /// The MoE keys every routed-expert architecture needs: <arch>.expert_count, .expert_used_count
 /// (at most model::kMoeMaxUsed) and .expert_feed_forward_length, each >= 1; the error names the

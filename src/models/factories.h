@@ -14,6 +14,7 @@ using model::ModelConfig;
 
 Result<std::unique_ptr<Model>> make_llama(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_gemma3(const gguf::File& file, ModelConfig cfg);
+Result<std::unique_ptr<Model>> make_gemma4(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen2(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen3(const gguf::File& file, ModelConfig cfg);
 Result<std::unique_ptr<Model>> make_qwen35(const gguf::File& file, ModelConfig cfg);

@@ -180,6 +180,8 @@ class Executor {
                 return add_embed(op);
             case OpKind::Gelu:
                 return gelu(op);
+            case OpKind::Scale:
+                return scale(op);
             case OpKind::kCount:
                 break;
         }
@@ -204,14 +206,31 @@ class Executor {
         const float* x = buf(p.in);
         float* y = buf(op.outs[0].t);
         const float* wd = p.w->f32();
-        if (op.head) {
-            rms_norm_rows(x, wd, y, st_.n_tokens, dim, p.eps);
-        } else {
-            parallel_rows(st_, st_.n_tokens, [&](int64_t r0, int64_t r1) {
+        auto rows = [&](int64_t r0, int64_t r1) {
+            if (p.scale == 1.0f) {
                 rms_norm_rows(x + r0 * dim, wd, y + r0 * dim, r1 - r0, dim, p.eps);
-            });
+                return;
+            }
+            // ggml's order (gemma4's router input): rms_norm, then the scale, then the weight
+            rms_norm_rows(x + r0 * dim, nullptr, y + r0 * dim, r1 - r0, dim, p.eps);
+            for (int64_t i = r0 * dim; i < r1 * dim; ++i) y[i] = (y[i] * p.scale) * wd[i % dim];
+        };
+        if (op.head) {
+            rows(0, st_.n_tokens);
+        } else {
+            parallel_rows(st_, st_.n_tokens, rows);
         }
         count(Op::RmsNorm, kF32 * dim, 2 * kF32 * st_.n_tokens * dim);
+    }
+
+    // x *= w[0] (one learned scalar).
+    void scale(const model::Op& op) {
+        const auto& p = op.as<model::ScaleP>();
+        const int64_t n = st_.n_tokens * width(op.outs[0].t);
+        float* x = buf(op.outs[0].t);
+        const float s = p.w->f32()[0];
+        for (int64_t i = 0; i < n; ++i) x[i] *= s;
+        count(Op::Add, kF32, 2 * kF32 * n);
     }
 
     void layer_norm(const model::Op& op) {
@@ -280,7 +299,7 @@ class Executor {
         const int64_t q_dim = width(tq), kd = width(tk), vd = width(p.v);
         float* q = buf(tq);
         float* k = buf(tk);
-        const float* v = buf(p.v);
+        float* v = buf(p.v);
         const RopeParams& rp = p.rope;
         const float* qn = p.q_norm ? p.q_norm->f32() : nullptr;
         const float* kn = p.k_norm ? p.k_norm->f32() : nullptr;
@@ -300,6 +319,12 @@ class Executor {
                     for (int h = 0; h < p.n_head_kv; ++h) {
                         float* kh = kt + static_cast<int64_t>(h) * p.head_dim_k;
                         cpu::rms_norm(kh, kn, kh, p.head_dim_k, p.eps);
+                    }
+                }
+                if (p.v_norm) {  // per head, no weight (ggml_rms_norm of Vcur)
+                    for (int h = 0; h < p.n_head_kv; ++h) {
+                        float* vh = v + t * vd + static_cast<int64_t>(h) * p.head_dim_v;
+                        cpu::rms_norm(vh, nullptr, vh, p.head_dim_v, p.eps);
                     }
                 }
                 rope_apply(rp, cs, qt, p.n_head, p.head_dim_k);
@@ -550,7 +575,9 @@ class Executor {
         a.gate = &st_.ws.mat(p.gate_exps);
         a.up = &st_.ws.mat(p.up_exps);
         a.down = &st_.ws.mat(p.down_exps);
-        a.oai = p.act == model::GluAct::SwigluOai;
+        a.act = p.act;
+        a.gate_up_fused = p.gate_up_fused;
+        a.down_scale = p.down_scale ? p.down_scale->f32() : nullptr;
         a.gate_b = p.gate_b ? p.gate_b->f32() : nullptr;
         a.up_b = p.up_b ? p.up_b->f32() : nullptr;
         a.down_b = p.down_b ? p.down_b->f32() : nullptr;

@@ -63,9 +63,12 @@ MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScrat
     for (int e = 0; e < a.n_expert; ++e) {
         const int b = s.count[e], ne = s.count[e + 1] - b;
         if (ne == 0) continue;
-        const MatView g{a.gate->type, E, F, a.gate->data + e * F * a.gate->row_bytes,
+        // first rows of expert e's gate and up in their tensors
+        const int64_t g0 = a.gate_up_fused ? 2 * e * F : e * F;
+        const int64_t u0 = a.gate_up_fused ? g0 + F : e * F;
+        const MatView g{a.gate->type, E, F, a.gate->data + g0 * a.gate->row_bytes,
                         a.gate->row_bytes};
-        const MatView u{a.up->type, E, F, a.up->data + e * F * a.up->row_bytes, a.up->row_bytes};
+        const MatView u{a.up->type, E, F, a.up->data + u0 * a.up->row_bytes, a.up->row_bytes};
         const MatView d{a.down->type, F, E, a.down->data + e * E * a.down->row_bytes,
                         a.down->row_bytes};
         for (int i = 0; i < ne; ++i) {
@@ -79,14 +82,24 @@ MoeStats moe_ffn(ThreadPool& pool, MatmulScratch& mm, const MoeArgs& a, MoeScrat
         for (int i = 0; i < ne; ++i) {  // one call per row, as the Glu op (batch invariance)
             float* g = s.gate.data() + i * F;
             const float* u = s.up.data() + i * F;
-            if (a.oai) {
-                for (int64_t j = 0; j < F; ++j) g[j] = canon::swiglu_oai(g[j], u[j]);
-            } else {
-                swiglu(g, u, g, F);
+            switch (a.act) {
+                case model::GluAct::SwigluOai:
+                    for (int64_t j = 0; j < F; ++j) g[j] = canon::swiglu_oai(g[j], u[j]);
+                    break;
+                case model::GluAct::GeluTanh:
+                    geglu(g, u, g, F);
+                    break;
+                case model::GluAct::SiLU:
+                    swiglu(g, u, g, F);
+                    break;
             }
         }
         matmul(pool, mm, d, s.gate.data(), ne, F, s.y.data(), E);
         add_bias(a.down_b, e, E, s.y.data(), ne);
+        if (a.down_scale) {  // ggml_mul by the expert's scale, before the weighting
+            const float sc = a.down_scale[e];
+            for (int64_t i = 0; i < ne * E; ++i) s.y[i] *= sc;
+        }
         for (int i = 0; i < ne; ++i)
             std::memcpy(s.down.data() + static_cast<int64_t>(s.order[b + i]) * E,
                         s.y.data() + i * E, sizeof(float) * E);

@@ -4,8 +4,9 @@
 // then only the selected experts are computed. The rows are grouped by expert (rows (t, s) sorted
 // by expert id, then by t * k + s); for each expert used by the step its rows are gathered and
 // multiplied by the expert's gate/up sub-matrices (a MatView over rows [e n_ff, (e + 1) n_ff) of
-// the 3-D GGUF tensor, the ordinary quantized cpu::matmul), SwiGLU'd, multiplied by its down
-// sub-matrix, and scattered back to slot (t, s). Finally out[t] = sum_s w[t, s] y[t, s] in slot
+// the 3-D GGUF tensor, or of the fused gate_up tensor's [2 e n_ff, ...) halves; the ordinary
+// quantized cpu::matmul), through the GLU (SwiGLU, GeGLU or swiglu_oai), multiplied by its down
+// sub-matrix (times the expert's down scale, if any), and scattered back to slot (t, s). Finally out[t] = sum_s w[t, s] y[t, s] in slot
 // order (moe::combine_elem). Every row's result depends only on that row (cpu::matmul gives the
 // same bits for any number of rows), so a batch gives the same bits as each row alone.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/ir.h"
 
 namespace zinc::cpu {
 
@@ -30,7 +32,11 @@ struct MoeArgs {
     const MatView* gate = nullptr;  // (n_expert * n_ff rows, n_embd)
     const MatView* up = nullptr;
     const MatView* down = nullptr;  // (n_expert * n_embd rows, n_ff)
-    bool oai = false;               // gpt-oss's swiglu_oai instead of swiglu
+    model::GluAct act = model::GluAct::SiLU;  // swiglu, geglu (gemma4) or swiglu_oai (gpt-oss)
+    /// gate == up: one fused tensor, expert e's gate rows [2 e n_ff, (2 e + 1) n_ff), its up
+    /// rows the next n_ff (ffn_gate_up_exps)
+    bool gate_up_fused = false;
+    const float* down_scale = nullptr;  // (n_expert) multiplies expert e's down output, or null
     const float* gate_b = nullptr;  // (n_expert, n_ff) per-expert biases, or null
     const float* up_b = nullptr;
     const float* down_b = nullptr;  // (n_expert, n_embd)

@@ -195,6 +195,7 @@ void CudaRunner::exec(const model::Op& op, int idx) {
         case OpKind::LayerNorm:
         case OpKind::AddEmbed:
         case OpKind::Gelu:
+        case OpKind::Scale:
         case OpKind::kCount:
             ZINC_CHECK(false && "unknown op");
     }

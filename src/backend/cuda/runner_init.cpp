@@ -293,13 +293,23 @@ Result<void> CudaRunner::init() {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
     }
+    // gemma4: sliding and global layers of different K/V widths (one uniform KV row here), the
+    // V norm, the scaled router norm, GELU / fused / scaled experts, the layer scalar: CPU only.
+    if (!c.layer_kv_k.empty())
+        return make_error("cuda: " + model_.arch_name() +
+                          " has per-layer K/V widths (its sliding and global layers differ), "
+                          "which the CUDA tier does not support yet (run it on the CPU tier: "
+                          "--tier cpu)");
     for (const model::Op& op : model_.program().ops) {
         // The Gated DeltaNet ops (qwen35) have CPU kernels only so far (docs/architecture.md).
         const model::OpKind k = op.kind();
         if (k == model::OpKind::SsmConv || k == model::OpKind::DeltaNet ||
             k == model::OpKind::GatedRmsNorm || k == model::OpKind::SplitGate ||
             k == model::OpKind::SigmoidMul || k == model::OpKind::LayerNorm ||
-            k == model::OpKind::AddEmbed || k == model::OpKind::Gelu)
+            k == model::OpKind::AddEmbed || k == model::OpKind::Gelu ||
+            k == model::OpKind::Scale ||
+            (k == model::OpKind::RopeKv && op.as<model::RopeKvP>().v_norm) ||
+            (k == model::OpKind::RmsNorm && op.as<model::RmsNormP>().scale != 1.0f))
             return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
                               model_.arch_name() +
                               " has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
@@ -312,12 +322,14 @@ Result<void> CudaRunner::init() {
         bool oai_moe = false;
         if (k == model::OpKind::Moe) {
             const auto& m = op.as<model::MoeP>();
-            oai_moe = m.act != model::GluAct::SiLU || m.gate_b || m.up_b || m.down_b;
+            oai_moe = m.act != model::GluAct::SiLU || m.gate_b || m.up_b || m.down_b ||
+                      m.gate_up_fused || m.down_scale;
         }
         if (oai_glu || oai_moe)
             return make_error("cuda: the " + std::string(oai_moe ? "experts" : "GLU") + " of " +
                               model_.arch_name() +
-                              " (swiglu_oai, per-expert biases) have no CUDA kernel yet (run it on "
+                              " (swiglu_oai / GELU, per-expert biases or scales, fused gate_up) "
+                              "have no CUDA kernel yet (run it on "
                               "the CPU tier: --tier cpu)");
     }
     if (c.head_dim_k > 256 || c.head_dim_v > 256)

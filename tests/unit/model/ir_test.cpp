@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -213,4 +214,70 @@ TEST(OpList, BuilderChecksShapes) {
     EXPECT_DEATH(b.matmul(a, {{&w, nullptr, z, "z"}}), "");  // 4 rows into a width-5 tensor
     EXPECT_DEATH(b.tensor("a", 3), "");                      // roles are unique
     EXPECT_DEATH(b.add(y, z, "bad"), "");                    // widths differ
+}
+
+// gemma4 (models/gemma4.cpp) on the synthetic file ZINC_TEST_GEMMA4 names (tests/py/
+// test_gemma4.py sets it: gemma4-tiny or gemma4-moe-tiny): each layer's attention shape, window
+// and RoPE from its kind, the V norm and scale 1 everywhere, and the MoE layer's sequence.
+TEST(OpList, Gemma4LayersFollowTheirKind) {
+    const char* path = std::getenv("ZINC_TEST_GEMMA4");
+    if (!path || !*path) GTEST_SKIP() << "ZINC_TEST_GEMMA4 not set (tests/py/test_gemma4.py sets it)";
+    auto f = zinc::gguf::File::open(path);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto m = zm::Model::load(*f.value(), {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    const auto* am = dynamic_cast<const zm::ArchModel*>(m.value().get());
+    ASSERT_NE(am, nullptr);
+    const zm::Program& P = am->program();
+    const zm::ModelConfig& c = am->config();
+    ASSERT_EQ(c.arch_name, "gemma4");
+    bool moe = false;
+    for (const zm::Op& op : P.ops) {
+        if (op.kind() == K::Attention) {
+            const auto& a = op.as<zm::AttentionP>();
+            const bool swa = c.is_swa(op.il);
+            EXPECT_EQ(a.window, swa ? c.sliding_window : 0) << op.il;
+            EXPECT_EQ(a.head_dim_k, swa ? 64 : 128) << op.il;
+            EXPECT_EQ(a.n_head_kv, swa ? 2 : 1) << op.il;
+            EXPECT_EQ(a.scale, 1.0f);
+            EXPECT_EQ(c.kv_dim_k(op.il), a.n_head_kv * a.head_dim_k);
+        }
+        if (op.kind() == K::RopeKv) {
+            const auto& r = op.as<zm::RopeKvP>();
+            const bool swa = c.is_swa(op.il);
+            EXPECT_TRUE(r.v_norm);
+            EXPECT_EQ(r.rope.n_rot, swa ? 64 : 128) << op.il;
+            EXPECT_EQ(r.rope.freq_base, swa ? 10000.0f : 1000000.0f) << op.il;
+            EXPECT_EQ(r.rope.freq_factors != nullptr, !swa) << op.il;
+        }
+        if (op.kind() == K::Moe) {
+            moe = true;
+            const auto& mp = op.as<zm::MoeP>();
+            EXPECT_TRUE(mp.gate_up_fused);
+            EXPECT_NE(mp.down_scale, nullptr);
+            EXPECT_EQ(mp.act, zm::GluAct::GeluTanh);
+            EXPECT_TRUE(mp.norm_w);
+        }
+    }
+    const std::string names = layer_names(P, 2);  // a global layer
+    if (moe) {
+        EXPECT_EQ(names,
+                  "Qcur Kcur Vcur kqv_out attn_out ffn_inp ffn_gate ffn_up ffn_glu ffn_out ffn_mlp "
+                  "ffn_norm_2 ffn_moe_logits ffn_moe_out ffn_moe ffn_moe_combined ffn_post_norm "
+                  "l_out");
+    } else {
+        EXPECT_EQ(names,
+                  "Qcur Kcur Vcur kqv_out attn_out ffn_inp ffn_gate ffn_up ffn_glu ffn_out "
+                  "ffn_post_norm l_out");
+    }
+    // global layers have no attn_v: V is the K projection
+    const zm::Op* qkv = nullptr;
+    for (const zm::Op& op : P.ops)
+        if (op.il == 2 && op.kind() == K::Matmul) {
+            qkv = &op;
+            break;
+        }
+    ASSERT_NE(qkv, nullptr);
+    EXPECT_EQ(qkv->as<zm::MatmulP>().w[2]->name, "blk.2.attn_k.weight");
+    EXPECT_EQ(P.ops.back().kind(), K::Softcap);
 }

@@ -129,7 +129,7 @@ TEST(ModelLoad, UnsupportedArchitectureIsNamedWithTheSupportedList) {
     s.arch = "mamba";
     const std::string e = load_error(s);
     EXPECT_NE(e.find("unsupported architecture 'mamba'"), std::string::npos) << e;
-    EXPECT_NE(e.find("llama, gemma3, qwen2, qwen3"), std::string::npos) << e;
+    EXPECT_NE(e.find("llama, gemma3, gemma4, qwen2, qwen3"), std::string::npos) << e;
 }
 
 TEST(ModelLoad, MissingTensorIsNamed) {
