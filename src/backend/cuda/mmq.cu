@@ -697,13 +697,16 @@ int weight_align(int type) {
 }
 
 // Variant 0's choice by shape; `split`: a split-K scratch was given (a decode batch of at most 32
-// rows then takes the narrow tiles, which split-K spreads over the GPU).
+// rows then takes the narrow tiles, which split-K spreads over the GPU: 64-row ones up to 8192
+// weight rows, H200 run 6 (docs/perf-notes.md "mmq v6"): 1024 x 4096 at 32 rows 0.019 ms with
+// 64-row tiles, 0.038 ms with 128-row ones; 4096 and 6144 rows 10 % faster; 14336 and 28672 rows
+// best with 128-row tiles).
 int auto_variant(int total, int n_act, bool split) {
     const long sms = sm_count(), target = 2 * sms;
     auto blocks = [&](int bm, int bn) {
         return static_cast<long>((total + bm - 1) / bm) * ((n_act + bn - 1) / bn);
     };
-    if (split && n_act <= TileN::BN) return 8;
+    if (split && n_act <= TileN::BN) return total <= 8192 ? 9 : 8;
     if (n_act <= TileD::BN) {
         // One column of tiles (decode batches): the tallest tile that still gives every SM about
         // 1.5 blocks. H200 run 1 (docs/perf-notes.md "mmq"): 14336 rows x 32: 64-row tiles

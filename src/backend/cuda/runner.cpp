@@ -8,7 +8,8 @@
 // are captured once per row count as a CUDA graph and replayed (ZINC_CUDA_GRAPH=0: plain
 // launches). Projections, all through proj(): by default (ZINC_EXACT=1) the exact kernels of
 // dmmv_exact.cu for every row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the
-// int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 16) and
+// int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 8 where mmq covers every
+// matrix, else 16) and
 // above them (prefill, large decode batches) the int8 tensor-core GEMM of mmq.cu for the types it
 // covers up to ZINC_MMQ_MAX_ROWS rows, dequantize-to-f16 + cuBLAS otherwise (ZINC_MMQ=0: cuBLAS
 // for all); not bit-identical to the CPU tier. Opt-outs of the

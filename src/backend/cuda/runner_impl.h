@@ -236,7 +236,7 @@ class CudaRunner final : public model::Runner {
             *d_out_ = nullptr, *d_bt_ = nullptr;
 
     CublasLib cublas_;
-    int dmmv_max_rows_ = 16;
+    int dmmv_max_rows_ = 16;  // init(): ZINC_DMMV_MAX_ROWS, else 8 or 16 by the model
     bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true,
          repack_ = true;
     bool exact_ = false;  // every matrix product by dmmv_exact (docs/exactness.md); init() sets it

@@ -348,7 +348,7 @@ TEST(MmqEmul, SplitKDeterministicAndBounded) {
     EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0);
     EXPECT_NE(std::memcmp(s1.data(), plain.data(), s1.size() * 4), 0) << "no split happened";
     EXPECT_TRUE(sc.counters_zero());
-    const auto a0 = run(0, &sc.s, 0);  // 2 tiles on 264 slots: mmq's choice splits
+    const auto a0 = run(0, &sc.s, 0);  // 4 tiles of 64 x 32 on 264 slots: mmq's choice splits
     EXPECT_NE(std::memcmp(a0.data(), plain.data(), a0.size() * 4), 0) << "variant 0 did not split";
     double num = 0, den = 0;
     for (size_t i = 0; i < a0.size(); ++i) {
