@@ -173,6 +173,32 @@ def test_streamed_deltas_concatenate_to_the_whole_response(client, tool_choice, 
         assert whole.message.tool_calls is None and content
 
 
+@pytest.mark.parametrize("tool_choice", ["required", "auto"])
+def test_parallel_tool_calls_false_is_one_call(client, tool_choice):
+    # Greedy Qwen2.5-Coder-0.5B forced ("required") makes two calls for this prompt (STREAMED);
+    # with parallel_tool_calls false the grammar allows one; auto stops after the first call.
+    kw = dict(tools=TOOLS, tool_choice=tool_choice, temperature=0, max_tokens=120,
+              messages=[{"role": "user",
+                         "content": "What is the weather in Paris and the time in Tokyo?"}])
+    both = client.chat.completions.create(model=MODEL_ID, **kw).choices[0]
+    if tool_choice == "required":
+        assert len(both.message.tool_calls) == 2, both
+    one = client.chat.completions.create(model=MODEL_ID, parallel_tool_calls=False, **kw)
+    c = one.choices[0]
+    assert len(c.message.tool_calls or []) <= 1, c
+    if tool_choice == "required" or both.message.tool_calls:
+        check_calls(c, {"get_weather", "get_time"})
+        assert len(c.message.tool_calls) == 1
+        first = both.message.tool_calls[0].function
+        assert (c.message.tool_calls[0].function.name,
+                c.message.tool_calls[0].function.arguments) == (first.name, first.arguments)
+    content, calls, finish = stream_reply(client, parallel_tool_calls=False, **kw)
+    assert finish == c.finish_reason
+    assert content == (c.message.content or "")
+    assert [(e["name"], "".join(e["fragments"])) for e in calls] == [
+        (t.function.name, t.function.arguments) for t in c.message.tool_calls or []]
+
+
 def test_streamed_tool_calls_validate(client):
     content, calls, finish = stream_reply(
         client, tools=TOOLS, tool_choice="required", temperature=0, max_tokens=120,
