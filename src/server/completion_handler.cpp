@@ -460,7 +460,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     if (peer->closed()) {
         ctx.metrics.count_disconnect();
         res.status = 499;  // never read (nginx's "client closed request")
-        return;  // the lease, unsettled, releases its claim: nothing ran
+        return;            // the lease, unsettled, releases its claim: nothing ran
     }
 
     std::vector<std::string> stops = cr.stop;

@@ -134,13 +134,13 @@ size_t marker_prefix_tail(std::string_view s, std::string_view marker) {
 }
 
 bool is_name_char(char c) {  // a tool name's characters (parse_tools)
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
 }
 
 bool is_word_char(char c) {  // harmony's channel names and constrain types
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 }  // namespace
@@ -213,8 +213,9 @@ struct ToolCallStream::HeadCursor {
         return !failed;
     }
     static bool any_starts_with(const std::vector<std::string>& options, const std::string& got) {
-        return std::any_of(options.begin(), options.end(),
-                           [&](const std::string& k) { return k.compare(0, got.size(), got) == 0; });
+        return std::any_of(options.begin(), options.end(), [&](const std::string& k) {
+            return k.compare(0, got.size(), got) == 0;
+        });
     }
 };
 
@@ -348,8 +349,8 @@ bool ToolCallStream::header_state(bool at_end) {
     HeadCursor h{hdr_, marker_len_};
     std::string name;
     bool no_arguments = false;
-    const bool complete = spec_.head == CallHead::Harmony ? harmony_head(h, name)
-                                                          : json_head(h, name, no_arguments);
+    const bool complete =
+        spec_.head == CallHead::Harmony ? harmony_head(h, name) : json_head(h, name, no_arguments);
     if (complete) {
         ws_.clear();  // whitespace right before a call is dropped
         put({n_calls_++, true, name, ""});

@@ -58,8 +58,8 @@ chat::Value json_to_template_value(const nlohmann::json& j);
 chat::Value tool_calls_value(const nlohmann::json& calls);
 
 /// The calls in a finished reply (names not among `names` are left as text; with `parallel`
-/// false, only the first call and the text before it): the whole text fed to a ToolCallStream (tool_call_stream.h) at once, so a streamed reply's pieces
-/// concatenate to exactly this.
+/// false, only the first call and the text before it): the whole text fed to a ToolCallStream
+/// (tool_call_stream.h) at once, so a streamed reply's pieces concatenate to exactly this.
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,
                              const std::vector<std::string>& names, bool parallel = true);
 

@@ -10,9 +10,8 @@ namespace {
 constexpr std::array<ToolFormatSpec, 3> kSpecs = {{
     {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>", "",
      CallHead::JsonObject, /*block_to_close=*/true, /*bare_calls=*/true, "arguments", R"("\n")"},
-    {ToolFormat::Harmony, "harmony", "<|channel|>", "<|channel|>", "<|call|>",
-     "<|start|>assistant", CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "",
-     ""},
+    {ToolFormat::Harmony, "harmony", "<|channel|>", "<|channel|>", "<|call|>", "<|start|>assistant",
+     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", ""},
     {ToolFormat::Json, "json", "", "", "", "", CallHead::JsonObject, /*block_to_close=*/true,
      /*bare_calls=*/true, "parameters", R"(";" ws)"},
 }};

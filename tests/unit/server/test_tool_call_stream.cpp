@@ -135,15 +135,14 @@ void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::
     const Result want = whole(text, f, parallel);
     EXPECT_EQ(run({text}, f, parallel), want);
     for (size_t i = 0; i <= text.size(); ++i) {
-        ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f, parallel), want)
-            << "split at " << i;
+        ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f, parallel), want) << "split at " << i;
     }
     if (text.size() <= 160) {
         for (size_t i = 0; i <= text.size(); ++i) {
             for (size_t j = i; j <= text.size(); ++j) {
-                ASSERT_EQ(run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f,
-                              parallel),
-                          want)
+                ASSERT_EQ(
+                    run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f, parallel),
+                    want)
                     << "splits at " << i << ", " << j;
             }
         }
@@ -381,7 +380,8 @@ const std::string kHarmonyFirst =
     "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{\"tz\":\"Tōkyō\"}"
     "<|call|>";
 const std::string kHarmonyRoleRecipient =
-    "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{\"tz\": \"CET\"}";
+    "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{\"tz\": "
+    "\"CET\"}";
 const std::string kHarmonyFinal =
     "<|channel|>analysis<|message|>Just greet.<|end|><|start|>assistant<|channel|>final"
     "<|message|>Hello! 👋 <b>hi</b>";
@@ -441,7 +441,8 @@ TEST(ToolCallStream, HarmonyWholeResults) {
     EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Pa");
     EXPECT_TRUE(r.truncated);
     // ... and before them (the header incomplete): content.
-    EXPECT_TRUE(whole("<|channel|>commentary to=functions.get_ti", ToolFormat::Harmony).calls.empty());
+    EXPECT_TRUE(
+        whole("<|channel|>commentary to=functions.get_ti", ToolFormat::Harmony).calls.empty());
 
     // Harmony's markers mean nothing to Hermes, and <tool_call> nothing to harmony.
     EXPECT_TRUE(whole(kHarmonyFirst).calls.empty());

@@ -198,7 +198,8 @@ TEST(ToolCalls, ForcedCallGrammarHarmony) {
     EXPECT_TRUE(grammar_accepts(g.value(), call));
     EXPECT_FALSE(grammar_accepts(g.value(), call + call));
     EXPECT_FALSE(grammar_accepts(
-        g.value(), "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}"));
+        g.value(),
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}"));
     // The reply that grammar produces is read back as that call.
     auto r = parse_tool_calls(call, ToolFormat::Harmony, kNames);
     ASSERT_EQ(r.calls.size(), 1u);
