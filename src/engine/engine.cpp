@@ -228,6 +228,9 @@ class EngineImpl : public Engine {
                 cancels.swap(cancels_);
                 stopping = stop_;
                 n_waiting_ += static_cast<int32_t>(incoming.size());
+                // They wait now (stats() no longer sees them in the inbox): counted until the
+                // next publish() counts the scheduler's queue, so queue_depth never dips.
+                snapshot_.queue_depth += static_cast<int32_t>(incoming.size());
             }
             for (auto& s : incoming) {
                 counters_.prompt_tokens += static_cast<uint64_t>(s->n_prompt);

@@ -122,8 +122,9 @@ ApiResult<std::vector<ChoiceSpec>> choice_specs(ServingContext& ctx, const Compl
 // `r.text` becomes the text outside the calls and, when calls were made and the last one is
 // complete, `r.finish_reason` "tool_calls" (a call cut by max_tokens keeps "length", as OpenAI's).
 void add_tool_calls(ServingContext& ctx, const CompletionRequest& cr, ChoiceResult& r) {
-    const ParsedReply p = parse_tool_calls(
-        r.text, tool_format_for_template(ctx.model.chat_template_source), cr.tools.names);
+    const ParsedReply p =
+        parse_tool_calls(r.text, tool_format_for_template(ctx.model.chat_template_source),
+                         cr.tools.names, cr.tools.parallel);
     r.text = p.content;
     if (p.calls.empty()) return;
     r.tool_calls = json::array();
@@ -182,6 +183,10 @@ struct StreamState {
     std::vector<std::optional<json>> finish_chunk;
     bool started = false;
     bool ended = false;
+    // The connection, watched at every provider call: a client that left is noticed within one
+    // poll (<= 250 ms) even while nothing is written (its request still queued), instead of at
+    // the heartbeat write that fails.
+    std::unique_ptr<PeerWatch> peer;
     Clock::time_point last_write;
     std::shared_ptr<TenantLease> lease;  // with a tenants config
     Clock::time_point arrival;
@@ -201,13 +206,20 @@ void settle(TenantLease& lease, const Generation& gen, int32_t n_prompt,
 
 void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
                const CompletionRequest& cr, const ResponseMeta& meta, int32_t n_prompt_tokens,
-               const httplib::Request& req, httplib::Response& res) {
+               const PeerWatch& peer, httplib::Response& res) {
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
     std::vector<CompletionLogprobs> lp(results.size());
     std::vector<json> chat_lp(results.size(), json::array());
+    // parallel_tool_calls false: each reply is read as it comes, and generation stops once its
+    // one call is complete (what follows would be dropped), as in a stream.
+    std::vector<ToolCallStream> single;
+    if (cr.use_tools && !cr.tools.parallel)
+        for (size_t i = 0; i < results.size(); ++i)
+            single.emplace_back(tool_format_for_template(ctx.model.chat_template_source),
+                                cr.tools.names, false);
     // A client that leaves a non-streamed request is noticed here (nothing is written until the
-    // end), and its sequences are cancelled so their KV blocks come back within a step.
-    const PeerWatch peer(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+    // end), and its sequences are cancelled so their KV blocks come back within a step, queued
+    // or running.
     while (!gen.done()) {
         if (peer.closed()) {
             ctx.metrics.count_disconnect();
@@ -225,6 +237,14 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
                         chat_lp[static_cast<size_t>(d.index)].push_back(std::move(e));
                 else
                     lp[static_cast<size_t>(d.index)].add(*ctx.model.tok, d.tokens, cr.top_logprobs);
+            }
+            if (!single.empty() && !d.finish_reason) {
+                ToolCallStream& ts = single[static_cast<size_t>(d.index)];
+                ts.feed(d.text);
+                if (ts.done()) {
+                    gen.stop(d.index);
+                    d.finish_reason = "stop";
+                }
             }
             if (d.finish_reason) r.finish_reason = *d.finish_reason;
         }
@@ -256,6 +276,11 @@ bool stream_tool_delta(ServingContext& ctx, StreamState& st, ChoiceDelta& d, Wri
     const auto ci = static_cast<size_t>(d.index);
     ToolCallStream& ts = st.tool_streams[ci];
     std::vector<ToolStreamPiece> pieces = ts.feed(d.text);
+    if (ts.done() && !d.finish_reason) {
+        // parallel_tool_calls false and the one call is complete: stop generating.
+        st.gen->stop(d.index);
+        d.finish_reason = "stop";
+    }
     if (d.finish_reason)
         for (auto& p : ts.finish()) pieces.push_back(std::move(p));
     json lp = logprobs_for(ctx, st.cr, nullptr, d.tokens);
@@ -295,6 +320,7 @@ bool stream_step(ServingContext& ctx, StreamState& st, httplib::DataSink& sink) 
         st.last_write = Clock::now();
         return sink.write(s.data(), s.size());
     };
+    if (st.peer && st.peer->closed()) return false;  // gone: the releaser cancels
     if (!st.started) {
         st.started = true;
         // Chat streams open each choice with the assistant role, as OpenAI's do.
@@ -427,6 +453,16 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         lease = std::move(l.value());
     }
 
+    // A client that left before its request was submitted (it waited for an HTTP thread, or
+    // went while the prompt was rendered) gets nothing queued: no engine request runs for it.
+    auto peer = std::make_unique<PeerWatch>(req.remote_addr, req.remote_port, req.local_addr,
+                                            req.local_port);
+    if (peer->closed()) {
+        ctx.metrics.count_disconnect();
+        res.status = 499;  // never read (nginx's "client closed request")
+        return;            // the lease, unsettled, releases its claim: nothing ran
+    }
+
     std::vector<std::string> stops = cr.stop;
     if (kind == ApiKind::Chat)
         for (const auto& s : ctx.model.chat_stop_strings) stops.push_back(s);
@@ -442,7 +478,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     meta.model = ctx.opts.model_id;
 
     if (!cr.stream) {
-        run_whole(ctx, *gen.value(), lease.get(), cr, meta, n_prompt_tokens, req, res);
+        run_whole(ctx, *gen.value(), lease.get(), cr, meta, n_prompt_tokens, *peer, res);
         if (lease) settle(*lease, *gen.value(), n_prompt_tokens, arrival);
         return;
     }
@@ -456,13 +492,14 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     if (st->cr.use_tools) {
         const ToolFormat f = tool_format_for_template(ctx.model.chat_template_source);
         for (int32_t i = 0; i < st->gen->n_choices(); ++i)
-            st->tool_streams.emplace_back(f, st->cr.tools.names);
+            st->tool_streams.emplace_back(f, st->cr.tools.names, st->cr.tools.parallel);
         st->call_ids.resize(static_cast<size_t>(st->gen->n_choices()));
     }
     st->finish_chunk.resize(static_cast<size_t>(st->gen->n_choices()));
     st->last_write = Clock::now();
     st->lease = std::move(lease);
     st->arrival = arrival;
+    st->peer = std::move(peer);
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");

@@ -237,9 +237,8 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
             out.tools = std::move(t.value());
             out.use_tools = !out.tools.names.empty() && out.tools.choice != ToolChoice::None;
         }
-        // parallel_tool_calls: several calls are always allowed; false is not enforced.
-        bool parallel = true;
-        r.get_bool("parallel_tool_calls", parallel);
+        // parallel_tool_calls false: at most one call (tool_calls.h).
+        r.get_bool("parallel_tool_calls", out.tools.parallel);
     }
     if (const json* f = r.find("response_format")) {
         const std::string p = r.path_of("response_format");

@@ -119,6 +119,13 @@ void Generation::cancel() {
     for (auto& c : choices_) c->engine_done = true;  // nothing more is awaited from the engine
 }
 
+void Generation::stop(int32_t index) {
+    Choice& c = *choices_[static_cast<size_t>(index)];
+    if (c.finish_reason || failure_) return;
+    c.finish_reason = "stop";
+    if (!c.engine_done) eng_.cancel(c.id);
+}
+
 bool Generation::done() const {
     if (failure_) return true;
     for (const auto& c : choices_)

@@ -69,6 +69,10 @@ class Generation {
     const std::optional<ApiError>& failure() const { return failure_; }
     /// Cancel every choice still running (the client went away). Idempotent.
     void cancel();
+    /// End choice `index` here, as a stop string would: its finish reason is "stop", tokens
+    /// that arrive after this are dropped, and its engine request is cancelled (the caller read
+    /// all it wants: a tool call with parallel_tool_calls false). No-op once it has a reason.
+    void stop(int32_t index);
 
     /// When the first token of any choice arrived (epoch when none has).
     Clock::time_point first_token_at() const { return first_token_at_; }

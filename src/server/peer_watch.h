@@ -1,5 +1,6 @@
-// zinc/server/peer_watch.h — private to src/server: notices that the client of a non-streamed
-// request has closed its connection while the request is still generating.
+// zinc/server/peer_watch.h — private to src/server: notices that the client of a request has
+// closed its connection while the request is queued or generating (a non-streamed request writes
+// nothing until it ends; a stream writes nothing while its request waits for a slot).
 //
 // cpp-httplib (0.11) gives a handler no handle on its socket. The connection is identified by
 // its four-tuple instead: the handler knows the peer and local address and port, and the socket
@@ -15,7 +16,8 @@ namespace zinc::server {
 
 class PeerWatch {
   public:
-    /// Finds the socket; when none matches (e.g. a test without a real socket), closed() is
+    /// Finds the socket (the open descriptors in /proc/self/fd, else every number up to
+    /// RLIMIT_NOFILE); when none matches (e.g. a test without a real socket), closed() is
     /// always false.
     PeerWatch(const std::string& remote_addr, int remote_port, const std::string& local_addr,
               int local_port);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 
 namespace zinc::server {
@@ -132,10 +133,94 @@ size_t marker_prefix_tail(std::string_view s, std::string_view marker) {
     return 0;
 }
 
+bool is_name_char(char c) {  // a tool name's characters (parse_tools)
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+}
+
+bool is_word_char(char c) {  // harmony's channel names and constrain types
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+}
+
 }  // namespace
 
-ToolCallStream::ToolCallStream(ToolFormat format, std::vector<std::string> names)
-    : spec_(tool_format_spec(format)), names_(std::move(names)) {}
+// Reads a call's head as its bytes arrive. Each reader returns true when what it reads is
+// complete; false when the input ran out (more may come) or the text is not that (`failed`).
+struct ToolCallStream::HeadCursor {
+    std::string_view s;
+    size_t p = 0;
+    bool failed = false;
+
+    void skip_ws() {
+        while (p < s.size() && is_ws(s[p])) ++p;
+    }
+    bool expect(std::string_view lit) {
+        for (char c : lit) {
+            if (p == s.size()) return false;
+            if (s[p] != c) {
+                failed = true;
+                return false;
+            }
+            ++p;
+        }
+        return true;
+    }
+    // One of `options` (none a prefix of another) at p: its index, or -1 (see above).
+    int alt(std::initializer_list<std::string_view> options) {
+        bool partial = false;
+        int i = 0;
+        for (std::string_view o : options) {
+            const std::string_view at = s.substr(p, o.size());
+            if (at == o) {
+                p += o.size();
+                return i;
+            }
+            partial = partial || (at.size() < o.size() && o.substr(0, at.size()) == at);
+            ++i;
+        }
+        failed = !partial;
+        return -1;
+    }
+    // A string among `options` after its opening quote, through its closing quote.
+    bool quoted(const std::vector<std::string>& options, std::string& got) {
+        for (; p < s.size(); ++p) {
+            const char c = s[p];
+            if (c == '"') {
+                ++p;
+                failed = std::find(options.begin(), options.end(), got) == options.end();
+                return !failed;
+            }
+            got += c;
+            if (c == '\\' || !any_starts_with(options, got)) {
+                failed = true;
+                return false;
+            }
+        }
+        return false;
+    }
+    // A run of `is_char` bytes among `options` (complete at the first other byte).
+    bool word(const std::vector<std::string>& options, std::string& got, bool (*is_char)(char)) {
+        for (; p < s.size() && is_char(s[p]); ++p) {
+            got += s[p];
+            if (!any_starts_with(options, got)) {
+                failed = true;
+                return false;
+            }
+        }
+        if (p == s.size()) return false;
+        failed = std::find(options.begin(), options.end(), got) == options.end();
+        return !failed;
+    }
+    static bool any_starts_with(const std::vector<std::string>& options, const std::string& got) {
+        return std::any_of(options.begin(), options.end(), [&](const std::string& k) {
+            return k.compare(0, got.size(), got) == 0;
+        });
+    }
+};
+
+ToolCallStream::ToolCallStream(ToolFormat format, std::vector<std::string> names, bool parallel)
+    : spec_(tool_format_spec(format)), names_(std::move(names)), parallel_(parallel) {}
 
 std::vector<ToolStreamPiece> ToolCallStream::feed(std::string_view chunk) {
     buf_.append(chunk);
@@ -171,6 +256,7 @@ std::vector<ToolStreamPiece> ToolCallStream::finish() {
             break;
         case State::Header:
         case State::AfterCall:
+        case State::Done:
             break;
     }
     buf_.clear();
@@ -199,12 +285,14 @@ bool ToolCallStream::step() {
             return value_bytes();
         case State::AfterCall:
             return after_call_state();
+        case State::Done:
+            buf_.clear();  // not parallel: after the one call, nothing is read
+            return false;
     }
     return false;
 }
 
 bool ToolCallStream::text_state() {
-    const std::string_view open = spec_.open;
     std::string text;
     size_t i = 0;
     for (; i < buf_.size(); ++i) {
@@ -217,26 +305,34 @@ bool ToolCallStream::text_state() {
             put_content(text);
             buf_.erase(0, i);
             hdr_.clear();
+            marker_len_ = 0;
             in_block_ = false;
             state_ = State::Header;
             return true;
         }
-        if (!open.empty() && c == open[0]) {
+        bool maybe = false;  // buf_ ends with a proper prefix of a marker here
+        for (std::string_view open : {spec_.open, spec_.open_alt}) {
+            if (open.empty() || c != open[0]) continue;
             const size_t n = std::min(open.size(), buf_.size() - i);
-            if (std::string_view(buf_).substr(i, n) == open.substr(0, n)) {
-                put_content(text);
-                if (n < open.size()) {  // maybe the marker: wait for the next chunk
-                    buf_.erase(0, i);
-                    return false;
-                }
-                buf_.erase(0, i + open.size());
-                hdr_ = open;
-                in_block_ = true;
-                after_call_ = false;
-                bare_ok_ = false;
-                state_ = State::Header;
-                return true;
+            if (std::string_view(buf_).substr(i, n) != open.substr(0, n)) continue;
+            if (n < open.size()) {
+                maybe = true;
+                continue;
             }
+            put_content(text);
+            buf_.erase(0, i + open.size());
+            hdr_ = open;
+            marker_len_ = open.size();
+            in_block_ = true;
+            after_call_ = false;
+            bare_ok_ = false;
+            state_ = State::Header;
+            return true;
+        }
+        if (maybe) {  // maybe a marker: wait for the next chunk
+            put_content(text);
+            buf_.erase(0, i);
+            return false;
         }
         after_call_ = false;
         bare_ok_ = false;
@@ -250,91 +346,92 @@ bool ToolCallStream::text_state() {
 bool ToolCallStream::header_state(bool at_end) {
     hdr_ += buf_;
     buf_.clear();
-    // hdr_: [marker] ws* '{' ws* '"name"' ws* ':' ws* '"' NAME '"' ws* ('}' | ',' ws* '"' KEY
-    // '"' ws* ':'), KEY "arguments" or "parameters". `failed`: not that; `end`: where it ends.
-    const size_t n = hdr_.size();
-    size_t p = in_block_ ? spec_.open.size() : 0;
-    bool failed = false;
-    auto skip_ws = [&] {
-        while (p < n && is_ws(hdr_[p])) ++p;
-    };
-    auto expect = [&](std::string_view lit) {  // false: need more or failed
-        for (char c : lit) {
-            if (p == n) return false;
-            if (hdr_[p] != c) {
-                failed = true;
-                return false;
-            }
-            ++p;
-        }
-        return true;
-    };
-    // A string among `options` (the opening quote read): false when need more or failed.
-    auto one_of = [&](const std::vector<std::string>& options, std::string& got) {
-        for (; p < n; ++p) {
-            const char c = hdr_[p];
-            if (c == '"') {
-                ++p;
-                failed = std::find(options.begin(), options.end(), got) == options.end();
-                return !failed;
-            }
-            got += c;
-            failed = c == '\\' || std::none_of(options.begin(), options.end(), [&](const auto& k) {
-                         return k.compare(0, got.size(), got) == 0;
-                     });
-            if (failed) return false;
-        }
-        return false;
-    };
-    static const std::vector<std::string> kArgumentKeys = {"arguments", "parameters"};
-    std::string name, key;
-    bool complete = false, no_arguments = false;
-    skip_ws();
-    if (expect("{")) {
-        skip_ws();
-        if (expect("\"name\"")) {
-            skip_ws();
-            if (expect(":")) {
-                skip_ws();
-                if (expect("\"") && one_of(names_, name)) {
-                    skip_ws();
-                    if (p < n && hdr_[p] == '}') {
-                        complete = no_arguments = true;
-                    } else if (expect(",")) {
-                        skip_ws();
-                        if (expect("\"") && one_of(kArgumentKeys, key)) {
-                            skip_ws();
-                            complete = expect(":");
-                        }
-                    }
-                }
-            }
-        }
-    }
+    HeadCursor h{hdr_, marker_len_};
+    std::string name;
+    bool no_arguments = false;
+    const bool complete =
+        spec_.head == CallHead::Harmony ? harmony_head(h, name) : json_head(h, name, no_arguments);
     if (complete) {
         ws_.clear();  // whitespace right before a call is dropped
         put({n_calls_++, true, name, ""});
-        buf_ = hdr_.substr(p);
+        buf_ = hdr_.substr(h.p);
         hdr_.clear();
         args_seen_ = args_done_ = false;
         value_is_args_ = true;
         state_ = no_arguments ? State::Object : State::Value;
         return true;
     }
-    if (!failed && !at_end) return false;
-    // Not a call: its first byte (the marker, or the '{') is text and the rest is read again.
+    if (!h.failed && !at_end) return false;
+    // Not a call: its first byte (the marker, or the '{') is text and the rest is read again
+    // (after a marker of a format whose blocks are content through their close marker, as such).
     if (in_block_) {
-        put_content(spec_.open);
-        buf_ = hdr_.substr(spec_.open.size());
-        state_ = State::FailedBlock;
+        put_content(std::string_view(hdr_).substr(0, marker_len_));
+        buf_ = hdr_.substr(marker_len_);
+        state_ = spec_.block_to_close ? State::FailedBlock : State::Text;
     } else {
         put_content("{");
         buf_ = hdr_.substr(1);
         state_ = State::Text;
-        bare_ok_ = false;
     }
+    bare_ok_ = false;
     hdr_.clear();
     return true;
+}
+
+// [marker] ws* '{' ws* '"name"' ws* ':' ws* '"' NAME '"' ws* ('}' | ',' ws* '"' KEY '"' ws* ':'),
+// KEY "arguments" or "parameters".
+bool ToolCallStream::json_head(HeadCursor& h, std::string& name, bool& no_arguments) const {
+    static const std::vector<std::string> kArgumentKeys = {"arguments", "parameters"};
+    std::string key;
+    h.skip_ws();
+    if (!h.expect("{")) return false;
+    h.skip_ws();
+    if (!h.expect("\"name\"")) return false;
+    h.skip_ws();
+    if (!h.expect(":")) return false;
+    h.skip_ws();
+    if (!h.expect("\"") || !h.quoted(names_, name)) return false;
+    h.skip_ws();
+    if (h.p < h.s.size() && h.s[h.p] == '}') return no_arguments = true;
+    if (!h.expect(",")) return false;
+    h.skip_ws();
+    if (!h.expect("\"") || !h.quoted(kArgumentKeys, key)) return false;
+    h.skip_ws();
+    return h.expect(":");
+}
+
+// After `<|start|>assistant`: [' to=functions.' NAME] '<|channel|>'; after `<|channel|>` (or
+// that): ('commentary' | 'analysis') [' to=functions.' NAME, unless named before] ws*
+// ['<|constrain|>'] [TYPE] ws* '<|message|>'; exactly one NAME.
+bool ToolCallStream::harmony_head(HeadCursor& h, std::string& name) const {
+    static const std::vector<std::string> kChannels = {"commentary", "analysis"};
+    auto recipient = [&] {
+        h.skip_ws();
+        return h.expect("to=functions.") && h.word(names_, name, is_name_char);
+    };
+    if (marker_len_ == spec_.open_alt.size() && hdr_.compare(0, marker_len_, spec_.open_alt) == 0) {
+        if (h.p < h.s.size() && h.s[h.p] != '<' && !recipient()) return false;
+        if (!h.expect(spec_.open)) return false;
+    }
+    std::string channel;
+    if (!h.word(kChannels, channel, is_word_char)) return false;
+    if (name.empty() && !recipient()) return false;
+    h.skip_ws();
+    int k = h.alt({"<|constrain|>", "<|message|>"});
+    if (k < 0) {
+        if (h.failed && h.p < h.s.size() && is_word_char(h.s[h.p])) {  // a bare type: "json"
+            h.failed = false;
+            k = 0;
+        } else {
+            return false;
+        }
+    }
+    if (k == 1) return true;
+    std::string type;
+    while (h.p < h.s.size() && is_word_char(h.s[h.p])) type += h.s[h.p++];
+    if (h.p == h.s.size()) return false;
+    h.skip_ws();
+    return h.expect("<|message|>");
 }
 
 bool ToolCallStream::failed_block_state() {
@@ -512,13 +609,14 @@ void ToolCallStream::end_call_value(bool was_arguments) {
     if (was_arguments) args_done_ = true;
     lit_.clear();
     state_ = State::Object;
+    if (spec_.head == CallHead::Harmony) close_call();  // the arguments are the whole call
 }
 
 void ToolCallStream::close_call() {
     if (!args_seen_) put_args("{}");
     args_seen_ = args_done_ = true;
     lit_.clear();
-    state_ = State::AfterCall;
+    state_ = parallel_ ? State::AfterCall : State::Done;
 }
 
 bool ToolCallStream::after_call_state() {

@@ -22,6 +22,9 @@
 //     the reply made calls; a reply without calls is its text exactly.
 //   - Generation that ends inside a call's arguments leaves that call with the arguments as far
 //     as they were generated (`truncated()`), as OpenAI's with finish_reason "length".
+//   - Not parallel (`parallel_tool_calls: false`): the reply ends with its first call's object;
+//     everything after it (a close marker, a second call, text) is dropped, and done() tells
+//     the caller that nothing more will be read (so generation can stop).
 // Held back (sent with the next chunk or at finish): a possible prefix of the open marker, a run
 // of whitespace, an incomplete UTF-8 sequence at a chunk's end, a call's start until it is
 // committed or refused, an escape in string-valued arguments, a bare literal.
@@ -47,8 +50,9 @@ struct ToolStreamPiece {
 
 class ToolCallStream {
   public:
-    /// `names`: the request's tool names; a call of another name is content.
-    ToolCallStream(ToolFormat format, std::vector<std::string> names);
+    /// `names`: the request's tool names; a call of another name is content. `parallel` false:
+    /// at most one call (above).
+    ToolCallStream(ToolFormat format, std::vector<std::string> names, bool parallel = true);
 
     /// Read the next chunk of generated text (any byte split); returns what can be sent now.
     std::vector<ToolStreamPiece> feed(std::string_view chunk);
@@ -59,6 +63,8 @@ class ToolCallStream {
     int n_calls() const { return n_calls_; }
     /// After finish(): generation ended inside the last call's arguments.
     bool truncated() const { return truncated_; }
+    /// Not parallel, and the one call is complete: the rest of the reply is dropped unread.
+    bool done() const { return state_ == State::Done; }
 
   private:
     enum class State {
@@ -73,12 +79,16 @@ class ToolCallStream {
         String,       // a string-valued arguments, decoded (escape bytes in lit_)
         Literal,      // a bare literal (its text in lit_)
         AfterCall,    // the call object closed: separators and the close marker
+        Done,         // not parallel: the one call is complete; the rest is dropped
     };
 
     // Each consumes from buf_ and returns false when it needs more input.
     bool step();
     bool text_state();
     bool header_state(bool at_end);
+    struct HeadCursor;  // reads a call's head (tool_call_stream.cpp)
+    bool json_head(HeadCursor& h, std::string& name, bool& no_arguments) const;
+    bool harmony_head(HeadCursor& h, std::string& name) const;
     bool failed_block_state();
     bool object_state();
     bool after_call_state();
@@ -93,10 +103,12 @@ class ToolCallStream {
 
     const ToolFormatSpec& spec_;
     std::vector<std::string> names_;
+    bool parallel_ = true;
     State state_ = State::Text;
     std::string buf_;          // input not yet consumed
     std::string ws_;           // held whitespace (content unless a call follows)
     std::string hdr_;          // Header: the bytes since the call's start
+    size_t marker_len_ = 0;    // of hdr_, the marker it starts with (0: a bare '{')
     bool in_block_ = false;    // the current call opened with the format's marker
     bool bare_ok_ = true;      // a '{' here may start a bare call
     bool after_call_ = false;  // whitespace here follows a call (dropped)

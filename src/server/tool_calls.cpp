@@ -97,6 +97,15 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
         if (!g.ok()) return g.error();
         rules += g.value();
         calls += (calls.empty() ? "" : " | ") + std::string("call") + std::to_string(i);
+        if (spec.head == CallHead::Harmony) {
+            // `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS`, as
+            // gpt-oss writes a call (its `<|call|>` ends the generation).
+            rules += "call" + std::to_string(i) + " ::= " +
+                     gbnf_literal(std::string(spec.open) + "commentary to=functions." + name +
+                                  " <|constrain|>json<|message|>") +
+                     " " + args + "\n";
+            continue;
+        }
         rules += "call" + std::to_string(i) + " ::= \"{\" ws " + gbnf_literal("\"name\"") +
                  " ws \":\" ws " + gbnf_literal(json(name).dump()) + " ws \",\" ws " +
                  gbnf_literal(json(std::string(spec.arguments_key)).dump()) + " ws \":\" ws " +
@@ -104,10 +113,10 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
     }
     // One call or (required) up to eight, each in the format's block markers.
     std::string root = "root ::= block";
-    if (t.choice == ToolChoice::Required)
+    if (t.choice == ToolChoice::Required && t.parallel && !spec.grammar_separator.empty())
         root += " (" + std::string(spec.grammar_separator) + " block){0,7}";
     root += "\nblock ::= ";
-    if (spec.open.empty())
+    if (spec.open.empty() || spec.head == CallHead::Harmony)
         root += "call\n";
     else
         root += gbnf_literal(std::string(spec.open) + "\n") + " call " +
@@ -160,9 +169,9 @@ chat::Value tool_calls_value(const json& calls) {
 }
 
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,
-                             const std::vector<std::string>& names) {
+                             const std::vector<std::string>& names, bool parallel) {
     ParsedReply r;
-    ToolCallStream stream(f, names);
+    ToolCallStream stream(f, names, parallel);
     auto add = [&](std::vector<ToolStreamPiece> pieces) {
         for (auto& p : pieces) {
             if (p.call < 0) {

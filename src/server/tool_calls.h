@@ -25,6 +25,10 @@ struct ToolsRequest {
     std::vector<std::string> names;                  // function names, in order
     ToolChoice choice = ToolChoice::Auto;
     std::string named;  // ToolChoice::Named: the function
+    /// `parallel_tool_calls` (default true). false: at most one call: the forced-call grammar
+    /// allows one, and a reply is read up to the end of its first call (what follows is
+    /// dropped, and generation is stopped there: docs/server.md).
+    bool parallel = true;
 };
 
 /// Validate `tools` (an array of {"type": "function", "function": {"name", "description",
@@ -32,8 +36,9 @@ struct ToolsRequest {
 /// "function": {"name"}}). `tool_choice` without tools is a 400 unless "none".
 ApiResult<ToolsRequest> parse_tools(const nlohmann::json* tools, const nlohmann::json* choice);
 
-/// GBNF for a reply that is one or more calls (tool_choice required) or exactly one call of
-/// the named function, each call's arguments constrained by its `parameters` schema.
+/// GBNF for a reply that is one or more calls (tool_choice required; exactly one when
+/// `parallel` is false or the format writes one call a turn) or exactly one call of the named
+/// function, each call's arguments constrained by its `parameters` schema.
 ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f);
 
 struct ParsedCall {
@@ -52,10 +57,10 @@ chat::Value json_to_template_value(const nlohmann::json& j);
 /// function.arguments JSON text parsed into an object (as transformers' templates expect).
 chat::Value tool_calls_value(const nlohmann::json& calls);
 
-/// The calls in a finished reply (names not among `names` are left as text): the whole text
-/// fed to a ToolCallStream (tool_call_stream.h) at once, so a streamed reply's pieces
-/// concatenate to exactly this.
+/// The calls in a finished reply (names not among `names` are left as text; with `parallel`
+/// false, only the first call and the text before it): the whole text fed to a ToolCallStream
+/// (tool_call_stream.h) at once, so a streamed reply's pieces concatenate to exactly this.
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,
-                             const std::vector<std::string>& names);
+                             const std::vector<std::string>& names, bool parallel = true);
 
 }  // namespace zinc::server

@@ -7,10 +7,13 @@ namespace zinc::server {
 
 namespace {
 
-constexpr std::array<ToolFormatSpec, 2> kSpecs = {{
-    {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>",
-     /*bare_calls=*/true, "arguments", R"("\n")"},
-    {ToolFormat::Json, "json", "", "", "", /*bare_calls=*/true, "parameters", R"(";" ws)"},
+constexpr std::array<ToolFormatSpec, 3> kSpecs = {{
+    {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>", "",
+     CallHead::JsonObject, /*block_to_close=*/true, /*bare_calls=*/true, "arguments", R"("\n")"},
+    {ToolFormat::Harmony, "harmony", "<|channel|>", "<|channel|>", "<|call|>", "<|start|>assistant",
+     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", ""},
+    {ToolFormat::Json, "json", "", "", "", "", CallHead::JsonObject, /*block_to_close=*/true,
+     /*bare_calls=*/true, "parameters", R"(";" ws)"},
 }};
 
 }  // namespace

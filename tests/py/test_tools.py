@@ -173,6 +173,32 @@ def test_streamed_deltas_concatenate_to_the_whole_response(client, tool_choice, 
         assert whole.message.tool_calls is None and content
 
 
+@pytest.mark.parametrize("tool_choice", ["required", "auto"])
+def test_parallel_tool_calls_false_is_one_call(client, tool_choice):
+    # Greedy Qwen2.5-Coder-0.5B forced ("required") makes two calls for this prompt (STREAMED);
+    # with parallel_tool_calls false the grammar allows one; auto stops after the first call.
+    kw = dict(tools=TOOLS, tool_choice=tool_choice, temperature=0, max_tokens=120,
+              messages=[{"role": "user",
+                         "content": "What is the weather in Paris and the time in Tokyo?"}])
+    both = client.chat.completions.create(model=MODEL_ID, **kw).choices[0]
+    if tool_choice == "required":
+        assert len(both.message.tool_calls) == 2, both
+    one = client.chat.completions.create(model=MODEL_ID, parallel_tool_calls=False, **kw)
+    c = one.choices[0]
+    assert len(c.message.tool_calls or []) <= 1, c
+    if tool_choice == "required" or both.message.tool_calls:
+        check_calls(c, {"get_weather", "get_time"})
+        assert len(c.message.tool_calls) == 1
+        first = both.message.tool_calls[0].function
+        assert (c.message.tool_calls[0].function.name,
+                c.message.tool_calls[0].function.arguments) == (first.name, first.arguments)
+    content, calls, finish = stream_reply(client, parallel_tool_calls=False, **kw)
+    assert finish == c.finish_reason
+    assert content == (c.message.content or "")
+    assert [(e["name"], "".join(e["fragments"])) for e in calls] == [
+        (t.function.name, t.function.arguments) for t in c.message.tool_calls or []]
+
+
 def test_streamed_tool_calls_validate(client):
     content, calls, finish = stream_reply(
         client, tools=TOOLS, tool_choice="required", temperature=0, max_tokens=120,
@@ -260,3 +286,56 @@ def test_bad_tools_are_400(server, extra, param, message):
     err = r.json()["error"]
     assert err["param"] == param, err
     assert message in err["message"], err
+
+
+# A harmony-style template (gpt-oss's message layout; any template mentioning <|channel|> selects
+# the format) on a copy of SmolLM2, written by gguf's own gguf_new_metadata: the server side of
+# the format end to end (detection, the forced-call grammar, parsing whole and streamed). SmolLM2
+# has no harmony tokens, so it spells the markers in plain tokens; a real gpt-oss is not here.
+HARMONY_TEMPLATE = (
+    "{%- for m in messages %}{% if m.role == 'assistant' %}<|start|>assistant<|channel|>final"
+    "<|message|>{{ m.content }}<|end|>{% else %}<|start|>{{ m.role }}<|message|>{{ m.content }}"
+    "<|end|>{% endif %}{% endfor -%}"
+    "{%- if tools %}<|start|>developer<|message|># Tools\n{% for t in tools %}"
+    "functions.{{ t.function.name }}: {{ t.function.description }}\n{% endfor %}<|end|>{% endif -%}"
+    "{%- if add_generation_prompt %}<|start|>assistant{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def harmony(tmp_path_factory):
+    import subprocess
+    import sys
+    from server_harness import SMOL
+    if not SMOL.exists():
+        pytest.skip(f"{SMOL} missing (scripts/fetch-models)")
+    dst = tmp_path_factory.mktemp("harmony") / "harmony.gguf"
+    r = subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(SMOL),
+                        str(dst), "--chat-template", HARMONY_TEMPLATE, "--force"],
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    s = Server("--parallel", "1", "-c", 1024, model=dst)
+    yield s.client()
+    s.close()
+
+
+@pytest.mark.parametrize("tool_choice", ["required",
+                                         {"type": "function", "function": {"name": "get_time"}}])
+def test_harmony_forced_call_whole_and_streamed(harmony, tool_choice):
+    kw = dict(tools=TOOLS, tool_choice=tool_choice, temperature=0, max_tokens=80,
+              messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+    whole = harmony.chat.completions.create(model=MODEL_ID, **kw).choices[0]
+    names = {"get_time"} if isinstance(tool_choice, dict) else {"get_weather", "get_time"}
+    check_calls(whole, names)
+    assert len(whole.message.tool_calls) == 1  # harmony: one call a turn
+    assert not whole.message.content, whole.message.content
+    # What was generated (the tokens' bytes) is harmony's call, which the parser read back.
+    call = whole.message.tool_calls[0].function
+    raw = b"".join(bytes(e.bytes) for e in harmony.chat.completions.create(
+        model=MODEL_ID, logprobs=True, **kw).choices[0].logprobs.content).decode()
+    assert raw == (f"<|channel|>commentary to=functions.{call.name} <|constrain|>json<|message|>"
+                   + call.arguments), raw
+    content, calls, finish = stream_reply(harmony, **kw)
+    assert finish == whole.finish_reason == "tool_calls"
+    assert content == (whole.message.content or "")
+    assert [(e["name"], "".join(e["fragments"])) for e in calls] == [
+        (t.function.name, t.function.arguments) for t in whole.message.tool_calls]

@@ -282,7 +282,7 @@ TEST(Engine, TpotTargetSameTokensAndStepSplitCounted) {
     const auto expect = oracle(model, prompts, n_gen);
     ze::EngineOptions o = base_options();
     o.max_batch_tokens = 64;  // the first (unfitted) step cannot take every prompt
-    o.tpot_target_ms = 0.5;  // below any real step: the budget sits at decodes + min chunk
+    o.tpot_target_ms = 0.5;   // below any real step: the budget sits at decodes + min chunk
     o.min_prefill_chunk = 4;
     ze::EngineStats s;
     const auto got = run_all(model, o, prompts, n_gen, &s);
@@ -535,6 +535,40 @@ TEST(Engine, CancelReleasesBlocksWithinAStep) {
     EXPECT_EQ(s.requests_cancelled, 7u);
 }
 
+// queue_depth counts every waiting request at every moment: one taken from the inbox is counted
+// as waiting until the step after it publishes the scheduler's queue (it read 0 during that
+// step before, so a client watching /metrics saw the queue empty while it was not).
+TEST(Engine, QueueDepthNeverDipsWhileRequestsWait) {
+    NEED_MODEL();
+    ze::EngineOptions o = base_options();
+    o.n_parallel = 1;
+    auto eng = ze::Engine::create(model, o);
+    ASSERT_TRUE(eng.ok());
+    ze::Engine& e = *eng.value();
+    Collector running;
+    const ze::RequestId id = submit_ok(e, greedy(prompt_of(14, 30, model.n_vocab()), 200), running);
+    for (int i = 0; i < 6000 && running.ids().empty(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_FALSE(running.ids().empty());
+    std::vector<std::unique_ptr<Collector>> cs;
+    std::vector<ze::RequestId> ids;
+    for (int i = 0; i < 4; ++i) {
+        cs.push_back(std::make_unique<Collector>());
+        ids.push_back(submit_ok(e, greedy(prompt_of(600 + i, 20, model.n_vocab()), 8), *cs.back()));
+        // From its submission on, each one is counted (in the inbox, then in the queue), over
+        // several steps of the running request.
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60))
+            ASSERT_EQ(e.stats().queue_depth, i + 1);
+    }
+    e.cancel(id);
+    for (ze::RequestId i : ids) e.cancel(i);
+    for (auto& c : cs) ASSERT_TRUE(c->wait());
+    ASSERT_TRUE(running.wait());
+    EXPECT_EQ(
+        wait_stats(e, [](const ze::EngineStats& s) { return s.queue_depth == 0; }).queue_depth, 0);
+}
+
 TEST(Engine, SubmitRefusals) {
     NEED_MODEL();
     ze::EngineOptions o = base_options();
@@ -591,7 +625,8 @@ TEST(Engine, QueueAdmitsSlotsPlusMaxQueue) {
         int accepted = 0, full = 0;
         for (int i = 0; i < 4; ++i) {
             cs.push_back(std::make_unique<Collector>());
-            auto r = e.submit(greedy(prompt_of(700 + i, 8, model.n_vocab()), 60), cs.back()->sink());
+            auto r =
+                e.submit(greedy(prompt_of(700 + i, 8, model.n_vocab()), 60), cs.back()->sink());
             if (std::holds_alternative<ze::RequestId>(r)) {
                 ++accepted;
             } else {

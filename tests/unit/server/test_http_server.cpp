@@ -275,6 +275,70 @@ TEST_F(HttpServerTest, ToolCallsStreamedConcatenateToTheWholeResponse) {
     EXPECT_GT(fragments, 4);  // token by token, not one piece per call
 }
 
+// parallel_tool_calls false: one call, the rest of the reply dropped, and its generation stopped
+// after the first call (the engine request cancelled long before the scripted reply's end),
+// streamed and whole alike.
+TEST_F(HttpServerTest, ParallelToolCallsFalseStopsAfterTheFirstCall) {
+    hermes_tools_ = true;
+    test::FakeEngine::Options eo;
+    const std::string first =
+        "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+        "\"Zürich\"}}";
+    std::string rest = "\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
+                       "{\"tz\": \"CET\"}}\n</tool_call>";
+    for (int i = 0; i < 6; ++i) rest += " More text after the calls.";
+    eo.reply = model().tok->encode(first + rest, false, false);
+    const auto n_reply = static_cast<int64_t>(eo.reply.size());
+    start(eo);
+    json tools = json::array();
+    for (const char* n : {"get_weather", "get_time"})
+        tools.push_back({{"type", "function"}, {"function", {{"name", n}}}});
+    const json body = chat({{"tools", tools}, {"parallel_tool_calls", false}});
+    auto r = post("/v1/chat/completions", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    const json m = j["choices"][0];
+    EXPECT_EQ(m["finish_reason"], "tool_calls");
+    EXPECT_EQ(m["message"]["content"], "Checking.");
+    ASSERT_EQ(m["message"]["tool_calls"].size(), 1u) << m;
+    EXPECT_EQ(m["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(m["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Zürich\"}");
+    EXPECT_LT(j["usage"]["completion_tokens"].get<int64_t>(), n_reply / 2);
+    for (int i = 0; i < 100 && engine_->n_cancelled() < 1; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(engine_->n_cancelled(), 1u);
+
+    json sb = body;
+    sb["stream"] = true;
+    auto s = post("/v1/chat/completions", sb);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200);
+    std::string content, finish, name, args;
+    int n_calls = 0;
+    for (const auto& d : sse_data(s->body)) {
+        if (d == "[DONE]") break;
+        const json c = json::parse(d)["choices"][0];
+        if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+        const json& delta = c["delta"];
+        if (delta.contains("content")) content += delta["content"].get<std::string>();
+        if (!delta.contains("tool_calls")) continue;
+        const json& tc = delta["tool_calls"][0];
+        EXPECT_EQ(tc["index"], 0) << d;
+        if (tc.contains("id")) ++n_calls;
+        if (tc["function"].contains("name")) name += tc["function"]["name"].get<std::string>();
+        args += tc["function"]["arguments"].get<std::string>();
+    }
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(content, "Checking.");
+    EXPECT_EQ(n_calls, 1);
+    EXPECT_EQ(name, "get_weather");
+    EXPECT_EQ(args, "{\"city\": \"Zürich\"}");
+    for (int i = 0; i < 100 && engine_->n_cancelled() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(engine_->n_cancelled(), 2u);
+}
+
 TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {
     start();
     auto r = post("/v1/chat/completions", chat({{"stop", {"answer", "zzz"}}}));

@@ -114,8 +114,9 @@ void add(Result& r, const std::vector<ToolStreamPiece>& pieces) {
     }
 }
 
-Result run(const std::vector<std::string>& chunks, ToolFormat f = ToolFormat::Hermes) {
-    ToolCallStream s(f, kNames);
+Result run(const std::vector<std::string>& chunks, ToolFormat f = ToolFormat::Hermes,
+           bool parallel = true) {
+    ToolCallStream s(f, kNames, parallel);
     Result r;
     for (const auto& c : chunks) add(r, s.feed(c));
     add(r, s.finish());
@@ -123,29 +124,32 @@ Result run(const std::vector<std::string>& chunks, ToolFormat f = ToolFormat::He
     return r;
 }
 
-Result whole(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
-    const ParsedReply p = parse_tool_calls(text, f, kNames);
+Result whole(const std::string& text, ToolFormat f = ToolFormat::Hermes, bool parallel = true) {
+    const ParsedReply p = parse_tool_calls(text, f, kNames, parallel);
     return {p.content, p.calls, p.truncated};
 }
 
 // Every chunking of `text` gives the whole reply's result.
-void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::Hermes) {
-    const Result want = whole(text, f);
-    EXPECT_EQ(run({text}, f), want);
+void expect_split_invariant(const std::string& text, ToolFormat f = ToolFormat::Hermes,
+                            bool parallel = true) {
+    const Result want = whole(text, f, parallel);
+    EXPECT_EQ(run({text}, f, parallel), want);
     for (size_t i = 0; i <= text.size(); ++i) {
-        ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f), want) << "split at " << i;
+        ASSERT_EQ(run({text.substr(0, i), text.substr(i)}, f, parallel), want) << "split at " << i;
     }
     if (text.size() <= 160) {
         for (size_t i = 0; i <= text.size(); ++i) {
             for (size_t j = i; j <= text.size(); ++j) {
-                ASSERT_EQ(run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f), want)
+                ASSERT_EQ(
+                    run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}, f, parallel),
+                    want)
                     << "splits at " << i << ", " << j;
             }
         }
     }
     std::vector<std::string> bytes;
     for (char c : text) bytes.emplace_back(1, c);
-    EXPECT_EQ(run(bytes, f), want) << "byte by byte";
+    EXPECT_EQ(run(bytes, f, parallel), want) << "byte by byte";
 }
 
 TEST(ToolCallStream, EveryChunkingGivesTheWholeReply) {
@@ -317,8 +321,160 @@ TEST(ToolCallStream, UnknownNameIsRefusedAtItsFirstWrongByte) {
     EXPECT_EQ(p[0].text, "<tool_call>{\"name\": \"get_x");
 }
 
+// parallel_tool_calls false: the reply ends with its first call; a second call, a close marker
+// and text after it are dropped, in every chunking.
+TEST(ToolCallStream, NotParallelKeepsTheFirstCallOnly) {
+    const std::string text_around =
+        "Voilà 🌦.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n"
+        "</tool_call>\nAnd then <tool_call>{\"name\": \"get_weather\"}</tool_call>";
+    const std::string json_two =
+        "{\"name\": \"get_time\", \"parameters\": {\"tz\": \"CET\"}}; "
+        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}";
+    for (const std::string& t : {kTwoCalls, kQwenRequired, text_around, kTextThenCall, kPlainText,
+                                 std::string("<tool_call>\n{\"name\": \"get_weather\", "
+                                             "\"arguments\": {\"city\": \"Pa")})
+        expect_split_invariant(t, ToolFormat::Hermes, false);
+    expect_split_invariant(json_two, ToolFormat::Json, false);
+
+    Result r = whole(kTwoCalls, ToolFormat::Hermes, false);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(json::parse(r.calls[0].arguments), json({{"city", "Zürich"}, {"unit", "c"}}));
+    EXPECT_EQ(r.content, "");
+    r = whole(text_around, ToolFormat::Hermes, false);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.content, "Voilà 🌦.");
+    EXPECT_EQ(r.calls[0].arguments, "{\"tz\": \"CET\"}");
+    r = whole(json_two, ToolFormat::Json, false);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_time");
+    // Parallel (the default), the same replies keep both calls.
+    EXPECT_EQ(whole(kTwoCalls).calls.size(), 2u);
+    EXPECT_EQ(whole(json_two, ToolFormat::Json).calls.size(), 2u);
+    // Without a call, nothing changes.
+    EXPECT_EQ(whole(kPlainText, ToolFormat::Hermes, false), whole(kPlainText));
+
+    // done() as soon as the call's object closes, so generation can stop there.
+    ToolCallStream s(ToolFormat::Hermes, kNames, false);
+    s.feed("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}");
+    EXPECT_FALSE(s.done());
+    auto p = s.feed("}\n</tool_call>\n<tool_call>");
+    EXPECT_TRUE(s.done());
+    EXPECT_TRUE(p.empty());
+    EXPECT_TRUE(s.feed("{\"name\": \"get_weather\"}").empty());
+    EXPECT_TRUE(s.finish().empty());
+    EXPECT_EQ(s.n_calls(), 1);
+    ToolCallStream parallel(ToolFormat::Hermes, kNames);
+    parallel.feed(kOneCall);
+    EXPECT_FALSE(parallel.done());
+}
+
+// gpt-oss (harmony): the text zinc's detokenizer gives (its <|channel|>, <|message|>,
+// <|start|>, <|constrain|> and, in harmony, <|end|> are rendered; <|call|> and <|return|> end
+// the generation and are not), in the shapes llama.cpp's common/chat.cpp reads.
+const std::string kHarmonyAfterAnalysis =
+    "<|channel|>analysis<|message|>The user wants the weather in Paris. Call get_weather.<|end|>"
+    "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    "<|message|>{\"city\": \"Paris\", \"unit\": \"c\"}";
+const std::string kHarmonyFirst =
+    "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{\"tz\":\"Tōkyō\"}"
+    "<|call|>";
+const std::string kHarmonyRoleRecipient =
+    "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{\"tz\": "
+    "\"CET\"}";
+const std::string kHarmonyFinal =
+    "<|channel|>analysis<|message|>Just greet.<|end|><|start|>assistant<|channel|>final"
+    "<|message|>Hello! 👋 <b>hi</b>";
+
+TEST(ToolCallStream, HarmonyEveryChunking) {
+    for (const std::string& t :
+         {kHarmonyAfterAnalysis, kHarmonyFirst, kHarmonyRoleRecipient, kHarmonyFinal,
+          std::string("<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}"),
+          std::string("<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Pa"),
+          std::string("<|channel|>commentary<|message|>Checking.<|end|>") + "<|start|>assistant" +
+              kHarmonyFirst,
+          std::string("<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>"),
+          std::string("<|chan <|start|>assist <|channel|>commentary to=functions.get_ti")})
+        expect_split_invariant(t, ToolFormat::Harmony);
+    expect_split_invariant(kHarmonyFirst + "<|start|>assistant" + kHarmonyFirst,
+                           ToolFormat::Harmony, false);
+}
+
+TEST(ToolCallStream, HarmonyWholeResults) {
+    Result r = whole(kHarmonyAfterAnalysis, ToolFormat::Harmony);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Paris\", \"unit\": \"c\"}");
+    // The call's message, from its <|start|>assistant, is the call; the analysis before it is
+    // content as generated (zinc does not split harmony's channels).
+    EXPECT_EQ(r.content,
+              "<|channel|>analysis<|message|>The user wants the weather in Paris. Call "
+              "get_weather.<|end|>");
+    EXPECT_FALSE(r.truncated);
+
+    r = whole(kHarmonyFirst, ToolFormat::Harmony);  // <|call|> as text is the close marker
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_time");
+    EXPECT_EQ(json::parse(r.calls[0].arguments), json({{"tz", "Tōkyō"}}));
+    EXPECT_EQ(r.content, "");
+
+    r = whole(kHarmonyRoleRecipient, ToolFormat::Harmony);  // recipient in the role header
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].name, "get_time");
+    EXPECT_EQ(r.calls[0].arguments, "{\"tz\": \"CET\"}");
+    EXPECT_EQ(r.content, "");
+
+    // A final answer, a preamble, an unknown function: content exactly.
+    EXPECT_EQ(whole(kHarmonyFinal, ToolFormat::Harmony), (Result{kHarmonyFinal, {}, false}));
+    const std::string unknown =
+        "<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}";
+    EXPECT_EQ(whole(unknown, ToolFormat::Harmony), (Result{unknown, {}, false}));
+    r = whole("<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant" + kHarmonyFirst,
+              ToolFormat::Harmony);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.content, "<|channel|>commentary<|message|>Checking.<|end|>");
+
+    // max_tokens inside the arguments: the call as far as generated, truncated.
+    r = whole("<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Pa",
+              ToolFormat::Harmony);
+    ASSERT_EQ(r.calls.size(), 1u) << r;
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Pa");
+    EXPECT_TRUE(r.truncated);
+    // ... and before them (the header incomplete): content.
+    EXPECT_TRUE(
+        whole("<|channel|>commentary to=functions.get_ti", ToolFormat::Harmony).calls.empty());
+
+    // Harmony's markers mean nothing to Hermes, and <tool_call> nothing to harmony.
+    EXPECT_TRUE(whole(kHarmonyFirst).calls.empty());
+    EXPECT_TRUE(whole(kOneCall, ToolFormat::Harmony).calls.empty());
+}
+
+TEST(ToolCallStream, HarmonyHoldsBackOnlyMarkers) {
+    ToolCallStream s(ToolFormat::Harmony, kNames);
+    auto text_of = [](const std::vector<ToolStreamPiece>& ps) {
+        std::string t;
+        for (const auto& p : ps) t += p.call < 0 ? p.text : "";
+        return t;
+    };
+    EXPECT_EQ(text_of(s.feed("<|channel|>analysis<|mess")), "<|channel|>analysis<|mess");
+    EXPECT_EQ(text_of(s.feed("age|>Think.<|end|><|sta")), "age|>Think.<|end|>");
+    EXPECT_EQ(text_of(s.feed("rt|>assistant<|channel|>commentary to=functions.get_")), "");
+    auto p = s.feed("time <|constrain|>json<|message|>{\"tz\"");
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_TRUE(p[0].starts_call);
+    EXPECT_EQ(p[0].name, "get_time");
+    EXPECT_EQ(p[0].text, "{\"tz\"");
+    p = s.feed(": \"UTC\"}");
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_EQ(p[0].text, ": \"UTC\"}");
+    EXPECT_TRUE(s.finish().empty());
+    EXPECT_FALSE(s.truncated());
+}
+
 TEST(ToolCallStream, FormatsComeFromOneTable) {
     EXPECT_EQ(tool_format_for_template("{% if tools %}<tool_call>{% endif %}"), ToolFormat::Hermes);
+    EXPECT_EQ(tool_format_for_template("{{- '<|start|>assistant<|channel|>' }}"),
+              ToolFormat::Harmony);
     EXPECT_EQ(tool_format_for_template("{{ messages }}"), ToolFormat::Json);
     const ToolFormatSpec& h = tool_format_spec(ToolFormat::Hermes);
     EXPECT_EQ(h.open, "<tool_call>");

@@ -167,6 +167,45 @@ TEST(ToolCalls, ForcedCallGrammar) {
     ASSERT_TRUE(gj.ok());
     EXPECT_TRUE(grammar_accepts(gj.value(), "{\"name\": \"get_time\", \"parameters\": {}}"));
     EXPECT_FALSE(grammar_accepts(gj.value(), "{\"name\": \"get_weather\", \"parameters\": {}}"));
+
+    // parallel_tool_calls false: "required" is exactly one call.
+    t.value().parallel = false;
+    auto one = tool_call_grammar(t.value(), ToolFormat::Hermes);
+    ASSERT_TRUE(one.ok()) << one.error().message;
+    EXPECT_TRUE(grammar_accepts(
+        one.value(), "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+    EXPECT_FALSE(
+        grammar_accepts(one.value(),
+                        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"
+                        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+}
+
+TEST(ToolCalls, ForcedCallGrammarHarmony) {
+    // gpt-oss writes one call a turn (its <|call|> ends the generation): the header, then the
+    // arguments by their schema.
+    const json tools = json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters":
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}}])");
+    const json req = "required";
+    auto t = parse_tools(&tools, &req);
+    ASSERT_TRUE(t.ok());
+    auto g = tool_call_grammar(t.value(), ToolFormat::Harmony);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    const std::string call =
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+        "{\"city\": \"Rome\"}";
+    EXPECT_TRUE(grammar_accepts(g.value(), call));
+    EXPECT_FALSE(grammar_accepts(g.value(), call + call));
+    EXPECT_FALSE(grammar_accepts(
+        g.value(),
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}"));
+    // The reply that grammar produces is read back as that call.
+    auto r = parse_tool_calls(call, ToolFormat::Harmony, kNames);
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Rome\"}");
+    EXPECT_EQ(r.content, "");
 }
 
 }  // namespace
