@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <thread>
 
 #include "chat/chat_template.h"
@@ -152,12 +153,18 @@ TEST_F(HttpServerTest, HealthModelsMetrics) {
     EXPECT_EQ(mj["data"][0]["id"], "smol");
     EXPECT_EQ(json::parse(client_->Get("/v1/models/smol")->body)["id"], "smol");
     expect_error(client_->Get("/v1/models/other"), 404);
-    auto t = client_->Get("/metrics");
-    ASSERT_TRUE(t);
-    EXPECT_EQ(t->status, 200);
-    EXPECT_NE(t->body.find("zinc_requests_total{endpoint=\"/v1/models\",status=\"404\"} 1"),
-              std::string::npos)
-        << t->body;
+    // httplib's logger (which counts the request) runs after the response is written, so the
+    // count may land just after the client has read the 404: poll for it (at most ~2 s).
+    const std::string want = "zinc_requests_total{endpoint=\"/v1/models\",status=\"404\"} 1";
+    httplib::Result t;
+    for (int i = 0; i < 100; ++i) {
+        t = client_->Get("/metrics");
+        ASSERT_TRUE(t);
+        EXPECT_EQ(t->status, 200);
+        if (t->body.find(want) != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_NE(t->body.find(want), std::string::npos) << t->body;
 }
 
 TEST_F(HttpServerTest, ChatWholeAndStreamed) {
