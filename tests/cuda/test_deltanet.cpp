@@ -90,7 +90,7 @@ cu::DeltaNetJob delta_job(const qt::DeltaNetData& d, const DevDelta& m, const De
 }
 DevDelta dev_delta(const qt::DeltaNetData& d) {
     return {dev_copy(d.qkv),     dev_copy(d.beta), dev_copy(d.alpha),
-            dev_copy(d.dt_bias), dev_copy(d.a),    dev_poisoned<float>(d.out.size()),
+            dev_copy(d.dt_bias), dev_copy(d.a),    dev_poisoned<float>(d.out_floats()),
             dev_copy(d.state0)};
 }
 
@@ -99,7 +99,7 @@ void delta_step(const qt::DeltaNetCase& c, uint32_t seed) {
     const DevDelta m = dev_delta(d);
     const DevSeqs s = dev_seqs(d.t);
     const bool launched = cu::delta_net_recurrent(delta_job(d, m, s), nullptr);
-    const auto out = host_copy(m.out, d.out.size());
+    const auto out = host_copy(m.out, d.out_floats());
     const auto st = host_copy(m.state, d.state.size());
     const double eo = qt::rel_err(out, d.out), es = qt::rel_err(st, d.state);
     report(launched && eo <= kDeltaTol && es <= kDeltaTol,
@@ -112,7 +112,7 @@ void delta_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
     const qt::DeltaNetData d = qt::make_delta_net(c, seed);
     const int n_seq = static_cast<int>(c.step.seqs.size()), n_t = c.step.seqs[0].second;
     DevDelta m = dev_delta(d);
-    std::vector<float> out(d.out.size());
+    std::vector<float> out(d.out_floats());
     float* o = dev_poisoned<float>(static_cast<size_t>(n_seq) * d.out_ld);
     for (int s = 0; s < n_t; ++s) {
         qt::SeqTable t;
@@ -165,7 +165,7 @@ void conv_step(const qt::SsmConvCase& c, uint32_t seed) {
     const qt::SsmConvData d = qt::make_ssm_conv(c, seed);
     float* x = dev_copy(d.x);
     float* w = dev_copy(d.w);
-    float* y = dev_poisoned<float>(d.y.size());
+    float* y = dev_poisoned<float>(d.y_floats());
     float* st = dev_copy(d.state0);
     const DevSeqs s = dev_seqs(d.t);
     cu::SsmConvJob j;
@@ -178,7 +178,7 @@ void conv_step(const qt::SsmConvCase& c, uint32_t seed) {
     j.d_conv = c.d_conv;
     j.seqs = seqs_of(s);
     const bool launched = cu::ssm_conv(j, nullptr);
-    const auto yo = host_copy(y, d.y.size());
+    const auto yo = host_copy(y, d.y_floats());
     const auto so = host_copy(st, d.state.size());
     report(launched && qt::same_bits(yo, d.y) && qt::same_bits(so, d.state),
            fmt("ssm_conv %s: bitwise (outputs rel err %.2e, states rel err %.2e)", c.name.c_str(),
@@ -262,7 +262,7 @@ void bench(int n_seqs, int rows_per_seq) {
     cu::SsmConvJob cj;
     cj.x = dev_copy(cd.x);
     cj.w = dev_copy(cd.w);
-    cj.y = dev_poisoned<float>(cd.y.size());
+    cj.y = dev_poisoned<float>(cd.y_floats());
     cj.state = dev_copy(cd.state0);
     cj.slot_floats = cd.slot_floats;
     cj.ch = cc.ch;
