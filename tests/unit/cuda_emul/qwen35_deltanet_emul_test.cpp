@@ -6,9 +6,11 @@
 // worth of elements, q/k heads tiled over more v heads), several sequences in one step (starting
 // at position 0 over a NaN slot, or continuing a random state, on shuffled slots), and the
 // recurrence run as decode steps (one kernel call per token) against the CPU's one call over the
-// whole sequence. Outputs are poisoned (NaN) first. Bound: max |gpu - cpu| / max |cpu| <= 2e-6
-// for the outputs and the states (the orders of the dot products and L2 sums differ; on the host
-// the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks the same on the
+// whole sequence, Qwen3.5-9B's head shape decoding one row (the device bench's case) and
+// sequences without rows. Outputs are poisoned (NaN) first; output and state pool lie between
+// guard bands (qt::Guarded) that a store out of bounds would change. Bound: max |gpu - cpu| /
+// max |cpu| <= 2e-6 for the outputs and the states (the orders of the dot products and L2 sums
+// differ; on the host the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks the same on the
 // device.
 #include <gtest/gtest.h>
 
