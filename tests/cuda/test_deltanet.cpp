@@ -300,9 +300,9 @@ int main(int argc, char** argv) {
     delta_step({"dk40 dv24 nk3 nv6", 3, 6, 40, 24, {{{0, 9}, {12, 4}, {3, 1}}}}, 2);
     delta_step({"dk20 dv5 nk1 nv2", 1, 2, 20, 5, {{{7, 5}, {0, 2}}}}, 3);
     delta_step({"dk200 dv17 nk1 nv1", 1, 1, 200, 17, {{{0, 3}}}}, 4);
-    delta_step({"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1},
-                                                                {9, 0}}}},
-               8);
+    delta_step(
+        {"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}},
+        8);
     // Qwen3.5-9B's heads: a 300-row prefill from 0, a 64-row continuation, 6 decode rows
     qt::Step mixed{{{0, 300}, {40, 64}, {7, 1}, {0, 1}, {99, 1}, {3, 1}, {1000, 1}, {12, 1}}};
     delta_step({"9B: dk128 dv128 nk16 nv32", 16, 32, 128, 128, mixed}, 6);

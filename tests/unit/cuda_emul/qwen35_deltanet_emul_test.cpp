@@ -10,8 +10,8 @@
 // sequences without rows. Outputs are poisoned (NaN) first; output and state pool lie between
 // guard bands (qt::Guarded) that a store out of bounds would change. Bound: max |gpu - cpu| /
 // max |cpu| <= 2e-6 for the outputs and the states (the orders of the dot products and L2 sums
-// differ; on the host the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks the same on the
-// device.
+// differ; on the host the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks
+// the same on the device.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -157,9 +157,9 @@ TEST(CudaEmulDeltaNet, NineBShapeDecodeStoresOnlyItsOutput) {
 TEST(CudaEmulDeltaNet, SequencesWithoutRows) {
     // A sequence of no rows (first, between, last) reads no row and leaves its slot's state as it
     // was (the reference: unchanged, compared with every slot's).
-    check_step({"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1},
-                                                                 {9, 0}}}},
-               6);
+    check_step(
+        {"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}},
+        6);
 }
 
 TEST(CudaEmulDeltaNet, RefusesUncoveredShapes) {
