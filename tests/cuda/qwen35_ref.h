@@ -103,6 +103,46 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& r
     }
     return amax > 0.0 ? dmax / amax : dmax;
 }
+/// A kernel's output buffer of n floats poisoned with NaN (an unwritten element never passes),
+/// between two guard bands of `guard` floats holding a canary NaN of its own payload: a write
+/// before or past the buffer changes a canary (intact()). On the host (the SIMT emulation) an
+/// out-of-bounds store does not fault; this catches those landing within a band.
+class Guarded {
+  public:
+    Guarded(size_t n, size_t guard, const std::vector<float>& init = {})
+        : n_(n), guard_(guard), buf_(n + 2 * guard, canary()) {
+        std::fill_n(buf_.begin() + static_cast<int64_t>(guard), n,
+                    std::numeric_limits<float>::quiet_NaN());
+        std::copy_n(init.begin(), std::min(init.size(), n),
+                    buf_.begin() + static_cast<int64_t>(guard));
+    }
+    float* data() { return buf_.data() + guard_; }
+    /// The n floats between the bands.
+    std::vector<float> inner() const {
+        return {buf_.begin() + static_cast<int64_t>(guard_),
+                buf_.begin() + static_cast<int64_t>(guard_ + n_)};
+    }
+    /// Whether every guard float still holds the canary's bits.
+    bool intact() const {
+        const float c = canary();
+        for (size_t i = 0; i < buf_.size(); ++i) {
+            if (i == guard_) i += n_;
+            if (i < buf_.size() && std::memcmp(&buf_[i], &c, sizeof c) != 0) return false;
+        }
+        return true;
+    }
+
+  private:
+    static float canary() {
+        const uint32_t bits = 0x7fc0a5a5u;  // a quiet NaN no kernel computes
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    size_t n_, guard_;
+    std::vector<float> buf_;
+};
+
 /// Bitwise equality (NaN payloads included).
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -122,8 +162,11 @@ struct DeltaNetData {
     int64_t slot_floats = 0;
     float eps = 1e-6f;
     std::vector<float> qkv, beta, alpha, dt_bias, a, state0;
-    // the CPU tier's results: out (rows, out_ld), every slot's state afterwards
+    // the CPU tier's results: out (rows, out_ld), every slot's state afterwards (empty when made
+    // without the reference: size a kernel's buffers with out_floats(), never out.size())
     std::vector<float> out, state;
+    /// Floats of the op's output (rows, out_ld), with or without the reference.
+    size_t out_floats() const { return static_cast<size_t>(rows) * out_ld; }
 };
 /// Random inputs (alpha reaching past softplus's threshold of 20 in a few rows) and (reference:
 /// true) the CPU tier's cpu::delta_net_head per (sequence, v head) over the sequence's rows.
@@ -155,7 +198,7 @@ inline DeltaNetData make_delta_net(const DeltaNetCase& c, uint32_t seed, bool re
     p.head_k_dim = c.dk;
     p.head_v_dim = c.dv;
     p.eps = d.eps;
-    d.out.assign(static_cast<size_t>(d.rows) * d.out_ld, 0.0f);
+    d.out.assign(d.out_floats(), 0.0f);
     d.state = d.state0;
     std::vector<float> scratch(2 * static_cast<size_t>(c.dk) + c.dv);
     for (size_t si = 0; si < c.step.seqs.size(); ++si) {
@@ -184,7 +227,9 @@ struct SsmConvData {
     int rows = 0;
     int64_t slot_floats = 0;
     std::vector<float> x, w, state0;
-    std::vector<float> y, state;  // the CPU tier's
+    std::vector<float> y, state;  // the CPU tier's (empty without the reference: y_floats())
+    /// Floats of the op's output (rows, ch), with or without the reference.
+    size_t y_floats() const { return static_cast<size_t>(rows) * c.ch; }
 };
 /// Random inputs and (reference: true) the CPU tier's cpu::ssm_conv per sequence.
 inline SsmConvData make_ssm_conv(const SsmConvCase& c, uint32_t seed, bool reference = true) {
@@ -198,7 +243,7 @@ inline SsmConvData make_ssm_conv(const SsmConvCase& c, uint32_t seed, bool refer
     d.w = randn(static_cast<size_t>(c.ch) * c.d_conv, rng, 0.5f);
     d.state0 = initial_state(c.step, d.t, d.slot_floats, rng, 1.0f);
     if (!reference) return d;
-    d.y.assign(static_cast<size_t>(d.rows) * c.ch, 0.0f);
+    d.y.assign(d.y_floats(), 0.0f);
     d.state = d.state0;
     for (size_t si = 0; si < c.step.seqs.size(); ++si) {
         const int r0 = d.t.row0[si];

@@ -2,17 +2,20 @@
 // gated_norm.cu) against the CPU tier's kernels on the same random inputs (tests/cuda/qwen35_ref.h;
 // outputs poisoned with NaN first, NaN never passes):
 //   ssm_conv        bit for bit (outputs and every slot's conv state), d_conv 2 / 4 / 7, channel
-//                   counts past one block, Qwen3.5-9B's 8192 channels over a mixed step;
+//                   counts past one block, sequences without rows, Qwen3.5-9B's 8192 channels
+//                   over a mixed step;
 //   delta_net       max |gpu - cpu| / max |cpu| <= 3e-5 (outputs, states): the emulation's head
-//                   shapes, Qwen3.5-9B's (16 q/k heads, 32 v heads, 128 x 128) over a step of a
-//                   300-row prefill from 0, a 64-row continuation and 6 decode rows, and 48 decode
-//                   steps of 4 sequences (one call per token) against the CPU's one call each;
+//                   shapes, sequences without rows, Qwen3.5-9B's (16 q/k heads, 32 v heads,
+//                   128 x 128) over a step of a 300-row prefill from 0, a 64-row continuation
+//                   and 6 decode rows, and 48 decode steps of 4 sequences (one call per token)
+//                   against the CPU's one call each;
 //   gated_rms_norm  bit for bit; split_gate bit for bit; sigmoid_mul <= 1e-6 relative (the
 //                   device's expf against libm's), elementwise and per row, and past 2^20
 //                   elements (the grid-stride loops).
 // Then timings (CUDA events, median of 20 after a warm-up) of the 9B shapes: DeltaNet decode for
 // 1 and 32 sequences (state bytes read + written per second) and a 512-row prefill, ssm_conv
-// decode and prefill. Exit 0 when every case passes, 1 otherwise, 77 without a device.
+// decode and prefill (buffers sized from the shapes: the data carry no reference there). Exit 0
+// when every case passes, 1 otherwise, 77 without a device.
 //
 //   cuda_test_deltanet [--no-bench]      (--ctest, as ctest runs it: --no-bench)
 #include <cuda_runtime.h>
@@ -90,7 +93,7 @@ cu::DeltaNetJob delta_job(const qt::DeltaNetData& d, const DevDelta& m, const De
 }
 DevDelta dev_delta(const qt::DeltaNetData& d) {
     return {dev_copy(d.qkv),     dev_copy(d.beta), dev_copy(d.alpha),
-            dev_copy(d.dt_bias), dev_copy(d.a),    dev_poisoned<float>(d.out.size()),
+            dev_copy(d.dt_bias), dev_copy(d.a),    dev_poisoned<float>(d.out_floats()),
             dev_copy(d.state0)};
 }
 
@@ -99,7 +102,7 @@ void delta_step(const qt::DeltaNetCase& c, uint32_t seed) {
     const DevDelta m = dev_delta(d);
     const DevSeqs s = dev_seqs(d.t);
     const bool launched = cu::delta_net_recurrent(delta_job(d, m, s), nullptr);
-    const auto out = host_copy(m.out, d.out.size());
+    const auto out = host_copy(m.out, d.out_floats());
     const auto st = host_copy(m.state, d.state.size());
     const double eo = qt::rel_err(out, d.out), es = qt::rel_err(st, d.state);
     report(launched && eo <= kDeltaTol && es <= kDeltaTol,
@@ -112,7 +115,7 @@ void delta_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
     const qt::DeltaNetData d = qt::make_delta_net(c, seed);
     const int n_seq = static_cast<int>(c.step.seqs.size()), n_t = c.step.seqs[0].second;
     DevDelta m = dev_delta(d);
-    std::vector<float> out(d.out.size());
+    std::vector<float> out(d.out_floats());
     float* o = dev_poisoned<float>(static_cast<size_t>(n_seq) * d.out_ld);
     for (int s = 0; s < n_t; ++s) {
         qt::SeqTable t;
@@ -165,7 +168,7 @@ void conv_step(const qt::SsmConvCase& c, uint32_t seed) {
     const qt::SsmConvData d = qt::make_ssm_conv(c, seed);
     float* x = dev_copy(d.x);
     float* w = dev_copy(d.w);
-    float* y = dev_poisoned<float>(d.y.size());
+    float* y = dev_poisoned<float>(d.y_floats());
     float* st = dev_copy(d.state0);
     const DevSeqs s = dev_seqs(d.t);
     cu::SsmConvJob j;
@@ -178,7 +181,7 @@ void conv_step(const qt::SsmConvCase& c, uint32_t seed) {
     j.d_conv = c.d_conv;
     j.seqs = seqs_of(s);
     const bool launched = cu::ssm_conv(j, nullptr);
-    const auto yo = host_copy(y, d.y.size());
+    const auto yo = host_copy(y, d.y_floats());
     const auto so = host_copy(st, d.state.size());
     report(launched && qt::same_bits(yo, d.y) && qt::same_bits(so, d.state),
            fmt("ssm_conv %s: bitwise (outputs rel err %.2e, states rel err %.2e)", c.name.c_str(),
@@ -262,7 +265,7 @@ void bench(int n_seqs, int rows_per_seq) {
     cu::SsmConvJob cj;
     cj.x = dev_copy(cd.x);
     cj.w = dev_copy(cd.w);
-    cj.y = dev_poisoned<float>(cd.y.size());
+    cj.y = dev_poisoned<float>(cd.y_floats());
     cj.state = dev_copy(cd.state0);
     cj.slot_floats = cd.slot_floats;
     cj.ch = cc.ch;
@@ -290,12 +293,16 @@ int main(int argc, char** argv) {
     conv_step({"ch300 k4", 300, 4, {{{0, 1}, {17, 2}}}}, 2);
     conv_step({"ch40 k2", 40, 2, {{{0, 7}, {1, 1}}}}, 3);
     conv_step({"ch9 k7", 9, 7, {{{3, 2}, {0, 12}}}}, 4);
+    conv_step({"ch13 k4, empty seqs", 13, 4, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}}, 6);
     conv_step({"ch8192 k4 (9B)", 8192, 4, {{{0, 300}, {40, 64}, {7, 1}, {0, 1}, {99, 1}}}}, 5);
 
     delta_step({"dk128 dv128 nk2 nv4", 2, 4, 128, 128, {{{0, 6}, {5, 1}, {0, 1}}}}, 1);
     delta_step({"dk40 dv24 nk3 nv6", 3, 6, 40, 24, {{{0, 9}, {12, 4}, {3, 1}}}}, 2);
     delta_step({"dk20 dv5 nk1 nv2", 1, 2, 20, 5, {{{7, 5}, {0, 2}}}}, 3);
     delta_step({"dk200 dv17 nk1 nv1", 1, 1, 200, 17, {{{0, 3}}}}, 4);
+    delta_step(
+        {"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}},
+        8);
     // Qwen3.5-9B's heads: a 300-row prefill from 0, a 64-row continuation, 6 decode rows
     qt::Step mixed{{{0, 300}, {40, 64}, {7, 1}, {0, 1}, {99, 1}, {3, 1}, {1000, 1}, {12, 1}}};
     delta_step({"9B: dk128 dv128 nk16 nv32", 16, 32, 128, 128, mixed}, 6);

@@ -107,6 +107,8 @@ __global__ void __launch_bounds__(kThreads) delta_net_kernel(DeltaNetJob j, Cons
     const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
     const int kh = h % j.n_k_heads;
     const int r0 = j.seqs.row0[si], r1 = j.seqs.row0[si + 1];
+    if (r0 >= r1) return;  // a sequence without rows: nothing to read (row r0 is not its), no
+                           // state change (the whole block returns, before any shuffle)
     const bool reset = j.seqs.row_pos && j.seqs.row_pos[r0] == 0;
     float* S = j.state + static_cast<int64_t>(j.seqs.slot[si]) * j.slot_floats +
                static_cast<int64_t>(h) * dv * dk;

@@ -299,6 +299,7 @@ void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, fl
 /// one, and the sequences in row order (the CPU tier's AttentionSeq). All device pointers.
 struct RecurrentSeqs {
     const int32_t* row0 = nullptr;     // (n_seqs + 1): sequence i has rows [row0[i], row0[i + 1])
+                                       // (none: its state is left as it is)
     const int32_t* slot = nullptr;     // (n_seqs): its recurrent state slot
     const int32_t* row_pos = nullptr;  // (n_rows) positions, or null: a sequence whose first row
                                        // is at position 0 starts from a zero state (cpu::StatePool

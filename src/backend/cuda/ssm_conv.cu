@@ -26,6 +26,7 @@ __global__ void __launch_bounds__(kThreads) ssm_conv_kernel(SsmConvJob j) {
     if (c >= j.ch) return;
     const int si = static_cast<int>(blockIdx.y);
     const int r0 = j.seqs.row0[si], r1 = j.seqs.row0[si + 1];
+    if (r0 >= r1) return;  // a sequence without rows: row_pos[r0] is another's, the state stays
     const bool reset = j.seqs.row_pos && j.seqs.row_pos[r0] == 0;
     float* st = j.state + static_cast<int64_t>(j.seqs.slot[si]) * j.slot_floats +
                 static_cast<int64_t>(c) * (K - 1);

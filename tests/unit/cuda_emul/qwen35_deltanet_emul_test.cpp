@@ -6,10 +6,12 @@
 // worth of elements, q/k heads tiled over more v heads), several sequences in one step (starting
 // at position 0 over a NaN slot, or continuing a random state, on shuffled slots), and the
 // recurrence run as decode steps (one kernel call per token) against the CPU's one call over the
-// whole sequence. Outputs are poisoned (NaN) first. Bound: max |gpu - cpu| / max |cpu| <= 2e-6
-// for the outputs and the states (the orders of the dot products and L2 sums differ; on the host
-// the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks the same on the
-// device.
+// whole sequence, Qwen3.5-9B's head shape decoding one row (the device bench's case) and
+// sequences without rows. Outputs are poisoned (NaN) first; output and state pool lie between
+// guard bands (qt::Guarded) that a store out of bounds would change. Bound: max |gpu - cpu| /
+// max |cpu| <= 2e-6 for the outputs and the states (the orders of the dot products and L2 sums
+// differ; on the host the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks
+// the same on the device.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -54,15 +56,18 @@ cu::DeltaNetJob job(const qt::DeltaNetData& d, const float* qkv, const float* be
     return j;
 }
 
-// The whole step in one call.
+// The whole step in one call, the output and the state pool each between two guard bands of a
+// row / a slot (an out-of-bounds store, which does not fault on the host, fails the test).
 void check_step(const qt::DeltaNetCase& c, uint32_t seed) {
     const qt::DeltaNetData d = qt::make_delta_net(c, seed);
-    std::vector<float> out(d.out.size(), std::numeric_limits<float>::quiet_NaN());
-    std::vector<float> state = d.state0;
+    qt::Guarded out(d.out_floats(), static_cast<size_t>(d.out_ld));
+    qt::Guarded state(d.state0.size(), static_cast<size_t>(d.slot_floats), d.state0);
     ASSERT_TRUE(cu::delta_net_recurrent(
         job(d, d.qkv.data(), d.beta.data(), d.alpha.data(), out.data(), state.data(), d.t),
         nullptr));
-    const double eo = qt::rel_err(out, d.out), es = qt::rel_err(state, d.state);
+    EXPECT_TRUE(out.intact()) << c.name << ": a store outside the output";
+    EXPECT_TRUE(state.intact()) << c.name << ": a store outside the state pool";
+    const double eo = qt::rel_err(out.inner(), d.out), es = qt::rel_err(state.inner(), d.state);
     EXPECT_LE(eo, kTol) << c.name << ": outputs";
     EXPECT_LE(es, kTol) << c.name << ": states";
     std::printf("[deltanet %s] rel err out %.2e state %.2e\n", c.name.c_str(), eo, es);
@@ -74,7 +79,7 @@ void check_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
     const qt::DeltaNetData d = qt::make_delta_net(c, seed);
     const int n_seq = static_cast<int>(c.step.seqs.size());
     const int n_t = c.step.seqs[0].second;
-    std::vector<float> out(d.out.size(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> out(d.out_floats(), std::numeric_limits<float>::quiet_NaN());
     std::vector<float> state = d.state0;
     for (int s = 0; s < n_t; ++s) {
         qt::SeqTable t;
@@ -94,10 +99,11 @@ void check_decode_steps(const qt::DeltaNetCase& c, uint32_t seed) {
             take(d.alpha, c.n_v, alpha);
         }
         t.row0.push_back(n_seq);
-        std::vector<float> o(static_cast<size_t>(n_seq) * d.out_ld,
-                             std::numeric_limits<float>::quiet_NaN());
+        qt::Guarded og(static_cast<size_t>(n_seq) * d.out_ld, static_cast<size_t>(d.out_ld));
         ASSERT_TRUE(cu::delta_net_recurrent(
-            job(d, qkv.data(), beta.data(), alpha.data(), o.data(), state.data(), t), nullptr));
+            job(d, qkv.data(), beta.data(), alpha.data(), og.data(), state.data(), t), nullptr));
+        ASSERT_TRUE(og.intact()) << c.name << ", step " << s << ": a store outside the output";
+        const std::vector<float> o = og.inner();
         for (int i = 0; i < n_seq; ++i) {
             const int row = d.t.row0[static_cast<size_t>(i)] + s;
             std::copy_n(o.begin() + int64_t{i} * d.out_ld, d.out_ld,
@@ -134,6 +140,26 @@ TEST(CudaEmulDeltaNet, DecodeStepsMatchTheSequence) {
     // 16 tokens of two sequences (one from 0, one continuing), one call per token, against the
     // CPU tier's single call per sequence.
     check_decode_steps({"dk36 dv16 nk1 nv2", 1, 2, 36, 16, {{{0, 16}, {9, 16}}}}, 5);
+}
+
+TEST(CudaEmulDeltaNet, NineBShapeDecodeStoresOnlyItsOutput) {
+    // tests/cuda/test_deltanet.cpp's bench shape, the one that faulted on the H200 (an illegal
+    // address at the output store of blocks 44 and 172, out of 256): Qwen3.5-9B's heads (16 q/k,
+    // 32 v, 128 x 128), one sequence decoding one row at position 100. The bench had sized the
+    // output from a reference-less DeltaNetData's empty out (a 4-byte allocation); the buffer
+    // here is out_floats() between guard bands, so a store past it fails, not only a wrong value.
+    const qt::DeltaNetCase c{"9B decode: dk128 dv128 nk16 nv32", 16, 32, 128, 128, {{{100, 1}}}};
+    // the size a bench allocates (no reference) is the size the reference fills
+    EXPECT_EQ(qt::make_delta_net(c, 99, false).out_floats(), qt::make_delta_net(c, 99).out.size());
+    check_step(c, 99);
+}
+
+TEST(CudaEmulDeltaNet, SequencesWithoutRows) {
+    // A sequence of no rows (first, between, last) reads no row and leaves its slot's state as it
+    // was (the reference: unchanged, compared with every slot's).
+    check_step(
+        {"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}},
+        6);
 }
 
 TEST(CudaEmulDeltaNet, RefusesUncoveredShapes) {

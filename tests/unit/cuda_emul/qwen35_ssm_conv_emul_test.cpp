@@ -4,7 +4,9 @@
 // (tests/cuda/qwen35_ref.h), bit for bit (outputs and every slot's conv state): channel counts
 // below, at and past one block of 256, d_conv 2, 4 (Qwen 3.5's) and 7, sequences from position 0
 // over NaN slots and continuing random states, and a sequence split over two calls (the rolling
-// state carried) against one call. Outputs are poisoned (NaN) first.
+// state carried) against one call, and sequences without rows (their states untouched). Outputs
+// are poisoned (NaN) first; output and state pool lie between guard bands (qt::Guarded) that a
+// store out of bounds would change.
 // tests/cuda/test_deltanet.cpp checks the same on the device.
 #include <gtest/gtest.h>
 
@@ -42,9 +44,13 @@ cu::SsmConvJob job(const qt::SsmConvData& d, const float* x, float* y, float* st
 
 void check(const qt::SsmConvCase& c, uint32_t seed) {
     const qt::SsmConvData d = qt::make_ssm_conv(c, seed);
-    std::vector<float> y(d.y.size(), std::numeric_limits<float>::quiet_NaN());
-    std::vector<float> state = d.state0;
-    ASSERT_TRUE(cu::ssm_conv(job(d, d.x.data(), y.data(), state.data(), d.t), nullptr));
+    // output and state pool between guard bands of a row / a slot: a store outside fails
+    qt::Guarded yg(d.y_floats(), static_cast<size_t>(c.ch));
+    qt::Guarded sg(d.state0.size(), static_cast<size_t>(d.slot_floats), d.state0);
+    ASSERT_TRUE(cu::ssm_conv(job(d, d.x.data(), yg.data(), sg.data(), d.t), nullptr));
+    EXPECT_TRUE(yg.intact()) << c.name << ": a store outside the output";
+    EXPECT_TRUE(sg.intact()) << c.name << ": a store outside the state pool";
+    const std::vector<float> y = yg.inner(), state = sg.inner();
     EXPECT_TRUE(qt::same_bits(y, d.y)) << c.name << ": outputs, rel err " << qt::rel_err(y, d.y);
     EXPECT_TRUE(qt::same_bits(state, d.state)) << c.name << ": states";
 }
@@ -56,6 +62,8 @@ TEST(CudaEmulSsmConv, BitIdenticalToTheCpuTier) {
     check({"ch300 k4", 300, 4, {{{0, 1}, {17, 2}}}}, 2);  // two blocks, the second partial
     check({"ch40 k2", 40, 2, {{{0, 7}, {1, 1}}}}, 3);
     check({"ch9 k7", 9, 7, {{{3, 2}, {0, 12}}}}, 4);  // fewer rows than taps in one sequence
+    // sequences without rows (first, between, last): their states stay as they were
+    check({"ch13 k4, empty seqs", 13, 4, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}}, 5);
 }
 
 TEST(CudaEmulSsmConv, SplitCallsCarryTheState) {
