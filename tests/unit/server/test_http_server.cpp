@@ -156,15 +156,16 @@ TEST_F(HttpServerTest, HealthModelsMetrics) {
     // httplib's logger (which counts the request) runs after the response is written, so the
     // count may land just after the client has read the 404: poll for it (at most ~2 s).
     const std::string want = "zinc_requests_total{endpoint=\"/v1/models\",status=\"404\"} 1";
-    httplib::Result t;
+    std::string body;
     for (int i = 0; i < 100; ++i) {
-        t = client_->Get("/metrics");
+        auto t = client_->Get("/metrics");
         ASSERT_TRUE(t);
         EXPECT_EQ(t->status, 200);
-        if (t->body.find(want) != std::string::npos) break;
+        body = t->body;
+        if (body.find(want) != std::string::npos) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    EXPECT_NE(t->body.find(want), std::string::npos) << t->body;
+    EXPECT_NE(body.find(want), std::string::npos) << body;
 }
 
 TEST_F(HttpServerTest, ChatWholeAndStreamed) {
