@@ -511,24 +511,30 @@ struct Timer {
     }
 };
 
+// A timing shape's weights: 64 quantized Gaussian rows repeated (the values do not change the
+// time, the quantization of every row would dominate the bench's setup).
+std::vector<uint8_t> bench_weights(std::mt19937& rng, GgmlType t, int rows, int k) {
+    const size_t rb = quant::row_size(t, k);
+    std::vector<uint8_t> w(rb * rows);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> row(k);
+    for (int r = 0; r < rows; ++r) {
+        if (r < 64) {
+            for (auto& v : row) v = nd(rng);
+            quant::quantize_row(t, row.data(), w.data() + rb * r, k);
+        } else {
+            std::memcpy(w.data() + rb * r, w.data() + rb * (r % 64), rb);
+        }
+    }
+    return w;
+}
+
 void bench_case(cu::CublasLib& blas, Timer& tm, std::mt19937& rng, GgmlType t, int rows, int k,
                 int n_act) {
     const int ti = static_cast<int>(t);
     const size_t rb = quant::row_size(t, k);
     const size_t wbytes = rb * rows;
-    std::vector<uint8_t> w(wbytes);
-    {
-        std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<float> row(k);
-        for (int r = 0; r < rows; ++r) {
-            if (r < 64) {
-                for (auto& v : row) v = nd(rng);
-                quant::quantize_row(t, row.data(), w.data() + rb * r, k);
-            } else {
-                std::memcpy(w.data() + rb * r, w.data() + rb * (r % 64), rb);
-            }
-        }
-    }
+    const std::vector<uint8_t> w = bench_weights(rng, t, rows, k);
     // Enough weight copies that each timed call reads weights not in the 60 MB L2.
     const int copies = static_cast<int>(
         std::min<size_t>(16, std::max<size_t>(1, (size_t(200) << 20) / wbytes + 1)));
@@ -587,19 +593,7 @@ void bench_case(cu::CublasLib& blas, Timer& tm, std::mt19937& rng, GgmlType t, i
 void bench_decode_case(Timer& tm, std::mt19937& rng, GgmlType t, int rows, int k, int n_act) {
     const int ti = static_cast<int>(t);
     const size_t rb = quant::row_size(t, k), wbytes = rb * rows;
-    std::vector<uint8_t> w(wbytes);
-    {
-        std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<float> row(k);
-        for (int r = 0; r < rows; ++r) {
-            if (r < 64) {
-                for (auto& v : row) v = nd(rng);
-                quant::quantize_row(t, row.data(), w.data() + rb * r, k);
-            } else {
-                std::memcpy(w.data() + rb * r, w.data() + rb * (r % 64), rb);
-            }
-        }
-    }
+    const std::vector<uint8_t> w = bench_weights(rng, t, rows, k);
     const int copies = static_cast<int>(
         std::min<size_t>(16, std::max<size_t>(2, (size_t(200) << 20) / wbytes + 1)));
     std::vector<uint8_t*> dw(copies);

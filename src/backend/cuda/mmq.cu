@@ -32,7 +32,7 @@
 // activation rows: 32 tiles of 128 x 32 on 132 multiprocessors), and each tile's block walks all
 // of k serially, bound by its own load latency. Given a scratch (MmqScratch), the launch splits k
 // into gridDim.z slices, one block per (tile, slice); each writes its partial tile and the last
-// to finish adds them in slice order (split_fixup): deterministic, not bitwise equal to the
+// to finish adds them in slice order (mmq_split.cuh): deterministic, not bitwise equal to the
 // unsplit sum.
 #include <cstdint>
 #include <cstdlib>
@@ -41,11 +41,13 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mmq_mma.cuh"
+#include "backend/cuda/mmq_split.cuh"
 
 namespace zinc::cuda {
 namespace {
 
 using namespace dev;
+using mmq_split::Split;
 
 constexpr int kThreads = 256;
 constexpr int kMagicBits = 0x4B400000;  // 1.5 * 2^23 as float bits
@@ -57,16 +59,6 @@ struct Jobs {
     int row_end[3];  // cumulative row counts
 };
 
-// Split-K: gridDim.z slices of k per output tile, `chunks` 32-element chunks each (a multiple of
-// 8, so that a K-quant super-block never straddles two slices); every slice's block writes its
-// partial tile to `part`, and the tile's last block to arrive (counted in `cnt`, which it returns
-// to zero) adds the partials in slice order and stores: the sum's order is fixed whichever block
-// finishes last, so results are deterministic (not equal to the unsplit kernel's bits).
-struct Split {
-    int chunks = 0;          // per slice (gridDim.z == 1: unused, the whole k)
-    float* part = nullptr;   // [tile][slice][fragment element][thread]
-    unsigned* cnt = nullptr;  // [tile]
-};
 
 __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
     int j = 0;
@@ -253,50 +245,6 @@ __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::
     }
 }
 
-// Split-K epilogue (Split above): true when this block holds the tile's complete sums in acc
-// (no split, or it was the tile's last slice to finish), false when it only left its partial.
-template <class G>
-__device__ __forceinline__ bool split_fixup(const Split& sp, float (&acc)[G::MT][G::NT][4]) {
-    const int ks = static_cast<int>(gridDim.z);
-    if (ks == 1) return true;
-    constexpr int F = G::MT * G::NT * 4;
-    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
-    float* base = sp.part + static_cast<size_t>(tile) * ks * F * kThreads;
-    float* mine = base + static_cast<size_t>(blockIdx.z) * F * kThreads + threadIdx.x;
-#pragma unroll
-    for (int mt = 0; mt < G::MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < G::NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) mine[((mt * G::NT + nt) * 4 + e) * kThreads] = acc[mt][nt][e];
-    __threadfence();  // the partial is visible device-wide before the count says so
-    __shared__ unsigned s_last;
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(sp.cnt + tile, 1u) == static_cast<unsigned>(ks - 1);
-    __syncthreads();
-    if (!s_last) return false;
-    __threadfence();
-    const float* all = base + threadIdx.x;
-#pragma unroll
-    for (int mt = 0; mt < G::MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < G::NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int i = (mt * G::NT + nt) * 4 + e;
-                float v = 0.0f;
-                for (int z = 0; z < ks; ++z) {
-                    const float p = z == static_cast<int>(blockIdx.z)
-                                        ? acc[mt][nt][e]
-                                        : __ldcg(all + (static_cast<size_t>(z) * F + i) * kThreads);
-                    v = z == 0 ? p : v + p;
-                }
-                acc[mt][nt][e] = v;
-            }
-    if (threadIdx.x == 0) sp.cnt[tile] = 0u;  // ready for the next launch on the stream
-    return true;
-}
-
 #if defined(ZINC_SIMT_EMULATION)
 #define ZINC_MMQ_SMEM(bytes) alignas(16) static uint8_t smem[bytes]
 #else
@@ -384,7 +332,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
             compute_chunk<T, G>(sA, sB, sS, sD, cc, wm0, wn0, lane, acc, part,
                                 ((c0 + cc) & 7) == 7);
     }
-    if (split_fixup<G>(sp, acc)) store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+    if (mmq_split::fixup<kThreads>(sp, acc))
+        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
 // Variants 5-7 (stages of 8 chunks = 256 elements), double-buffered with cp.async: while stage s
@@ -492,7 +441,8 @@ __global__ void __launch_bounds__(kThreads)
         // (the next iteration's first barrier also orders these reads of sA / sS / sD / the slot
         // before the next stage's decode and copies overwrite them)
     }
-    if (split_fixup<G>(sp, acc)) store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+    if (mmq_split::fixup<kThreads>(sp, acc))
+        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
 }
 
 // ---- launches ----------------------------------------------------------------------------------
