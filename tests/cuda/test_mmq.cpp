@@ -623,11 +623,13 @@ void bench_decode_case(Timer& tm, std::mt19937& rng, GgmlType t, int rows, int k
             const double tv = time(v, ks == 1 ? nullptr : dev_scratch(), ks);
             if (tv < best) best = tv, best_v = v, best_ks = ks;
         }
-    std::printf("DECODE %-5s %6d x %5d  %3d | %7.4f %5.2f | %7.4f %5.2f | %2d %2d %7.4f %5.2f | %5.2fx\n",
-                tname(t).c_str(), rows, k, n_act, t_plain, tbs(t_plain), t_split, tbs(t_split),
-                best_v, best_ks, best, tbs(best), t_plain / t_split);
+    std::printf(
+        "DECODE %-5s %6d x %5d  %3d | %7.4f %5.2f | %7.4f %5.2f | %2d %2d %7.4f %5.2f | %5.2fx\n",
+        tname(t).c_str(), rows, k, n_act, t_plain, tbs(t_plain), t_split, tbs(t_split), best_v,
+        best_ks, best, tbs(best), t_plain / t_split);
     std::fflush(stdout);
-    report(ran && counters_zero(), fmt("decode bench %s %d x %d x %d ran", tname(t).c_str(), rows, k, n_act));
+    report(ran && counters_zero(),
+           fmt("decode bench %s %d x %d x %d ran", tname(t).c_str(), rows, k, n_act));
     for (auto* p : dw) cudaFree(p);
     cudaFree(y);
 }
@@ -643,10 +645,10 @@ void bench_decode(std::mt19937& rng) {
     };
     // Llama-3-8B Q4_K_M: q/o 4096, k/v 1024, fused q+k+v 6144, fused gate+up 28672, down (Q4_K
     // and Q6_K layers), the Q6_K LM head
-    const Shape shapes[] = {{GgmlType::Q4_K, 4096, 4096},   {GgmlType::Q4_K, 1024, 4096},
-                            {GgmlType::Q4_K, 6144, 4096},   {GgmlType::Q4_K, 28672, 4096},
-                            {GgmlType::Q4_K, 4096, 14336},  {GgmlType::Q6_K, 4096, 14336},
-                            {GgmlType::Q6_K, 1024, 4096},   {GgmlType::Q6_K, 128256, 4096}};
+    const Shape shapes[] = {{GgmlType::Q4_K, 4096, 4096},  {GgmlType::Q4_K, 1024, 4096},
+                            {GgmlType::Q4_K, 6144, 4096},  {GgmlType::Q4_K, 28672, 4096},
+                            {GgmlType::Q4_K, 4096, 14336}, {GgmlType::Q6_K, 4096, 14336},
+                            {GgmlType::Q6_K, 1024, 4096},  {GgmlType::Q6_K, 128256, 4096}};
     for (const Shape& s : shapes)
         for (int n_act : {8, 16, 32, 64}) bench_decode_case(tm, rng, s.t, s.rows, s.k, n_act);
 }
@@ -736,7 +738,8 @@ int main(int argc, char** argv) {
             test_case(rng, t, 4096, {4096}, 16, 0, false, 0);
             test_case(rng, t, kq ? 14336 : 14368, {389}, 9, 0, false, 0);
             for (int v : {1, 2, 8, 9, 10})
-                for (int ks : {2, 3, 8}) test_case(rng, t, kq ? 4352 : 4128, {211, 64}, 33, v, false, ks);
+                for (int ks : {2, 3, 8})
+                    test_case(rng, t, kq ? 4352 : 4128, {211, 64}, 33, v, false, ks);
         }
         for (int v : {0, 8, 9}) {
             test_case(rng, T::Q4_0, 4096, {1024 + 32, 96, 40}, 32, v, true, 4);

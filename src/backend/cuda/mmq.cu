@@ -59,7 +59,6 @@ struct Jobs {
     int row_end[3];  // cumulative row counts
 };
 
-
 __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
     int j = 0;
     if (J.n_jobs > 1 && row >= J.row_end[0]) j = 1;
@@ -520,7 +519,8 @@ int choose_split(long tiles, int nch, long slots, long tile_floats, const MmqScr
     if (sc == nullptr || sc->partial == nullptr || sc->counters == nullptr) return 1;
     if (tiles > sc->n_counters) return 1;
     auto fits = [&](int ks) {
-        return ks <= nch / kMinSliceChunks && tiles * ks * tile_floats <= static_cast<long>(sc->partial_floats);
+        return ks <= nch / kMinSliceChunks &&
+               tiles * ks * tile_floats <= static_cast<long>(sc->partial_floats);
     };
     if (forced > 0) {
         int ks = forced > kMaxSplit ? kMaxSplit : forced;

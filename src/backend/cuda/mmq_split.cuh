@@ -13,8 +13,8 @@ namespace zinc::cuda::mmq_split {
 // to zero) adds the partials in slice order and stores: the sum's order is fixed whichever block
 // finishes last, so results are deterministic (not equal to the unsplit kernel's bits).
 struct Split {
-    int chunks = 0;          // per slice (gridDim.z == 1: unused, the whole k)
-    float* part = nullptr;   // [tile][slice][fragment element][thread]
+    int chunks = 0;           // per slice (gridDim.z == 1: unused, the whole k)
+    float* part = nullptr;    // [tile][slice][fragment element][thread]
     unsigned* cnt = nullptr;  // [tile]
 };
 

@@ -20,7 +20,6 @@
 #pragma GCC diagnostic pop
 
 #include "backend/cuda/repack.h"  // compiled into test_cuda_emul by repack_unit.cpp
-
 #include "quant/quant.h"
 #include "quant/types.h"
 
@@ -175,9 +174,8 @@ constexpr double kTolerance = 2e-5;
 void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int variant,
            bool repack = false, int ksplit = 1) {
     SCOPED_TRACE("variant " + std::to_string(variant) + " split " + std::to_string(ksplit) + " " +
-                 std::string(q::type_name(t)) + " k " +
-                 std::to_string(k) + " rows " + std::to_string(n_out) + " act " +
-                 std::to_string(n_act));
+                 std::string(q::type_name(t)) + " k " + std::to_string(k) + " rows " +
+                 std::to_string(n_out) + " act " + std::to_string(n_act));
     std::mt19937 rng(seed);
     const size_t rb = q::row_size(t, k);
     const auto w = make_weights(t, n_out, k, rng);
@@ -244,8 +242,8 @@ void check(GgmlType t, int k, int n_out, int n0, int n_act, uint32_t seed, int v
         y0 = i0;
         y1 = i1;
         Scratch sc;
-        ASSERT_TRUE(cu::mmq_variant(variant, tk, jobs, 2, k, a.q(), a.d.data(), n_act, acc,
-                                    nullptr, ksplit > 1 ? &sc.s : nullptr, ksplit));
+        ASSERT_TRUE(cu::mmq_variant(variant, tk, jobs, 2, k, a.q(), a.d.data(), n_act, acc, nullptr,
+                                    ksplit > 1 ? &sc.s : nullptr, ksplit));
         EXPECT_TRUE(sc.counters_zero());
         double num = 0, den = 0;
         size_t bad = 0;
