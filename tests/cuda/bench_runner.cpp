@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
         model::BatchSeq q;
         q.n_tokens = n_prompt;
         q.block_table = seq_table(0);
+        q.state_slot = 0;  // hybrid models: the recurrent state slot (ignored by others)
         model::Batch b{prompt, std::span<const model::BatchSeq>(&q, 1)};
         const auto t0 = Clock::now();
         if (!cu::forward_argmax(r, b, out.data()).ok()) std::exit(1);
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
             qs[q].n_tokens = 1;
             qs[q].pos0 = pos;
             qs[q].block_table = seq_table(q);
+            qs[q].state_slot = q;
         }
         model::Batch b{toks, qs};
         return cu::forward_argmax(r, b, toks.data());
@@ -185,6 +187,7 @@ int main(int argc, char** argv) {
             qs[q].row0 = 16 * q;
             qs[q].n_tokens = 16;
             qs[q].block_table = seq_table(q);
+            qs[q].state_slot = q;
             ptoks.insert(ptoks.end(), prompt.begin(), prompt.begin() + 16);
         }
         model::Batch b{ptoks, qs};

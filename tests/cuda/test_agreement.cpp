@@ -217,6 +217,7 @@ void batched(const Loaded& L, const Settings& s, Agree& agree, Agree& invariance
         model::BatchSeq b;
         b.n_tokens = static_cast<int>(hist[q].size());
         b.block_table = bt[q];
+        b.state_slot = q;  // hybrid models: sequence q's recurrent state (ignored by others)
         model::Batch batch{hist[q], std::span<const model::BatchSeq>(&b, 1)};
         if (!r.forward(batch, logits.data()).ok()) return report(false, "cuda prefill");
         next[q] = argmax(cpus[q]->logits(-1), V);
@@ -229,6 +230,7 @@ void batched(const Loaded& L, const Settings& s, Agree& agree, Agree& invariance
             seqs[q].n_tokens = 1;
             seqs[q].pos0 = static_cast<int>(hist[q].size());
             seqs[q].block_table = bt[q];
+            seqs[q].state_slot = q;
         }
         model::Batch b{next, seqs};
         std::fill(logits.begin(), logits.end(), NAN);
@@ -249,6 +251,7 @@ void batched(const Loaded& L, const Settings& s, Agree& agree, Agree& invariance
         model::BatchSeq b;
         b.n_tokens = n_prompt;
         b.block_table = bt[q];
+        b.state_slot = q;
         model::Batch pb{std::span<const int32_t>(hist[q].data(), n_prompt),
                         std::span<const model::BatchSeq>(&b, 1)};
         if (!r.forward(pb, logits.data()).ok()) return report(false, "cuda prefill (alone)");
@@ -257,6 +260,7 @@ void batched(const Loaded& L, const Settings& s, Agree& agree, Agree& invariance
             one.n_tokens = 1;
             one.pos0 = n_prompt + t;
             one.block_table = bt[q];
+            one.state_slot = q;
             model::Batch ob{std::span<const int32_t>(hist[q].data() + n_prompt + t, 1),
                             std::span<const model::BatchSeq>(&one, 1)};
             if (!r.forward(ob, logits.data()).ok()) return report(false, "cuda decode (alone)");

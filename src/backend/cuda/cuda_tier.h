@@ -71,8 +71,9 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
 /// `tokens` (host). Errors as forward(); an error if `runner` is not a CUDA runner.
 Result<void> forward_argmax(model::Runner& runner, const model::Batch& batch, int32_t* tokens);
 
-/// Device bytes the weights and a KV cache of n_ctx positions need (for --check fit).
-size_t device_bytes_needed(const model::Model& model, int n_ctx);
+/// Device bytes the weights, a KV cache of n_ctx positions and (hybrid models) the recurrent
+/// state of n_seqs sequences need (for --check fit and the load-time memory check).
+size_t device_bytes_needed(const model::Model& model, int n_ctx, int n_seqs = 1);
 
 /// Per-step counters of a CUDA runner (for perf notes): kernel launches issued by the host in
 /// the last forward (0 when a CUDA graph was replayed), graph replays so far, host microseconds

@@ -6,13 +6,14 @@
 // staged in pinned memory and copied in one transfer; the kernels run; logits (or argmax tokens)
 // come back in one transfer; one stream synchronization. Decode steps (every sequence one row)
 // are captured once per row count as a CUDA graph and replayed (ZINC_CUDA_GRAPH=0: plain
-// launches). Projections, all through proj(): by default (ZINC_EXACT=1) the exact kernels of
-// dmmv_exact.cu for every row count, bit-identical to the CPU tier; with ZINC_EXACT=0 the
-// int8/dp4a matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 8 where mmq covers every
-// matrix, else 16) and
-// above them (prefill, large decode batches) the int8 tensor-core GEMM of mmq.cu for the types it
-// covers up to ZINC_MMQ_MAX_ROWS rows, dequantize-to-f16 + cuBLAS otherwise (ZINC_MMQ=0: cuBLAS
-// for all); not bit-identical to the CPU tier. Opt-outs of the
+// launches). Projections, all through proj(): by default (fast mode) the int8/dp4a
+// matrix-vector kernels up to ZINC_DMMV_MAX_ROWS rows (default 8 where mmq covers every matrix,
+// else 16) and above them (prefill, large decode batches) the int8 tensor-core GEMM of mmq.cu for
+// the types it covers up to ZINC_MMQ_MAX_ROWS rows, dequantize-to-f16 + cuBLAS otherwise
+// (ZINC_MMQ=0: cuBLAS for all), held to agreement with the CPU tier, not bit-identical to it;
+// with --exact / ZINC_EXACT=1 the exact kernels of dmmv_exact.cu for every row count,
+// bit-identical to the CPU tier. Hybrid models (qwen35) keep each sequence's recurrent state in
+// device memory (runner_recurrent.cpp). Opt-outs of the
 // executor's fusions: ZINC_FUSED_PROJ=0 (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0
 // (norm, then a separate pack), ZINC_FUSED_ADD=0 (residual adds and post-norms as their own
 // launches); and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured
@@ -148,7 +149,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     int32_t* h_slot = meta_h_ + 2 * R;
     int32_t* h_rowbt = meta_h_ + 3 * R;
     int32_t* h_out = meta_h_ + 4 * R;
-    int32_t* h_bt = meta_h_ + 5 * R;
+    int32_t* h_row0 = meta_h_ + 5 * R;
+    int32_t* h_sslot = h_row0 + opts_.max_seqs + 1;
+    int32_t* h_bt = meta_h_ + meta_fixed();
+    if (!rs_.empty()) ZINC_TRY(check_state_slots(batch));
     int n_bt = 0, n_out = 0, expect_row = 0;
     bool all_decode = true;
     attn_spans_.clear();
@@ -192,6 +196,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
             if (q.all_logits || (q.want_logits && i == q.n_tokens - 1)) h_out[n_out++] = r;
         }
         n_bt += need;
+        h_row0[s] = q.row0;
+        h_sslot[s] = q.state_slot;
         if (q.n_tokens != 1 || !q.want_logits || q.all_logits) all_decode = false;
         const bool dec = q.n_tokens == 1;
         if (s > 0 && attn_spans_.back().decode == dec)
@@ -203,8 +209,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         return make_error("cuda forward: the sequences cover " + std::to_string(expect_row) +
                           " rows of " + std::to_string(n_rows));
 
-    // One transfer of the metadata: the rows' part (5 R ints) and the block tables used.
-    CU_TRY("metadata", cudaMemcpyAsync(meta_d_, meta_h_, (5 * R + n_bt) * sizeof(int32_t),
+    h_row0[n_seqs] = n_rows;
+    n_seqs_ = n_seqs;
+    // One transfer of the metadata: the rows' and sequences' part and the block tables used.
+    CU_TRY("metadata", cudaMemcpyAsync(meta_d_, meta_h_, (meta_fixed() + n_bt) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, stream_));
     launches_ = 0;
     tally_ = runtime::OpTally{};
@@ -255,6 +263,9 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     if (n_out > 0 && logits && pinned_logits)
         std::memcpy(logits, logits_h_, n_logits * sizeof(float));
     if (n_out > 0 && tokens) std::memcpy(tokens, tok_h_, n_out * sizeof(int32_t));
+    if (!rs_.empty())
+        for (const model::BatchSeq& q : batch.seqs)
+            slot_pos_[static_cast<size_t>(q.state_slot)] = q.pos0 + q.n_tokens;
     stats_.launches_last_step = launches_;
     stats_.host_us_last_step = std::chrono::duration<double, std::micro>(t1 - t0).count();
     if (hooks) {
@@ -278,7 +289,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
 void CudaRunner::copy_block(int32_t src, int32_t dst) {
     const ModelConfig& c = cfg_;
     const size_t bs = static_cast<size_t>(opts_.block_size);
-    for (int il = 0; il < c.n_layer; ++il) {
+    for (int il = 0; il < n_kv_layers_; ++il) {
         uint16_t* kl = k_cache_ + layer_k_elems_ * il;
         uint16_t* vl = v_cache_ + layer_v_elems_ * il;
         const size_t kn = bs * c.kv_dim_k(), vn = bs * c.kv_dim_v();
@@ -312,7 +323,9 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
             "cuda: device " + std::to_string(copts.device) +
             " is not a usable CUDA device (usable: " + std::to_string(p.devices.size()) +
             ", first is -d " + std::to_string(p.devices.front().index) + ")");
-    const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size);
+    const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size,
+                                            opts.n_state_slots > 0 ? opts.n_state_slots
+                                                                   : opts.max_seqs);
     if (dev->mem_free && need > dev->mem_free)
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +
@@ -329,16 +342,24 @@ Result<void> forward_argmax(model::Runner& runner, const model::Batch& batch, in
     return r->run(batch, nullptr, tokens);
 }
 
-size_t device_bytes_needed(const model::Model& model, int n_ctx) {
+size_t device_bytes_needed(const model::Model& model, int n_ctx, int n_seqs) {
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     if (!am) return 0;
     const ModelConfig& c = am->config();
     size_t w = 0;  // every weight the op list uses, each once (a tied embedding too)
     for (const Weight* t : am->program().weights()) w += t->bytes();
-    const size_t kv = static_cast<size_t>(n_ctx) * c.n_layer * (c.kv_dim_k() + c.kv_dim_v()) * 2;
+    size_t n_kv_layers = 0;  // the layers that attend (hybrid models: not the recurrent ones)
+    std::vector<bool> seen(static_cast<size_t>(c.n_layer), false);
+    for (const model::Op& op : am->program().ops)
+        if (op.kind() == model::OpKind::RopeKv) {
+            const auto l = static_cast<size_t>(op.as<model::RopeKvP>().kv_layer);
+            if (l < seen.size() && !seen[l]) seen[l] = true, ++n_kv_layers;
+        }
+    const size_t kv = static_cast<size_t>(n_ctx) * n_kv_layers * (c.kv_dim_k() + c.kv_dim_v()) * 2;
     // dequantized-weight scratch for prefill (largest matrix in f16) + activations (~64 MiB)
     size_t largest = static_cast<size_t>(c.n_embd) * std::max(c.n_vocab, c.n_ff) * 2;
-    return w + kv + largest + (64u << 20) + kMmqSplitFloats * sizeof(float);
+    const size_t state = model.recurrent_state_bytes() * static_cast<size_t>(std::max(n_seqs, 1));
+    return w + kv + state + largest + (64u << 20) + kMmqSplitFloats * sizeof(float);
 }
 
 RunnerStats runner_stats(const model::Runner& runner) {

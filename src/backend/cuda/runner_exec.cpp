@@ -191,8 +191,10 @@ void CudaRunner::exec(const model::Op& op, int idx) {
         case OpKind::DeltaNet:
         case OpKind::GatedRmsNorm:
         case OpKind::SplitGate:
-        case OpKind::SigmoidMul:  // refused at init (runner_init.cpp): no kernels yet
-        case OpKind::LayerNorm:
+        case OpKind::SigmoidMul:
+            exec_recurrent(op);
+            break;
+        case OpKind::LayerNorm:  // refused at init (runner_init.cpp): no kernels yet
         case OpKind::AddEmbed:
         case OpKind::Gelu:
         case OpKind::Scale:
@@ -281,8 +283,8 @@ void CudaRunner::exec_rope_kv(const model::Op& op) {
     rj.cs = rope_cs_[static_cast<size_t>(p.kv_layer)];
     rj.row_pos = d_pos_;
     rj.row_slot = d_slot_;
-    rj.k_cache = k_cache_ + layer_k_elems_ * p.kv_layer;
-    rj.v_cache = v_cache_ + layer_v_elems_ * p.kv_layer;
+    rj.k_cache = k_layer(p.kv_layer);
+    rj.v_cache = v_layer(p.kv_layer);
     rope_kv(rj, rows_, stream_);
     launched(runtime::Op::RopeKv, 0,
              8ull * rows_ * (rj.q_ld + rj.k_ld + rj.v_ld) + 2ull * rows_ * (rj.k_ld + rj.v_ld));
@@ -296,8 +298,8 @@ void CudaRunner::exec_attention(const model::Op& op) {
     aj.q_ld = static_cast<int>(prog_.width(p.q));
     aj.out = buf(o);
     aj.out_ld = static_cast<int>(prog_.width(o));
-    aj.k_cache = k_cache_ + layer_k_elems_ * p.kv_layer;
-    aj.v_cache = v_cache_ + layer_v_elems_ * p.kv_layer;
+    aj.k_cache = k_layer(p.kv_layer);
+    aj.v_cache = v_layer(p.kv_layer);
     aj.n_head = p.n_head;
     aj.n_head_kv = p.n_head_kv;
     aj.head_dim = p.head_dim_k;

@@ -97,6 +97,7 @@ class CudaRunner final : public model::Runner {
     const model::RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
+    size_t state_bytes() const override { return state_bytes_; }
     bool exact() const override { return exact_; }  // --exact / ZINC_EXACT=1 / batch_invariant
     RunnerStats stats() const {
         RunnerStats s = stats_;
@@ -124,6 +125,13 @@ class CudaRunner final : public model::Runner {
     void exec_attention(const model::Op& op);
     void exec_glu(const model::Op& op, int idx);
     void exec_moe(const model::Op& op);
+    // qwen35's recurrent and gated ops (runner_recurrent.cpp): SsmConv, DeltaNet, GatedRmsNorm,
+    // SplitGate, SigmoidMul
+    void exec_recurrent(const model::Op& op);
+    RecurrentSeqs recurrent_seqs() const;
+    // The recurrent state slots' checks (the CPU tier's rules): in range, distinct, and the
+    // slot's state at the sequence's pos0.
+    Result<void> check_state_slots(const model::Batch& batch) const;
     void gather_head(model::Tid x);
     bool wants(const char* name, int il) const;
     bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
@@ -190,6 +198,30 @@ class CudaRunner final : public model::Runner {
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;
     size_t layer_k_elems_ = 0, layer_v_elems_ = 0;
+    // The KV cache holds only the layers that attend: kv_index_[kv_layer] is the layer's place
+    // in it (-1: a layer without attention, e.g. qwen35's DeltaNet layers); n_kv_layers_ of them.
+    std::vector<int> kv_index_;
+    int n_kv_layers_ = 0;
+    uint16_t* k_layer(int kv_layer) const {
+        return k_cache_ + layer_k_elems_ * kv_index_[static_cast<size_t>(kv_layer)];
+    }
+    uint16_t* v_layer(int kv_layer) const {
+        return v_cache_ + layer_v_elems_ * kv_index_[static_cast<size_t>(kv_layer)];
+    }
+    // Recurrent state (hybrid models, model::Program::recurrent): per recurrent layer the conv
+    // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; the position each
+    // slot's state is at (host side, for the checks); the step's sequence table (device, in
+    // the metadata: row offsets and slots).
+    struct RecurrentLayerState {
+        float *conv = nullptr, *ssm = nullptr;
+        int64_t conv_floats = 0, ssm_floats = 0;
+    };
+    std::vector<RecurrentLayerState> rs_;
+    int n_state_slots_ = 0;
+    size_t state_bytes_ = 0;
+    std::vector<int64_t> slot_pos_;
+    int n_seqs_ = 0;  // sequences of the step being enqueued
+    int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr;
 
     // activations (R = max_batch_tokens rows): one buffer per tensor of the op list that is
     // written to its own memory (null for those only ever staged in xf_); the logits tensor is
@@ -223,9 +255,14 @@ class CudaRunner final : public model::Runner {
     int32_t* tok_out_ = nullptr;
     void* argmax_scratch_ = nullptr;
 
-    // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][bt max_bt]
+    // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][seq_row0 max_seqs + 1]
+    // [seq_slot max_seqs][bt max_bt]
     int32_t* meta_d_ = nullptr;
     int32_t* meta_h_ = nullptr;  // pinned
+    // ints of the metadata before the block tables
+    size_t meta_fixed() const {
+        return 5 * static_cast<size_t>(R_) + 2 * static_cast<size_t>(opts_.max_seqs) + 1;
+    }
     // Pinned landing buffers for the step's results (a copy to pageable memory would block the
     // host until the copy, i.e. the whole step, is done): tokens (R), logits (max_seqs rows).
     int32_t* tok_h_ = nullptr;

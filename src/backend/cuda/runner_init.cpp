@@ -135,6 +135,16 @@ Result<void> CudaRunner::plan() {
             case ir::OpKind::Attention:
                 ZINC_TRY(up_vec(op.as<ir::AttentionP>().sinks));
                 break;
+            case ir::OpKind::SsmConv:
+                ZINC_TRY(up_vec(op.as<ir::SsmConvP>().w));
+                break;
+            case ir::OpKind::DeltaNet:
+                ZINC_TRY(up_vec(op.as<ir::DeltaNetP>().dt_bias));
+                ZINC_TRY(up_vec(op.as<ir::DeltaNetP>().a));
+                break;
+            case ir::OpKind::GatedRmsNorm:
+                ZINC_TRY(up_vec(op.as<ir::GatedRmsNormP>().w));
+                break;
             case ir::OpKind::Moe: {
                 const auto& m = op.as<ir::MoeP>();
                 for (const Weight* w : {m.gate_exps, m.up_exps, m.down_exps}) {
@@ -301,11 +311,18 @@ Result<void> CudaRunner::init() {
                           "which the CUDA tier does not support yet (run it on the CPU tier: "
                           "--tier cpu)");
     for (const model::Op& op : model_.program().ops) {
-        // The Gated DeltaNet ops (qwen35) have CPU kernels only so far (docs/architecture.md).
         const model::OpKind k = op.kind();
-        if (k == model::OpKind::SsmConv || k == model::OpKind::DeltaNet ||
-            k == model::OpKind::GatedRmsNorm || k == model::OpKind::SplitGate ||
-            k == model::OpKind::SigmoidMul || k == model::OpKind::LayerNorm ||
+        // The delta rule and the sigmoid gate have fast kernels only (device exp / log, lanes
+        // splitting the dot products: kernels.h), not the CPU tier's bits.
+        if (exact_ && (k == model::OpKind::DeltaNet || k == model::OpKind::SigmoidMul))
+            return make_error(std::string("cuda: exact mode (--exact / ZINC_EXACT=1 / "
+                                          "--batch-invariant): op ") +
+                              model::op_kind_name(k) + " of " + model_.arch_name() +
+                              " has no bit-exact CUDA kernel (its fast kernel is held to a "
+                              "relative-error bound, docs/cuda.md); run without --exact, or on "
+                              "the CPU tier: --tier cpu");
+        // BERT's ops and gemma4's scaled norms / V norm have CPU kernels only so far.
+        if (k == model::OpKind::LayerNorm ||
             k == model::OpKind::AddEmbed || k == model::OpKind::Gelu ||
             k == model::OpKind::Scale ||
             (k == model::OpKind::RopeKv && op.as<model::RopeKvP>().v_norm) ||
@@ -350,20 +367,52 @@ Result<void> CudaRunner::init() {
     if (!exact_)
         dmmv_max_rows_ = dmmv_rows_env > 0 ? dmmv_rows_env : (mmq_all_ ? 8 : 16);
 
-    // KV cache
+    // KV cache: the layers that attend only (kv_index_)
     cudaError_t e;
+    kv_index_.assign(static_cast<size_t>(c.n_layer), -1);
+    n_kv_layers_ = 0;
+    for (const model::Op& op : prog_.ops)
+        if (op.kind() == model::OpKind::RopeKv) {
+            int& ix = kv_index_[static_cast<size_t>(op.as<model::RopeKvP>().kv_layer)];
+            if (ix < 0) ix = n_kv_layers_++;
+        }
     const size_t slots = static_cast<size_t>(opts_.n_blocks) * opts_.block_size;
     layer_k_elems_ = slots * c.kv_dim_k();
     layer_v_elems_ = slots * c.kv_dim_v();
-    kv_bytes_ = (layer_k_elems_ + layer_v_elems_) * c.n_layer * sizeof(uint16_t);
-    k_cache_ = static_cast<uint16_t*>(dalloc(layer_k_elems_ * c.n_layer * 2, e));
+    const size_t n_kv = static_cast<size_t>(std::max(n_kv_layers_, 1));
+    kv_bytes_ = (layer_k_elems_ + layer_v_elems_) * n_kv * sizeof(uint16_t);
+    k_cache_ = static_cast<uint16_t*>(dalloc(layer_k_elems_ * n_kv * 2, e));
     if (e != cudaSuccess)
         return make_error("cuda: out of device memory for the KV cache (" + fmt_mib(kv_bytes_) +
                           " for " + std::to_string(opts_.n_blocks) + " blocks); lower -c");
-    v_cache_ = static_cast<uint16_t*>(dalloc(layer_v_elems_ * c.n_layer * 2, e));
+    v_cache_ = static_cast<uint16_t*>(dalloc(layer_v_elems_ * n_kv * 2, e));
     if (e != cudaSuccess)
         return make_error("cuda: out of device memory for the KV cache (" + fmt_mib(kv_bytes_) +
                           "); lower -c");
+
+    // Recurrent state (hybrid models): per recurrent layer, n_state_slots_ slots of conv and
+    // DeltaNet state; a slot's contents are only read after a step from position 0 wrote them.
+    n_state_slots_ = opts_.n_state_slots > 0 ? opts_.n_state_slots : opts_.max_seqs;
+    if (!prog_.recurrent.empty()) {
+        opts_.n_state_slots = n_state_slots_;
+        slot_pos_.assign(static_cast<size_t>(n_state_slots_), 0);
+        for (const model::Program::RecurrentLayer& rl : prog_.recurrent) {
+            RecurrentLayerState L;
+            L.conv_floats = rl.conv_floats;
+            L.ssm_floats = rl.ssm_floats;
+            const size_t ns = static_cast<size_t>(n_state_slots_);
+            L.conv = static_cast<float*>(dalloc(ns * rl.conv_floats * sizeof(float), e));
+            if (e == cudaSuccess)
+                L.ssm = static_cast<float*>(dalloc(ns * rl.ssm_floats * sizeof(float), e));
+            state_bytes_ += ns * (rl.conv_floats + rl.ssm_floats) * sizeof(float);
+            if (e != cudaSuccess)
+                return make_error("cuda: out of device memory for the recurrent state (" +
+                                  fmt_mib(state_bytes_) + " so far for " +
+                                  std::to_string(n_state_slots_) +
+                                  " sequences); lower --parallel");
+            rs_.push_back(L);
+        }
+    }
 
     const size_t R = static_cast<size_t>(R_);
     xh_ = static_cast<uint16_t*>(dalloc(R * wide_ * 2, e));
@@ -383,7 +432,7 @@ Result<void> CudaRunner::init() {
                               fmt_mib(wdq_elems_ * 2) + ")");
     }
     max_bt_ = opts_.max_seqs * ((opts_.max_seq_len + opts_.block_size - 1) / opts_.block_size);
-    const size_t meta_n = 5 * R + static_cast<size_t>(max_bt_);
+    const size_t meta_n = meta_fixed() + static_cast<size_t>(max_bt_);
     meta_d_ = static_cast<int32_t*>(dalloc(meta_n * sizeof(int32_t), e));
     CU_TRY("alloc", e);
     CU_TRY("pinned alloc", cudaMallocHost(&meta_h_, meta_n * sizeof(int32_t)));
@@ -395,7 +444,9 @@ Result<void> CudaRunner::init() {
     d_slot_ = meta_d_ + 2 * R;
     d_rowbt_ = meta_d_ + 3 * R;
     d_out_ = meta_d_ + 4 * R;
-    d_bt_ = meta_d_ + 5 * R;
+    d_seq_row0_ = meta_d_ + 5 * R;
+    d_seq_slot_ = d_seq_row0_ + opts_.max_seqs + 1;
+    d_bt_ = meta_d_ + meta_fixed();
     CU_TRY("attention shared memory", attention_prepare(opts_.max_seq_len, c.head_dim_v));
     {
         const size_t units = static_cast<size_t>(kAttnSplitRows) * c.n_head;

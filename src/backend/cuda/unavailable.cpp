@@ -28,7 +28,7 @@ Result<void> forward_argmax(model::Runner&, const model::Batch&, int32_t*) {
     return make_error(kWhy);
 }
 
-size_t device_bytes_needed(const model::Model&, int) {
+size_t device_bytes_needed(const model::Model&, int, int) {
     return 0;
 }
 
