@@ -219,6 +219,7 @@ void CudaRunner::exec_rms_norm(const model::Op& op, int idx) {
     finish_rows(loc(p.in), vec(p.w), p.eps, rows_, dim, type);
     staged_ = o;
     staged_type_ = type;
+    keep_staged(o, dim);
 }
 
 void CudaRunner::exec_matmul(const model::Op& op) {
@@ -382,6 +383,7 @@ void CudaRunner::exec_glu(const model::Op& op, int idx) {
     }
     staged_ = o;
     staged_type_ = type;
+    keep_staged(o, dim);
 }
 
 }  // namespace zinc::cuda::runner_detail

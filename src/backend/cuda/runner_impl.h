@@ -228,6 +228,16 @@ class CudaRunner final : public model::Runner {
     // logits_; xo_ holds the output rows gathered for the head.
     int R_ = 0, wide_ = 0;
     std::vector<float*> bufs_;
+    // Per tensor: a staged value that is read after xf_ was taken by another (plan()); the
+    // staging launch's f32 result is copied into its own buffer too (keep_staged()).
+    std::vector<bool> keep_;
+    void keep_staged(model::Tid t, int dim) {
+        if (!keep_[static_cast<size_t>(t)]) return;
+        cudaMemcpyAsync(bufs_[static_cast<size_t>(t)], xf_,
+                        static_cast<size_t>(rows_) * dim * sizeof(float), cudaMemcpyDeviceToDevice,
+                        stream_);
+        launched(runtime::Op::Gather, 0, 8ull * rows_ * dim);
+    }
     float *xf_ = nullptr, *xo_ = nullptr, *logits_ = nullptr;
     // ---- executor state of the step being enqueued (reset by enqueue_step)
     int n_rows_ = 0, n_out_ = 0, rows_ = 0;   // batch rows, output rows, rows of the current op

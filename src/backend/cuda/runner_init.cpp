@@ -201,6 +201,40 @@ Result<void> CudaRunner::plan() {
     for (const ir::Op& op : P.ops) mark(op);
     for (const ir::Step& st : steps_)
         for (const ir::Op& op : st.fused) mark(op);
+    // A staged value (a norm's or GLU's result, or a projection's input: it lives in xf_) that is
+    // read again after another one took xf_ (qwen35moe's shared-expert gate reads the FFN norm
+    // after the shared expert's GLU) also gets its own buffer: the staging launch's result is
+    // copied there (keep_staged), and a later read finds it (loc()).
+    auto displaced = [&](auto&& ops) {
+        ir::Tid staged = ir::kNoTensor;
+        for (const ir::Op& op : ops) {
+            for (size_t t = 0; t < P.tensors.size(); ++t) {
+                const auto ti = static_cast<ir::Tid>(t);
+                if (!own[t] && ti != staged && ti != P.logits && op.reads(ti)) keep_[t] = true;
+            }
+            if (op.kind() == ir::OpKind::RmsNorm || op.kind() == ir::OpKind::Glu)
+                staged = op.outs[0].t;
+            else if (op.kind() == ir::OpKind::Matmul)
+                staged = op.as<ir::MatmulP>().in;
+            else
+                for (int k = 0; k < op.n_outs; ++k)
+                    if (op.outs[k].t == staged) staged = ir::kNoTensor;
+        }
+    };
+    keep_.assign(P.tensors.size(), false);
+    displaced(P.ops);
+    {
+        std::vector<ir::Op> sched;  // the list as the fused steps run it
+        for (const ir::Step& st : steps_) {
+            if (!st.fused.empty())
+                sched.insert(sched.end(), st.fused.begin(), st.fused.end());
+            else
+                sched.insert(sched.end(), P.ops.begin() + st.begin, P.ops.begin() + st.end);
+        }
+        displaced(sched);
+    }
+    for (size_t t = 0; t < P.tensors.size(); ++t)
+        if (keep_[t]) own[t] = true;
     size_t act_bytes = 0;
     auto fl = [&](float*& p, size_t n) -> Result<void> {
         p = static_cast<float*>(dalloc(n * sizeof(float), e));
