@@ -73,21 +73,39 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
                       int n_rows, int k, bool accumulate, const float* const* biases) {
     const bool big = n_rows > dmmv_max_rows_;
     bool use_blas = big && cublas_.ok();
-    // Small F32 matrices (MoE routers and other tensors the file keeps at full precision) are not
-    // rounded to f16 for cuBLAS: dmmv's f32 kernel on the f32 activations instead (a router's
-    // top-k choice flips on small changes of its logits: H200 run 4, qwen3moe-tiny prefill).
-    for (int i = 0; i < n_mats; ++i)
-        if (mats[i]->type == 0 && mats[i]->n * static_cast<int64_t>(k) <= (int64_t{1} << 22))
-            use_blas = false;
+    // Small F32 matrices (MoE routers, qwen35's beta / alpha and other tensors the file keeps at
+    // full precision) are not rounded to f16 for cuBLAS: dmmv's f32 kernel on the f32 activations
+    // instead (a router's top-k choice flips on small changes of its logits: H200 run 4,
+    // qwen3moe-tiny prefill), each on its own; the group's other matrices keep their path (their
+    // activations were packed for it: H200 run 7, qwen35's beta beside Q/K/V and z).
+    auto small_f32 = [&](const DevMat& m) {
+        return m.type == 0 && m.n * static_cast<int64_t>(k) <= (int64_t{1} << 22);
+    };
+    bool all_small_f32 = true;
+    for (int i = 0; i < n_mats; ++i) all_small_f32 &= small_f32(*mats[i]);
+    if (all_small_f32) use_blas = false;
     if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
         bool all = true;
         for (int i = 0; i < n_mats; ++i)
-            all &= mmq_supports(mats[i]->type) && pack_mode_for(mats[i]->type) == packed_mode_;
+            all &= small_f32(*mats[i]) || (mmq_supports(mats[i]->type) &&
+                                           pack_mode_for(mats[i]->type) == packed_mode_);
         use_blas = !all;
     }
     if (use_blas) {
         for (int i = 0; i < n_mats; ++i) {
             const DevMat& m = *mats[i];
+            if (small_f32(m)) {  // (no bias here: biases on this path are added later, pending)
+                MatJob j;
+                j.w = m.d;
+                j.row_bytes = m.row_bytes;
+                j.n_out = static_cast<int>(m.n);
+                j.y = ys[i];
+                j.ldy = ldys[i];
+                dmmv(m.type, &j, 1, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
+                launched(runtime::Op::Matmul, m.row_bytes * m.n,
+                         4ull * n_rows * k + (accumulate ? 8ull : 4ull) * n_rows * m.n);
+                continue;
+            }
             const void* w = m.d;
             if (m.type != 1) {  // not F16: dequantize the whole matrix first
                 dequant_f16(m.type, m.d, m.row_bytes, static_cast<int>(m.n), k, wdq_, stream_);
