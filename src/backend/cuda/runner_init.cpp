@@ -332,7 +332,13 @@ Result<void> CudaRunner::init() {
     // opt-in (slower than attention.cu's on the H200)
     fa_decode_ = env_int("ZINC_FA_DECODE", 0) == 1;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
-    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", 128));
+    // Hybrid models (recurrent state): mmq at every row count by default. Its int8 activations
+    // are the CPU tier's codes; the dequantize + cuBLAS path's f16 ones are not, and the Gated
+    // DeltaNet layers carry that difference along the sequence: H200 run 7, qwen35-tiny Q8_0
+    // prefill agreement 0.889 on cuBLAS, 0.986 on mmq (llama.cpp's floor 0.984); the cost is
+    // prefill speed (Qwen3.5-9B pp512 12227 -> 5659 tok/s). ZINC_MMQ_MAX_ROWS overrides.
+    const int mmq_rows_default = prog_.recurrent.empty() ? 128 : opts_.max_batch_tokens;
+    mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", mmq_rows_default));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
