@@ -77,12 +77,6 @@ Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedMod
         if (e != "1") return make_error("ZINC_SPEC=" + e + ": expected 0 or 1");
         if (f.mode.empty() && f.draft_path.empty()) mode = engine::SpecMode::Lookup;
     }
-    if (mode != engine::SpecMode::Off && target.model->recurrent_state_bytes() > 0)
-        return make_error("--spec " + std::string(engine::to_string(mode)) +
-                          ": not supported for hybrid models with recurrent state (" +
-                          target.model->arch_name() +
-                          "): rejected drafts would need the state rolled back, which is not "
-                          "implemented yet; use --spec off");
     s.mode = mode;
     if (mode == engine::SpecMode::Lookup) s.drafter = engine::make_lookup_drafter();
     if (mode == engine::SpecMode::Draft) {
