@@ -48,6 +48,9 @@ class Model {
     virtual bool has_lm_head() const { return true; }
     /// Attention in both directions (bert): a sequence's embedding needs it whole in one forward.
     virtual bool bidirectional() const { return false; }
+    /// NextN / MTP blocks the file carries after the trunk (<arch>.nextn_predict_layers; bound,
+    /// not run by the forward pass); 0 for architectures without them.
+    virtual int32_t n_nextn_layers() const { return 0; }
     /// The pooling the file names (<arch>.pooling_type: 1 mean, 2 cls, 3 last; model/pooling.h),
     /// or -1 / 0 when it names none.
     virtual int32_t pooling_type() const { return -1; }

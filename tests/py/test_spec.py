@@ -41,7 +41,9 @@ def test_cli_spec_output_equals_plain(mode):
 def test_cli_spec_errors():
     need_server_deps()
     cases = [
-        (["--spec", "nextn"], "--spec nextn: unknown mode (expected lookup, draft or off"),
+        (["--spec", "mtp"], "--spec mtp: unknown mode (expected lookup, draft, nextn or off)"),
+        (["--spec", "nextn"], "--spec nextn: this llama model has no NextN/MTP layers "
+                              "(llama.nextn_predict_layers is 0 or absent)"),
         (["--spec", "draft"], "--spec draft needs --draft FILE"),
         (["--spec", "lookup", "--draft", SMOL], "--draft is only used with --spec draft"),
         (["--spec-max", "0"], "--spec-max"),
@@ -201,3 +203,19 @@ def test_server_spec_hybrid_concurrent_equal_plain(hybrid_dir, preset):
         accepted += sp["accepted_tokens"]
         verifications += sp["verifications"]
     assert verifications > 0 and drafted > accepted, results["lookup"]
+
+
+@pytest.mark.parametrize("preset", ["qwen35-tiny", "qwen35moe-tiny"])
+def test_cli_spec_nextn_not_implemented_is_an_error(hybrid_dir, preset):
+    """The synthetic hybrids carry one NextN block: --spec nextn names it and says the drafter is
+    not implemented (docs/speculative.md), rather than running without it."""
+    need_server_deps()
+    from test_synth import synth
+    path = synth(hybrid_dir, preset, "q8_0")
+    r = subprocess.run([str(ZINC), "-m", path, "-t", "2", "-c", "512", "-p", "x", "-n", "2",
+                        "--spec", "nextn"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and ("--spec nextn: the model has 1 NextN/MTP layer(s), but the NextN "
+                                "drafter is not implemented yet") in lines[0], r.stderr
