@@ -121,7 +121,8 @@ Result<LoadedModel> load_model(const std::string& path, const LoaderOptions& opt
 
 Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
                                              const std::string& tier_flag, int device_flag,
-                                             bool exact, int tensor_parallel) {
+                                             bool exact, int tensor_parallel,
+                                             int state_checkpoints) {
     runtime::RunContextOptions co;
     co.n_ctx = n_ctx;
     co.n_threads = n_threads;
@@ -129,6 +130,7 @@ Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ct
     co.device_flag = device_flag;
     co.exact_flag = exact;
     co.tensor_parallel = tensor_parallel;
+    co.n_state_checkpoints = state_checkpoints;
     try {
         return runtime::create_run_context(model, co);
     } catch (const std::bad_alloc&) {

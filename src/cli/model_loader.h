@@ -28,9 +28,9 @@ struct LoadedModel {
 
 struct LoaderOptions {
     int n_threads = 0;
-    bool tokenizer = true;  // also build the tokenizer
-    bool prefault = true;   // read the weights in before binding (see prefault_weights)
-    bool progress = true;   // show a progress bar on stderr (only when stderr is a terminal)
+    bool tokenizer = true;       // also build the tokenizer
+    bool prefault = true;        // read the weights in before binding (see prefault_weights)
+    bool progress = true;        // show a progress bar on stderr (only when stderr is a terminal)
     bool chat_template = false;  // copy the chat template source into LoadedModel
     // Free the file's parsed metadata (gguf::File::release_metadata) once the model, tokenizer
     // and chat template are built, before the weights are paged in, so the two never add up in
@@ -58,10 +58,12 @@ Result<void> check_memory_fit(const model::Model& model, size_t file_size, int n
 /// (then ZINC_TIER, then auto; runtime/run_context.h), with its evidence. Errors (one line): a
 /// bad tier request, runner creation, or an allocation failure with the KV cache size.
 /// `device_flag`: the -d/--device value, < 0 when not given (then ZINC_DEVICE, else 0);
-/// `tensor_parallel`: apply_tensor_parallel's rank count (0: off).
+/// `tensor_parallel`: apply_tensor_parallel's rank count (0: off); `state_checkpoints`:
+/// RunContextOptions::n_state_checkpoints (speculative decoding on a hybrid model).
 Result<runtime::RunContext> open_run_context(const model::Model& model, int n_ctx, int n_threads,
                                              const std::string& tier_flag, int device_flag = -1,
-                                             bool exact = false, int tensor_parallel = 0);
+                                             bool exact = false, int tensor_parallel = 0,
+                                             int state_checkpoints = 0);
 
 /// Touch every page of the tensor data (so the first forward pass does not pay for page
 /// faults), drawing a progress bar on stderr when it is a terminal.

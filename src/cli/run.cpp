@@ -147,8 +147,10 @@ int generate(const RunOptions& o) {
     int n_spec_steps = 0, n_drafted = 0, n_accepted = 0;
 
     // The tier (--tier, ZINC_TIER, auto) and the run's evidence: runtime/run_context.h.
-    auto rc_r =
-        open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact, o.tensor_parallel);
+    // (a hybrid model keeps its recurrent state after each row of a draft: Context::truncate)
+    const int state_ckpt = spec.drafter ? spec.spec_max + 1 : 0;
+    auto rc_r = open_run_context(*m.model, n_ctx, n_threads, o.tier, o.device, o.exact,
+                                 o.tensor_parallel, state_ckpt);
     if (!rc_r) return report_error(rc_r.error().message);
     runtime::RunContext rc = std::move(rc_r.value());
     std::unique_ptr<model::Context> ctx_owner = std::move(rc.ctx);

@@ -12,7 +12,8 @@ namespace zinc::cli {
 void add_spec_flags(CLI::App& app, SpecFlags& f) {
     app.add_option("--spec", f.mode,
                    "speculative decoding: lookup (n-grams of the prompt and the text so far), "
-                   "draft (a smaller model, --draft FILE) or off; output is unchanged at "
+                   "draft (a smaller model, --draft FILE), nextn (the model's own NextN layers: "
+                   "not implemented yet, an error) or off; output is unchanged at "
                    "temperature 0 (default: off; ZINC_SPEC=0 forces off)");
     app.add_option("--draft", f.draft_path,
                    "draft model GGUF for --spec draft (same vocabulary as the model)");
@@ -58,8 +59,7 @@ Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedMod
         auto m = engine::parse_spec_mode(f.mode);
         if (!m)
             return make_error("--spec " + f.mode +
-                              ": unknown mode (expected lookup, draft or off; the model's own "
-                              "NextN layers are not supported yet)");
+                              ": unknown mode (expected lookup, draft, nextn or off)");
         mode = *m;
     } else if (!f.draft_path.empty()) {
         mode = engine::SpecMode::Draft;  // --draft alone implies --spec draft
@@ -77,12 +77,18 @@ Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedMod
         if (e != "1") return make_error("ZINC_SPEC=" + e + ": expected 0 or 1");
         if (f.mode.empty() && f.draft_path.empty()) mode = engine::SpecMode::Lookup;
     }
-    if (mode != engine::SpecMode::Off && target.model->recurrent_state_bytes() > 0)
-        return make_error("--spec " + std::string(engine::to_string(mode)) +
-                          ": not supported for hybrid models with recurrent state (" +
-                          target.model->arch_name() +
-                          "): rejected drafts would need the state rolled back, which is not "
-                          "implemented yet; use --spec off");
+    if (mode == engine::SpecMode::NextN) {
+        const std::string arch = target.model->arch_name();
+        if (target.model->n_nextn_layers() == 0)
+            return make_error("--spec nextn: this " + arch + " model has no NextN/MTP layers (" +
+                              arch +
+                              ".nextn_predict_layers is 0 or absent); use --spec lookup or "
+                              "--spec draft --draft FILE");
+        return make_error("--spec nextn: the model has " +
+                          std::to_string(target.model->n_nextn_layers()) +
+                          " NextN/MTP layer(s), but the NextN drafter is not implemented yet "
+                          "(docs/speculative.md); use --spec lookup or --spec draft --draft FILE");
+    }
     s.mode = mode;
     if (mode == engine::SpecMode::Lookup) s.drafter = engine::make_lookup_drafter();
     if (mode == engine::SpecMode::Draft) {

@@ -41,6 +41,9 @@ class DraftModelDrafter : public Drafter {
         size_t keep = 0;
         const size_t lim = std::min(st->fed.size(), tokens.size() - 1);
         while (keep < lim && st->fed[keep] == tokens[keep]) ++keep;
+        // A recurrent draft model's state cannot go back to an earlier position (its evals keep
+        // no checkpoints): any disagreement recomputes it from the start.
+        if (model_.recurrent_state_bytes() > 0 && keep < st->fed.size()) keep = 0;
         ctx.truncate(static_cast<int>(keep));
         st->fed.resize(keep);
         if (!ctx.eval(tokens.subspan(keep)).ok()) return fail(seq);

@@ -13,6 +13,8 @@ const char* to_string(SpecMode m) {
             return "lookup";
         case SpecMode::Draft:
             return "draft";
+        case SpecMode::NextN:
+            return "nextn";
     }
     return "?";
 }
@@ -21,6 +23,7 @@ std::optional<SpecMode> parse_spec_mode(std::string_view s) {
     if (s == "off") return SpecMode::Off;
     if (s == "lookup") return SpecMode::Lookup;
     if (s == "draft") return SpecMode::Draft;
+    if (s == "nextn") return SpecMode::NextN;
     return std::nullopt;
 }
 

@@ -13,10 +13,10 @@
 //           the draft. No model, no state.
 //   draft   a second, smaller GGUF with the same vocabulary (engine/draft_model.h), drafting
 //           greedily with its own KV per sequence.
-//   nextn   the target's own NextN/MTP layers (`<arch>.nextn_predict_layers`): not implemented
-//           yet; it needs the Qwen3.5 architecture (issue 18, docs/speculative.md). It plugs in
-//           here as one more Drafter whose propose() runs the NextN block on the target's last
-//           hidden state.
+//   nextn   the target's own NextN/MTP layers (`<arch>.nextn_predict_layers`, loaded by
+//           models/qwen35.cpp): not implemented yet (docs/speculative.md, "NextN / MTP": it needs
+//           the target's last hidden state per sequence from the verifying forward, which a
+//           Drafter does not see today). `--spec nextn` is a precise error.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,12 @@
 
 namespace zinc::engine {
 
-enum class SpecMode { Off, Lookup, Draft };
+/// NextN: the target's own NextN/MTP layers. Parsed so that `--spec nextn` gets a precise error
+/// (no NextN layers in the model, or the drafter not implemented yet: docs/speculative.md); no
+/// Drafter implements it yet.
+enum class SpecMode { Off, Lookup, Draft, NextN };
 const char* to_string(SpecMode m);
-/// "off", "lookup", "draft" -> the mode; nullopt for anything else.
+/// "off", "lookup", "draft", "nextn" -> the mode; nullopt for anything else.
 std::optional<SpecMode> parse_spec_mode(std::string_view s);
 
 /// Most draft tokens per sequence and step (--spec-max); the adaptive length stays in [1, this].

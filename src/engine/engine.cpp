@@ -307,6 +307,9 @@ class EngineImpl : public Engine {
             bs.want_logits = ss.want_logits;
             bs.state_slot = s.state_slot;
             bs.all_logits = ss.n_draft > 0;  // a draft: every row's logits are verified
+            // A draft on a recurrent model: keep the state after every row, so on_verified can
+            // put it back at the accepted boundary (Runner::rewind_state).
+            bs.keep_states = recurrent_ && ss.n_draft > 0;
             const int32_t n_real = ss.n_tokens - ss.n_draft;
             batch_tokens_.insert(batch_tokens_.end(), s.tokens.begin() + s.n_computed,
                                  s.tokens.begin() + s.n_computed + n_real);
@@ -535,6 +538,11 @@ class EngineImpl : public Engine {
         if (!on_tokens(s, v.tokens, rows.first(v.tokens.size() * static_cast<size_t>(n_vocab_))))
             return;
         sched_.accept_drafts(s, v.n_accepted);
+        // The recurrent state consumed every draft row: back to the accepted boundary (the
+        // pending token and the kept drafts), where the next step starts.
+        if (recurrent_ && opts_.spec_fault != SpecFault::NoStateRollback)
+            if (auto r = runner_->rewind_state(s.state_slot, s.n_computed); !r)
+                finish(s, FinishReason::Error, r.error().message);
     }
 
     // Before planning: each running decode's draft for this step (engine/drafter.h), at most its
@@ -681,14 +689,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     if (opts.batch_prefill_chunk < 0 || opts.batch_prefill_chunk > (1 << 20))
         return bad("batch_prefill_chunk", opts.batch_prefill_chunk, "[0, 1048576]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
-    if (opts.drafter && model.recurrent_state_bytes() > 0)
-        return make_error(
-            "engine: speculative decoding is not supported for hybrid models with "
-            "recurrent state (" +
-            model.arch_name() +
-            "): rejected drafts would need the state rolled back (not implemented)");
     if (opts.spec_max < 1 || opts.spec_max > kSpecMaxDraft)
         return bad("spec_max", opts.spec_max, "[1, 16]");
+    // Speculation on a recurrent model: the state after each of a draft's 1 + spec_max rows.
+    const bool spec_state = opts.drafter && model.recurrent_state_bytes() > 0;
     if (opts.n_threads < 0 || opts.n_threads > 1024)
         return bad("n_threads", opts.n_threads, "[0, 1024]");
     const int64_t per_seq =
@@ -711,9 +715,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
     ro.n_threads = opts.n_threads;
     ro.batch_invariant = opts.batch_invariant;
     ro.n_state_slots = opts.n_parallel;  // one recurrent state per running sequence
+    ro.n_state_checkpoints = spec_state ? opts.spec_max + 1 : 0;
     Result<std::unique_ptr<model::Runner>> runner =
         opts.make_runner ? opts.make_runner(ro) : model::Runner::create_cpu(model, ro);
     if (!runner) return runner.error();
+    if (spec_state && runner.value()->state_checkpoints() < ro.n_state_checkpoints)
+        return make_error("engine: speculative decoding on " + model.arch_name() +
+                          " (recurrent state) needs the state kept at each of a draft's " +
+                          std::to_string(ro.n_state_checkpoints) + " rows (1 + spec_max); this " +
+                          runner.value()->tier() + " tier Runner keeps " +
+                          std::to_string(runner.value()->state_checkpoints()) +
+                          " (the CPU tier's Runner::create_cpu does; the CUDA tier does not yet)");
     const model::RunnerOptions& got = runner.value()->options();
     if (got.n_blocks != ro.n_blocks || got.block_size != ro.block_size ||
         got.max_batch_tokens < ro.max_batch_tokens || got.max_seqs < ro.max_seqs ||

@@ -31,6 +31,9 @@ enum class SpecFault {
     None,
     AcceptAll,      // keep every draft token whatever the target says
     ResampleFromP,  // on rejection draw from p (not from the residual max(p - q, 0))
+    /// (engine) a hybrid model's recurrent state is not rewound to the accepted boundary after
+    /// a verification (Runner::rewind_state skipped): the next step is refused
+    NoStateRollback,
 };
 
 struct VerifyResult {

@@ -40,9 +40,15 @@ struct BatchSeq {
     bool all_logits = false;  // produce logits for every row (implies want_logits)
     /// Recurrent (hybrid) models: the Runner's state slot of this sequence, in [0,
     /// RunnerOptions::n_state_slots), distinct within a batch. The slot's state must be at
-    /// exactly pos0 (pos0 == 0 resets it): a recurrent state cannot be rewound or shared, so
-    /// truncation and prefix reuse are refused (docs/engine.md). Ignored by other models.
+    /// exactly pos0 (pos0 == 0 resets it): a recurrent state cannot be rewound past what
+    /// keep_states kept, or shared, so prefix reuse is refused (docs/engine.md). Ignored by
+    /// other models.
     int32_t state_slot = -1;
+    /// Recurrent models: keep the state after every row of this slice (at most
+    /// RunnerOptions::n_state_checkpoints rows), so Runner::rewind_state can put the state back
+    /// at any of these positions (speculative decoding: the accepted boundary of a draft).
+    /// Ignored by other models.
+    bool keep_states = false;
 };
 
 /// A step batch. Sequences must not share a physical block that this step writes (the block
@@ -61,6 +67,11 @@ struct RunnerOptions {
     /// Recurrent (hybrid) models: per-sequence state slots (conv + DeltaNet state of every
     /// recurrent layer, Model::recurrent_state_bytes() each), allocated once. 0: max_seqs.
     int32_t n_state_slots = 0;
+    /// Recurrent models: rows per slot whose states BatchSeq::keep_states may keep (one state
+    /// copy per row per slot: n_state_slots x this x recurrent_state_bytes(), allocated once).
+    /// 0: none (a recurrent state then only moves forward). Runner::state_checkpoints() says
+    /// what the Runner honours.
+    int32_t n_state_checkpoints = 0;
     int n_threads = 0;  // CPU tier: 0 = all hardware threads
     /// A row's results must not depend on which other rows share the step (EngineOptions::
     /// batch_invariant). The CPU tier is batch-invariant always (docs/engine.md); a tier whose
@@ -122,6 +133,18 @@ class Runner {
     virtual size_t kv_bytes() const = 0;
     /// Bytes of recurrent state for all slots (0 for attention-only models).
     virtual size_t state_bytes() const { return 0; }
+    /// Rows per slot BatchSeq::keep_states can keep (RunnerOptions::n_state_checkpoints where
+    /// the tier implements it; 0: a tier without recurrent state checkpoints, the default).
+    virtual int32_t state_checkpoints() const { return 0; }
+    /// The one place a recurrent state goes back (speculative decoding, docs/speculative.md):
+    /// put `slot`'s state at position `pos`, which must be where it is (nothing to do) or a
+    /// position the slot's last forward kept with keep_states (pos0 < pos <= pos0 + n_tokens);
+    /// the next forward on the slot then starts at pos. Errors: pos not kept (the message says
+    /// what is); a tier without checkpoints (the default).
+    virtual Result<void> rewind_state(int32_t slot, int64_t pos) {
+        (void)slot, (void)pos;
+        return make_error("the " + tier() + " tier keeps no recurrent state checkpoints");
+    }
     /// Whether this Runner computes the CPU tier's bits exactly (every intermediate and logit
     /// bit-identical to Runner::create_cpu's for the same batches): the CUDA tier in its default
     /// ZINC_EXACT=1 mode (docs/exactness.md). Validation against the CPU oracle is then bitwise

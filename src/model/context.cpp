@@ -3,6 +3,7 @@
 // loop that validates input and runs each chunk as a one-sequence step batch.
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "model/batch.h"
 #include "model/model.h"
@@ -40,6 +41,11 @@ class RunnerContext : public Context {
                               " positions used + " + std::to_string(n) + " new tokens > n_ctx " +
                               std::to_string(n_ctx_));
         }
+        if (!rewind_error_.empty()) {
+            std::string e = std::move(rewind_error_);
+            rewind_error_.clear();
+            return make_error("eval: " + e);
+        }
         const size_t need = (all_logits ? static_cast<size_t>(n) : 1) * n_vocab_;
         if (logits_.size() < need) logits_.resize(need);
         all_logits_ = all_logits;
@@ -56,6 +62,9 @@ class RunnerContext : public Context {
             seq.want_logits = last_chunk || all_logits;
             seq.all_logits = all_logits;
             seq.state_slot = 0;  // recurrent models: the one sequence's state
+            // Recurrent models: an all-logits eval (a speculative draft) keeps the state of
+            // every row when it fits, so truncate() can go back to any of them.
+            seq.keep_states = all_logits && chunk <= runner_->state_checkpoints();
             const Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
                               std::span<const BatchSeq>(&seq, 1)};
             float* out =
@@ -79,6 +88,12 @@ class RunnerContext : public Context {
     int n_ctx() const override { return n_ctx_; }
     void truncate(int n) override {
         ZINC_CHECK(n >= 0 && n <= n_past_);
+        // Recurrent models: the state goes back with the positions (Runner::rewind_state, the
+        // one rule: only to a position the last eval kept). truncate(0) restarts it instead.
+        // A position it cannot go back to fails the next eval, with the reason.
+        rewind_error_.clear();
+        if (n > 0 && n < n_past_ && runner_->state_checkpoints() > 0)
+            if (auto r = runner_->rewind_state(0, n); !r) rewind_error_ = r.error().message;
         n_past_ = n;
     }
 
@@ -92,6 +107,7 @@ class RunnerContext : public Context {
     int n_past_ = 0;
     int n_last_ = 0;
     bool all_logits_ = false;
+    std::string rewind_error_;  // why the last truncate() could not move the recurrent state
 };
 
 }  // namespace
@@ -115,6 +131,7 @@ Result<std::unique_ptr<Context>> Context::create(const Model& model, const Conte
     ro.max_seqs = 1;
     ro.max_seq_len = opts.n_ctx;
     ro.n_threads = opts.n_threads;
+    ro.n_state_checkpoints = opts.n_state_checkpoints;
     auto runner = Runner::create_cpu(model, ro);
     if (!runner) return runner.error();
     return over_runner(std::move(runner.value()), opts.n_ctx, model.n_vocab());

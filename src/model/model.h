@@ -48,6 +48,9 @@ class Model {
     virtual bool has_lm_head() const { return true; }
     /// Attention in both directions (bert): a sequence's embedding needs it whole in one forward.
     virtual bool bidirectional() const { return false; }
+    /// NextN / MTP blocks the file carries after the trunk (<arch>.nextn_predict_layers; bound,
+    /// not run by the forward pass); 0 for architectures without them.
+    virtual int32_t n_nextn_layers() const { return 0; }
     /// The pooling the file names (<arch>.pooling_type: 1 mean, 2 cls, 3 last; model/pooling.h),
     /// or -1 / 0 when it names none.
     virtual int32_t pooling_type() const { return -1; }
@@ -57,6 +60,11 @@ struct ContextOptions {
     int n_ctx = 4096;   // KV capacity in positions
     int n_threads = 0;  // 0 = all hardware threads
     int n_batch = 512;  // max tokens per forward chunk (larger evals are split)
+    /// Recurrent (hybrid) models: an all-logits eval of up to this many tokens keeps the state
+    /// after each, so truncate() can go back into it (speculative decoding: 1 + the longest
+    /// draft). 0: a recurrent state only moves forward (truncate to a middle position fails the
+    /// next eval). RunnerOptions::n_state_checkpoints.
+    int n_state_checkpoints = 0;
 };
 
 class Context {
@@ -78,7 +86,10 @@ class Context {
     virtual const float* logits(int i = -1) const = 0;
     virtual int n_past() const = 0;
     virtual int n_ctx() const = 0;
-    /// Drop positions >= n (n <= n_past); reset() is truncate(0).
+    /// Drop positions >= n (n <= n_past); reset() is truncate(0). A recurrent model's state
+    /// goes back too when the last eval kept it at n (an all-logits eval within
+    /// n_state_checkpoints tokens, Runner::rewind_state); otherwise the next eval fails, saying
+    /// why (truncate(0) always works: the state restarts).
     virtual void truncate(int n) = 0;
     void reset() { truncate(0); }
 };

@@ -34,8 +34,8 @@
 // carry the same MoE FFN.
 //
 // NextN / MTP: <arch>.nextn_predict_layers blocks after the trunk (block_count includes them)
-// are bound and kept (Qwen35::nextn()) for speculative decoding; the forward pass does not run
-// them, as llama.cpp's main graph does not.
+// are bound and kept (Model::n_nextn_layers() counts them) for speculative decoding; the forward
+// pass does not run them, as llama.cpp's main graph does not.
 #include <array>
 #include <vector>
 
@@ -158,6 +158,7 @@ Result<HybridParams> read_hybrid(const gguf::File& f, const ModelConfig& c) {
 class Qwen35 : public model::ArchModel {
   public:
     Qwen35(ModelConfig cfg, HybridParams h) : ArchModel(std::move(cfg)), h_(h) {}
+    int32_t n_nextn_layers() const override { return static_cast<int32_t>(nextn_.size()); }
 
     Result<void> bind(const gguf::File& file) {
         const ModelConfig& c = cfg_;

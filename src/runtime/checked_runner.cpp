@@ -2,6 +2,7 @@
 // and the factory that picks the tier.
 #include "runtime/checked_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <span>
 #include <string>
@@ -145,6 +146,18 @@ class CheckedRunner final : public model::Runner {
     void copy_block(int32_t src, int32_t dst) override {
         primary_->copy_block(src, dst);
         if (oracle_) oracle_->copy_block(src, dst);
+    }
+    // Recurrent state rollback (speculative decoding) on every Runner that holds the state: the
+    // serving tier and, while it runs beside it, the oracle (it has run every step so far).
+    int32_t state_checkpoints() const override {
+        if (fell_back_) return oracle_->state_checkpoints();
+        return oracle_ ? std::min(primary_->state_checkpoints(), oracle_->state_checkpoints())
+                       : primary_->state_checkpoints();
+    }
+    Result<void> rewind_state(int32_t slot, int64_t pos) override {
+        if (!fell_back_) ZINC_TRY(primary_->rewind_state(slot, pos));
+        if (oracle_) ZINC_TRY(oracle_->rewind_state(slot, pos));
+        return {};
     }
     const model::RunnerOptions& options() const override { return primary_->options(); }
     std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }

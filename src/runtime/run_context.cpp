@@ -23,8 +23,14 @@ Result<RunContext> create_run_context(const model::Model& model, const RunContex
     ro.max_batch_tokens = std::max(1, std::min(o.n_batch, ro.max_seq_len));
     ro.max_seqs = 1;
     ro.n_threads = o.n_threads;
+    const bool recurrent = model.recurrent_state_bytes() > 0;
+    ro.n_state_checkpoints = recurrent ? o.n_state_checkpoints : 0;
     auto tr = create_tiered_runner(model, ro, ropts.value());
     if (!tr) return tr.error();
+    if (tr->runner->state_checkpoints() < ro.n_state_checkpoints)
+        return make_error("speculative decoding on " + model.arch_name() +
+                          " (recurrent state) needs the state kept at every draft row, which the " +
+                          tr->runner->tier() + " tier does not do (use --tier cpu)");
     RunContext rc;
     rc.evidence = tr->evidence;
     rc.choice = tr->choice;

@@ -24,6 +24,10 @@ struct RunContextOptions {
     int device_flag = -1;     // -d/--device value; < 0: not given (then ZINC_DEVICE, else 0)
     bool exact_flag = false;  // --exact (else ZINC_EXACT): the CUDA tier computes the CPU's bits
     int tensor_parallel = 0;  // --tensor-parallel N (RuntimeOptions::tensor_parallel)
+    /// Recurrent (hybrid) models: rows of one all-logits eval whose states are kept so the
+    /// Context can truncate into them (speculative decoding: 1 + the longest draft;
+    /// RunnerOptions::n_state_checkpoints). 0: none.
+    int n_state_checkpoints = 0;
 };
 
 struct RunContext {
@@ -34,7 +38,8 @@ struct RunContext {
 };
 
 /// Errors (one line): a bad --tier / ZINC_* value, an explicit CUDA request that cannot be met,
-/// Runner creation failures. std::bad_alloc propagates (the caller reports the sizes).
+/// Runner creation failures, state checkpoints asked of a tier that keeps none (hybrid models).
+/// std::bad_alloc propagates (the caller reports the sizes).
 Result<RunContext> create_run_context(const model::Model& model, const RunContextOptions& o);
 
 }  // namespace zinc::runtime

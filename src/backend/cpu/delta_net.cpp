@@ -13,15 +13,23 @@
 
 namespace zinc::cpu {
 
-StatePool::StatePool(const model::Program& prog, int32_t n_slots)
-    : n_slots_(n_slots), bytes_per_seq_(bytes_per_seq(prog)), layers_(prog.recurrent) {
-    ZINC_CHECK(n_slots > 0);
+StatePool::StatePool(const model::Program& prog, int32_t n_slots, int32_t n_ckpt)
+    : n_slots_(n_slots),
+      n_ckpt_(prog.recurrent.empty() ? 0 : n_ckpt),
+      bytes_per_seq_(bytes_per_seq(prog)),
+      layers_(prog.recurrent) {
+    ZINC_CHECK(n_slots > 0 && n_ckpt >= 0);
     const size_t n = static_cast<size_t>(n_slots);
+    const size_t nc = n * static_cast<size_t>(n_ckpt_);
     for (const auto& l : layers_) {
         conv_.emplace_back(n * static_cast<size_t>(l.conv_floats), 0.0f);
         ssm_.emplace_back(n * static_cast<size_t>(l.ssm_floats), 0.0f);
+        conv_ckpt_.emplace_back(nc * static_cast<size_t>(l.conv_floats), 0.0f);
+        ssm_ckpt_.emplace_back(nc * static_cast<size_t>(l.ssm_floats), 0.0f);
     }
     pos_.assign(n, 0);
+    ckpt_pos0_.assign(n, 0);
+    ckpt_n_.assign(n, 0);
 }
 
 size_t StatePool::bytes_per_seq(const model::Program& prog) {
@@ -51,10 +59,64 @@ void StatePool::reset(int32_t slot) {
         std::fill_n(ssm(static_cast<int>(il), slot), layers_[il].ssm_floats, 0.0f);
     }
     set_pos(slot, 0);
+    drop_checkpoints(slot);
+}
+
+float* StatePool::conv_ckpt(int rs_layer, int32_t slot) {
+    ZINC_CHECK(n_ckpt_ > 0 && rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
+    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    return conv_ckpt_[static_cast<size_t>(rs_layer)].data() +
+           static_cast<size_t>(slot) * static_cast<size_t>(n_ckpt_) *
+               static_cast<size_t>(layers_[rs_layer].conv_floats);
+}
+
+float* StatePool::ssm_ckpt(int rs_layer, int32_t slot) {
+    ZINC_CHECK(n_ckpt_ > 0 && rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
+    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    return ssm_ckpt_[static_cast<size_t>(rs_layer)].data() +
+           static_cast<size_t>(slot) * static_cast<size_t>(n_ckpt_) *
+               static_cast<size_t>(layers_[rs_layer].ssm_floats);
+}
+
+void StatePool::begin_checkpoints(int32_t slot, int32_t n_rows) {
+    ZINC_CHECK(slot >= 0 && slot < n_slots_ && n_rows >= 1 && n_rows <= n_ckpt_);
+    ckpt_pos0_[static_cast<size_t>(slot)] = pos(slot);
+    ckpt_n_[static_cast<size_t>(slot)] = n_rows;
+}
+
+void StatePool::drop_checkpoints(int32_t slot) {
+    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    ckpt_n_[static_cast<size_t>(slot)] = 0;
+}
+
+Result<void> StatePool::rewind(int32_t slot, int64_t p) {
+    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    if (p == pos(slot)) return {};
+    const auto s = static_cast<size_t>(slot);
+    const int64_t p0 = ckpt_pos0_[s], n = ckpt_n_[s];
+    if (n == 0 || p <= p0 || p > p0 + n)
+        return make_error("recurrent state of slot " + std::to_string(slot) + ": position " +
+                          std::to_string(p) + " is not checkpointed (the state is at " +
+                          std::to_string(pos(slot)) +
+                          (n == 0 ? ", no checkpoints"
+                                  : ", checkpoints cover (" + std::to_string(p0) + ", " +
+                                        std::to_string(p0 + n) + "]") +
+                          "; a recurrent state cannot be rewound further)");
+    const auto row = static_cast<size_t>(p - p0 - 1);
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const int rl = static_cast<int>(il);
+        const auto cf = static_cast<size_t>(layers_[il].conv_floats);
+        const auto sf = static_cast<size_t>(layers_[il].ssm_floats);
+        std::copy_n(conv_ckpt(rl, slot) + row * cf, cf, conv(rl, slot));
+        std::copy_n(ssm_ckpt(rl, slot) + row * sf, sf, ssm(rl, slot));
+    }
+    set_pos(slot, p);
+    ckpt_n_[s] = static_cast<int32_t>(p - p0);
+    return {};
 }
 
 void ssm_conv(const float* x, int n_t, int64_t ch, const float* w, int d_conv, float* state,
-              float* y, int64_t c0, int64_t c1) {
+              float* y, int64_t c0, int64_t c1, float* ckpt) {
     const int k1 = d_conv - 1;
     float win[16];
     ZINC_CHECK(d_conv >= 2 && d_conv <= 16);
@@ -68,6 +130,7 @@ void ssm_conv(const float* x, int n_t, int64_t ch, const float* w, int d_conv, f
             for (int i = 0; i < d_conv; ++i) s += win[i] * wc[i];
             y[static_cast<int64_t>(t) * ch + c] = silu(s);
             for (int i = 0; i < k1; ++i) win[i] = win[i + 1];
+            if (ckpt) std::copy_n(win, k1, ckpt + (static_cast<int64_t>(t) * ch + c) * k1);
         }
         for (int i = 0; i < k1; ++i) st[i] = win[i];
     }
@@ -95,7 +158,8 @@ float dot(const float* a, const float* b, int n) {
 }  // namespace
 
 void delta_net_head(const model::DeltaNetP& p, const float* qkv, const float* beta,
-                    const float* alpha, int n_t, int h, float* S, float* out, float* scratch) {
+                    const float* alpha, int n_t, int h, float* S, float* out, float* scratch,
+                    float* ckpt, int64_t ckpt_stride) {
     const int dk = p.head_k_dim, dv = p.head_v_dim;
     const int64_t key_dim = int64_t{p.n_k_heads} * dk;
     const int64_t width = 2 * key_dim + int64_t{p.n_v_heads} * dv;
@@ -124,6 +188,7 @@ void delta_net_head(const model::DeltaNetP& p, const float* qkv, const float* be
         }
         float* o = out + static_cast<int64_t>(t) * out_w + int64_t{h} * dv;
         for (int j = 0; j < dv; ++j) o[j] = dot(S + int64_t{j} * dk, q, dk) * scale;
+        if (ckpt) std::copy_n(S, int64_t{dv} * dk, ckpt + static_cast<int64_t>(t) * ckpt_stride);
     }
 }
 

@@ -475,8 +475,12 @@ class Executor {
             for (size_t si = 0; si < st_.seqs.size(); ++si) {
                 const AttentionSeq& s = st_.seqs[si];
                 const int64_t o = static_cast<int64_t>(s.row0) * ch;
-                cpu::ssm_conv(x + o, s.n_tokens, ch, w, d_conv,
-                              st_.rs->conv(p.rs_layer, st_.seq_slot[si]), y + o, r.begin, r.end);
+                const int32_t slot = st_.seq_slot[si];
+                // Checkpoints: the state after each row (StatePool, speculative decoding).
+                float* ckpt =
+                    st_.rs->checkpointing(slot) > 0 ? st_.rs->conv_ckpt(p.rs_layer, slot) : nullptr;
+                cpu::ssm_conv(x + o, s.n_tokens, ch, w, d_conv, st_.rs->conv(p.rs_layer, slot),
+                              y + o, r.begin, r.end, ckpt);
             }
         });
         count(Op::SsmConv, mat_bytes(p.w),
@@ -500,10 +504,14 @@ class Executor {
                 const int h = static_cast<int>(u % p.n_v_heads);
                 const AttentionSeq& s = st_.seqs[si];
                 const int64_t r0 = s.row0;
-                float* S = st_.rs->ssm(p.rs_layer, st_.seq_slot[si]) + h * s_floats;
+                const int32_t slot = st_.seq_slot[si];
+                float* S = st_.rs->ssm(p.rs_layer, slot) + h * s_floats;
+                float* ckpt = st_.rs->checkpointing(slot) > 0
+                                  ? st_.rs->ssm_ckpt(p.rs_layer, slot) + h * s_floats
+                                  : nullptr;
                 delta_net_head(p, qkv + r0 * qkv_w, beta + r0 * p.n_v_heads,
                                alpha + r0 * p.n_v_heads, s.n_tokens, h, S, out + r0 * out_w,
-                               scratch.data());
+                               scratch.data(), ckpt, st_.rs->ssm_floats(p.rs_layer));
             }
         });
         count(Op::DeltaNet, vec_bytes(p.dt_bias) + vec_bytes(p.a),

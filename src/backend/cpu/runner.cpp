@@ -96,6 +96,8 @@ Result<void> validate_options(const RunnerOptions& opts) {
         return bad("n_threads", opts.n_threads, "[0, 1024]");
     if (opts.n_state_slots < 0 || opts.n_state_slots > 65536)
         return bad("n_state_slots", opts.n_state_slots, "[0, 65536]");
+    if (opts.n_state_checkpoints < 0 || opts.n_state_checkpoints > 1024)
+        return bad("n_state_checkpoints", opts.n_state_checkpoints, "[0, 1024]");
     return {};
 }
 
@@ -114,8 +116,10 @@ class CpuRunner : public Runner {
           pool_(opts.n_threads),
           kv_(cfg_, opts.n_blocks, opts.block_size),
           ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
-          rs_(model.program(), opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs) {
+          rs_(model.program(), opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs,
+              opts.n_state_checkpoints) {
         opts_.n_state_slots = rs_.n_slots();
+        opts_.n_state_checkpoints = rs_.n_checkpoints();
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
         opts_.n_threads = pool_.n_threads();
         const size_t rows = static_cast<size_t>(opts.max_batch_tokens);
@@ -170,6 +174,11 @@ class CpuRunner : public Runner {
             seqs_.push_back({s.row0, s.n_tokens, s.pos0, s.block_table.data()});
             if (!rs_.empty()) {
                 if (s.pos0 == 0) rs_.reset(s.state_slot);
+                if (s.keep_states) {
+                    rs_.begin_checkpoints(s.state_slot, s.n_tokens);
+                } else {
+                    rs_.drop_checkpoints(s.state_slot);
+                }
                 seq_slot_.push_back(s.state_slot);
             }
             for (int32_t i = 0; i < s.n_tokens; ++i) {
@@ -212,6 +221,14 @@ class CpuRunner : public Runner {
     std::string tier() const override { return "cpu"; }
     size_t kv_bytes() const override { return kv_.bytes(); }
     size_t state_bytes() const override { return rs_.empty() ? 0 : rs_.bytes(); }
+    int32_t state_checkpoints() const override { return rs_.n_checkpoints(); }
+    Result<void> rewind_state(int32_t slot, int64_t pos) override {
+        if (rs_.empty()) return {};  // attention only: nothing to rewind
+        if (slot < 0 || slot >= rs_.n_slots())
+            return make_error("rewind_state: slot " + std::to_string(slot) + " out of range [0, " +
+                              std::to_string(rs_.n_slots()) + ")");
+        return rs_.rewind(slot, pos);
+    }
 
   private:
     Result<void> validate(const Batch& batch) const {
@@ -232,6 +249,12 @@ class CpuRunner : public Runner {
                 return make_error(where + "state slot " + std::to_string(s.state_slot) +
                                   " out of range [0, " + std::to_string(rs_.n_slots()) +
                                   ") (a recurrent model needs one per sequence)");
+            }
+            if (s.keep_states && s.n_tokens > rs_.n_checkpoints()) {
+                return make_error(where + "keep_states for " + std::to_string(s.n_tokens) +
+                                  " rows, the state pool keeps at most " +
+                                  std::to_string(rs_.n_checkpoints()) +
+                                  " (RunnerOptions::n_state_checkpoints)");
             }
             for (size_t sj = 0; sj < si; ++sj) {
                 if (batch.seqs[sj].state_slot == s.state_slot) {

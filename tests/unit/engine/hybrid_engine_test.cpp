@@ -194,7 +194,8 @@ struct Collector {
 
 std::vector<std::vector<int32_t>> run_all(const ze::EngineOptions& o,
                                           const std::vector<std::vector<int32_t>>& prompts,
-                                          int n_gen, ze::EngineStats* stats) {
+                                          int n_gen, ze::EngineStats* stats,
+                                          std::vector<ze::FinishReason>* reasons = nullptr) {
     auto eng = ze::Engine::create(*tiny().model, o);
     EXPECT_TRUE(eng.ok()) << (eng.ok() ? "" : eng.error().message);
     if (!eng.ok()) return {};
@@ -212,7 +213,11 @@ std::vector<std::vector<int32_t>> run_all(const ze::EngineOptions& o,
     std::vector<std::vector<int32_t>> out;
     for (auto& c : cs) {
         EXPECT_TRUE(c->wait());
-        EXPECT_EQ(c->reason, ze::FinishReason::Length);
+        if (reasons) {
+            reasons->push_back(c->reason);
+        } else {
+            EXPECT_EQ(c->reason, ze::FinishReason::Length);
+        }
         out.push_back(c->ids);
     }
     for (int i = 0; i < 200 && eng.value()->stats().slots_busy > 0; ++i)
@@ -381,21 +386,173 @@ TEST(HybridEngine, BatchedInterleavedPreemptedEqualAlone) {
     EXPECT_GT(s2.preemptions, 0u);
 }
 
-// Speculative decoding would have to roll the recurrent state back past rejected drafts, which
-// is not implemented: the engine refuses a drafter for a hybrid model (docs/speculative.md).
-TEST(HybridEngine, SpeculativeDecodingRefused) {
-    ASSERT_TRUE(tiny().model);
+// ---- speculative decoding: the recurrent state rewound to the accepted boundary ----
+
+namespace {
+
+// Prompts with repetition (lookup finds drafts in them; the random model rejects most), and
+// a random one, of mixed lengths.
+std::vector<std::vector<int32_t>> spec_prompts() {
+    std::vector<std::vector<int32_t>> ps;
+    for (int i = 0; i < 5; ++i) {
+        const auto unit = prompt_of(40 + i, 3 + i);
+        std::vector<int32_t> p;
+        for (int r = 0; r < 4 + i; ++r) p.insert(p.end(), unit.begin(), unit.end());
+        ps.push_back(p);
+    }
+    ps.push_back(prompt_of(50, 30));
+    return ps;
+}
+
+ze::EngineOptions spec_engine(int n_parallel) {
     ze::EngineOptions o;
-    o.n_parallel = 2;
-    o.n_ctx = 64;
-    o.n_threads = 1;
+    o.n_parallel = n_parallel;
+    o.n_ctx = 128;
+    o.block_size = 8;  // rejected drafts cross block boundaries
+    o.max_batch_tokens = 64;
+    o.n_threads = 2;
     o.drafter = ze::make_lookup_drafter();
+    o.spec_max = 6;
+    return o;
+}
+
+void expect_spec_exact(const ze::EngineOptions& o, const char* what) {
+    const auto ps = spec_prompts();
+    const int n_gen = 24;
+    ze::EngineStats s;
+    const auto got = run_all(o, ps, n_gen, &s);
+    ASSERT_EQ(got.size(), ps.size()) << what;
+    for (size_t i = 0; i < ps.size(); ++i)
+        EXPECT_EQ(got[i], context_greedy(ps[i], n_gen, 512)) << what << ", request " << i;
+    EXPECT_EQ(s.spec_drafter, "lookup");
+    EXPECT_GT(s.spec_steps, 0u) << what;
+    // Rejected drafts (the state had to go back) and accepted ones (it kept some draft rows).
+    EXPECT_GT(s.spec_drafted, s.spec_accepted) << what;
+    EXPECT_GT(s.spec_accepted, 0u) << what;
+    EXPECT_EQ(s.kv_blocks_used, 0) << what;
+}
+
+}  // namespace
+
+TEST(HybridSpec, LookupAloneBatchedPreemptedEqualsContext) {
+    ASSERT_TRUE(tiny().model);
+    expect_spec_exact(spec_engine(1), "alone");
+    expect_spec_exact(spec_engine(4), "4 parallel");
+    ze::EngineOptions o = spec_engine(4);
+    o.n_ctx = 96;
+    o.n_kv_blocks = 14;  // one full sequence (12 blocks) + 2: preemption by recompute
+    ze::EngineStats s;
+    const auto ps = spec_prompts();
+    const auto got = run_all(o, ps, 24, &s);
+    ASSERT_EQ(got.size(), ps.size());
+    for (size_t i = 0; i < ps.size(); ++i)
+        EXPECT_EQ(got[i], context_greedy(ps[i], 24, 512)) << "preempted, request " << i;
+    EXPECT_GT(s.preemptions, 0u);
+    EXPECT_GT(s.spec_drafted, s.spec_accepted);
+}
+
+// The control: the same requests with the rollback skipped (SpecFault::NoStateRollback) do not
+// give the plain tokens: the first rejected draft leaves the state past the accepted boundary,
+// and the next step is refused.
+TEST(HybridSpec, WithoutTheRollbackRequestsFail) {
+    ASSERT_TRUE(tiny().model);
+    ze::EngineOptions o = spec_engine(4);
+    o.spec_fault = ze::SpecFault::NoStateRollback;
+    const auto ps = spec_prompts();
+    std::vector<ze::FinishReason> reasons;
+    const auto got = run_all(o, ps, 24, nullptr, &reasons);
+    int n_error = 0;
+    for (size_t i = 0; i < ps.size(); ++i) {
+        if (reasons[i] != ze::FinishReason::Error) continue;
+        ++n_error;
+        EXPECT_NE(got[i], context_greedy(ps[i], 24, 512));
+    }
+    EXPECT_GT(n_error, 0);
+}
+
+// The Context (zinc run --spec): an all-logits eval within n_state_checkpoints keeps the state
+// of each row; truncate() into it gives bit for bit the logits of never having run the rest.
+TEST(HybridSpec, ContextTruncatesIntoTheDraft) {
+    const auto p = prompt_of(3, 12);
+    zm::ContextOptions co;
+    co.n_ctx = 64;
+    co.n_threads = 2;
+    auto plain = zm::Context::create(*tiny().model, co);
+    co.n_state_checkpoints = 5;
+    auto spec = zm::Context::create(*tiny().model, co);
+    ASSERT_TRUE(plain.ok() && spec.ok());
+    zm::Context& a = *plain.value();
+    zm::Context& b = *spec.value();
+    const std::vector<int32_t> draft = {p[8], 5, 6, 7, 8};  // the pending token and 4 drafts
+    ASSERT_TRUE(a.eval(std::span<const int32_t>(p.data(), 8)).ok());
+    ASSERT_TRUE(b.eval(std::span<const int32_t>(p.data(), 8)).ok());
+    ASSERT_TRUE(a.eval(std::span<const int32_t>(draft.data(), 2)).ok());  // kept: 2 of 5 rows
+    ASSERT_TRUE(b.eval(draft, true).ok());
+    b.truncate(10);
+    const int32_t next[1] = {9};
+    ASSERT_TRUE(a.eval(next).ok());
+    ASSERT_TRUE(b.eval(next).ok());
+    EXPECT_EQ(std::vector<float>(a.logits(-1), a.logits(-1) + kVocab),
+              std::vector<float>(b.logits(-1), b.logits(-1) + kVocab));
+    // Truncating to n_past is a no-op.
+    ASSERT_TRUE(b.eval(draft, true).ok());
+    b.truncate(16);
+    ASSERT_TRUE(b.eval(next).ok());
+    // Before the kept rows: refused at the next eval, saying what was kept.
+    ASSERT_TRUE(b.eval(draft, true).ok());  // positions 17..21
+    b.truncate(16);
+    auto r = b.eval(next);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "eval: recurrent state of slot 0: position 16 is not checkpointed (the state is at "
+              "22, checkpoints cover (17, 22]; a recurrent state cannot be rewound further)");
+    b.truncate(0);  // always possible: the state restarts
+    ASSERT_TRUE(b.eval(p).ok());
+}
+
+TEST(HybridSpec, RunnerKeepStatesBounds) {
+    zm::RunnerOptions ro;
+    ro.n_blocks = 4;
+    ro.block_size = 16;
+    ro.max_seqs = 1;
+    ro.max_batch_tokens = 16;
+    ro.max_seq_len = 64;
+    ro.n_state_checkpoints = 3;
+    auto runner = zm::Runner::create_cpu(*tiny().model, ro);
+    ASSERT_TRUE(runner.ok());
+    zm::Runner& rn = *runner.value();
+    EXPECT_EQ(rn.state_checkpoints(), 3);
+    const std::vector<int32_t> toks = {1, 2, 3, 4}, t0 = {0};
+    std::vector<float> logits(4 * kVocab);
+    zm::BatchSeq s;
+    s.n_tokens = 4, s.block_table = t0, s.state_slot = 0, s.keep_states = true;
+    auto r = rn.forward({toks, std::span<const zm::BatchSeq>(&s, 1)}, logits.data());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "forward: sequence 0: keep_states for 4 rows, the state pool keeps at most 3 "
+              "(RunnerOptions::n_state_checkpoints)");
+    s.n_tokens = 3;
+    ASSERT_TRUE(
+        rn.forward({std::span<const int32_t>(toks.data(), 3), std::span<const zm::BatchSeq>(&s, 1)},
+                   logits.data())
+            .ok());
+    EXPECT_TRUE(rn.rewind_state(0, 3).ok());  // where it is
+    EXPECT_TRUE(rn.rewind_state(0, 1).ok());
+    EXPECT_FALSE(rn.rewind_state(0, 2).ok());  // rows after the rewind were dropped
+    EXPECT_EQ(rn.rewind_state(5, 1).error().message, "rewind_state: slot 5 out of range [0, 1)");
+    // The engine refuses a tier without checkpoints for speculation on a hybrid model.
+    ze::EngineOptions o = spec_engine(2);
+    o.make_runner = [](const zm::RunnerOptions& x) -> zinc::Result<std::unique_ptr<zm::Runner>> {
+        zm::RunnerOptions y = x;
+        y.n_state_checkpoints = 0;
+        return zm::Runner::create_cpu(*tiny().model, y);
+    };
     auto e = ze::Engine::create(*tiny().model, o);
     ASSERT_FALSE(e.ok());
     EXPECT_EQ(e.error().message,
-              "engine: speculative decoding is not supported for hybrid models with recurrent "
-              "state (qwen35): rejected drafts would need the state rolled back (not "
-              "implemented)");
+              "engine: speculative decoding on qwen35 (recurrent state) needs the state kept at "
+              "each of a draft's 7 rows (1 + spec_max); this cpu tier Runner keeps 0 (the CPU "
+              "tier's Runner::create_cpu does; the CUDA tier does not yet)");
 }
 
 TEST(HybridEngine, EmbeddingsRefused) {

@@ -67,7 +67,9 @@ TEST(SpecLookup, ModeNamesParse) {
     EXPECT_EQ(ze::parse_spec_mode("lookup"), ze::SpecMode::Lookup);
     EXPECT_EQ(ze::parse_spec_mode("draft"), ze::SpecMode::Draft);
     EXPECT_EQ(ze::parse_spec_mode("off"), ze::SpecMode::Off);
-    EXPECT_FALSE(ze::parse_spec_mode("nextn").has_value());
+    EXPECT_EQ(ze::parse_spec_mode("nextn"), ze::SpecMode::NextN);
+    EXPECT_STREQ(ze::to_string(ze::SpecMode::NextN), "nextn");
+    EXPECT_FALSE(ze::parse_spec_mode("mtp").has_value());
     EXPECT_FALSE(ze::parse_spec_mode("").has_value());
 }
 
