@@ -39,9 +39,14 @@ ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
         if (cr.use_tools && !ctx.model.render_chat_tools)
             return invalid_value("tools", "this server's chat renderer does not take tools");
         const ChatRenderOptions ro{cr.enable_thinking};
-        auto t = cr.use_tools ? ctx.model.render_chat_tools(
-                                    cr.messages, json_to_template_value(cr.tools.tools), ro)
-                              : ctx.model.render_chat(cr.messages, ro);
+        // Older Gemma 4 templates take tool results inside the model's turn (tool_format.h).
+        const bool fold = template_folds_tool_turns(ctx.model.chat_template_source);
+        const std::vector<chat::Message> folded =
+            fold ? fold_tool_turns(cr.messages) : std::vector<chat::Message>{};
+        const std::vector<chat::Message>& msgs = fold ? folded : cr.messages;
+        auto t = cr.use_tools
+                     ? ctx.model.render_chat_tools(msgs, json_to_template_value(cr.tools.tools), ro)
+                     : ctx.model.render_chat(msgs, ro);
         if (!t.ok())
             return bad_request("the chat template failed on these messages: " + t.error().message,
                                std::string("messages"), std::string("invalid_value"));
