@@ -3,11 +3,13 @@
 //
 // Gemma 4 writes a call as `<|tool_call>call:NAME{key:VALUE,...}<tool_call|>`, its arguments
 // not JSON but the dictionary syntax of its chat template's `format_argument` macro (the fact
-// source is llama.cpp's peg-gemma4 grammar, common/chat.cpp, and its gemma4_to_json mapper):
+// source is llama.cpp's peg-gemma4 grammar, common/parsers/gemma4.cpp, and its gemma4_to_json
+// mapper, common/chat-peg-parser.cpp, as llama-cpp-python 0.3.36 vendors them):
 //   value  := string | dict | array | literal
 //   string := `<|"|>` any text without `<|"|>` `<|"|>`   (no escapes: the text is verbatim)
 //   dict   := `{` ws (`}` | key `:` ws value (`,` ws key `:` ws value)* ws `}`)
 //   key    := a character other than `:`, `}`, `<` and whitespace, then any other than `:`, `}`
+//             (llama.cpp's also may start with `<`; here markup where a key starts ends the call)
 //   array  := `[` ws (`]` | value (`,` ws value)* ws `]`)
 //   literal:= a number, `true`, `false` or `null` (a run of bytes up to `,` `}` `]` `<` or ws)
 // The JSON is compact, as llama.cpp's mapper writes it: `{"key":VALUE,...}`, strings escaped

@@ -64,7 +64,7 @@ struct ToolFormatSpec {
     /// the assistant turn that made it (`tool_responses`, older Gemma 4 templates), not as
     /// `tool` messages, so fold_tool_turns (tool_calls.h) runs first; the official Gemma 4
     /// template has it ("{#- OpenAI Chat Completions:") and reads `tool` messages itself. As
-    /// llama.cpp decides (common/chat.cpp).
+    /// llama.cpp decides (common/chat.cpp, common/parsers/gemma4.cpp).
     std::string_view reads_tool_messages;
     /// What the forced-call grammar writes between two calls (a GBNF fragment, `""` for
     /// nothing); "": one call a turn (the format's call ends the generation).

@@ -210,6 +210,22 @@ def test_forced_calls_are_gemma4_calls_read_back(official, tool_choice, seed):
         (t.function.name, t.function.arguments) for t in c.message.tool_calls]
 
 
+def test_langchain_bind_tools_stream_matches_invoke(official):
+    lc = pytest.importorskip("langchain_openai")
+    llm = lc.ChatOpenAI(model=MODEL_ID, base_url=official.server.url + "/v1", api_key="x",
+                        temperature=0, max_tokens=200, max_retries=0).bind_tools(
+                            TOOLS, tool_choice="required")
+    msgs = [("user", "What is the weather in Paris and the time in Tokyo?")]
+    whole = llm.invoke(msgs)
+    acc = None
+    for chunk in llm.stream(msgs):
+        acc = chunk if acc is None else acc + chunk
+    assert whole.tool_calls, whole
+    assert [(c["name"], c["args"]) for c in acc.tool_calls] == \
+        [(c["name"], c["args"]) for c in whole.tool_calls]
+    assert acc.response_metadata.get("finish_reason") == "tool_calls"
+
+
 def test_parallel_tool_calls_false_is_one_forced_call(official):
     kw = dict(tools=TOOLS, tool_choice="required", temperature=0.8, max_tokens=300,
               parallel_tool_calls=False,

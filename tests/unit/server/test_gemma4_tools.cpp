@@ -2,7 +2,7 @@
 // (server/gemma4_args.h), calls read from replies in every chunking (tool_call_stream.h), the
 // forced-call grammar (tool_calls.h, json_schema_grammar.h's Gemma4 syntax), and the tool turns
 // folded into the model's turn as its template takes them. The syntax is llama.cpp's peg-gemma4
-// (common/chat.cpp); the JSON is its gemma4_to_json mapper's (compact).
+// (common/parsers/gemma4.cpp); the JSON is its gemma4_to_json mapper's (compact).
 #include <gtest/gtest.h>
 
 #include <memory>
