@@ -415,6 +415,9 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         cr.grammar = std::move(g.value());
         cr.grammar_param = "tool_choice";
     }
+    if (cr.use_tools && tool_format_spec(tool_format_for_template(ctx.model.chat_template_source))
+                            .renders_control_tokens)
+        for (auto& s : specs.value()) s.render_special = true;  // the calls' markers
     if (cr.use_tools && !cr.tools.parallel) {
         // parallel_tool_calls false: each reply is read token by token as the engine delivers
         // it, and generation stops right after the token that completes its one call (what

@@ -19,8 +19,8 @@ struct Generation::Channel {
 };
 
 struct Generation::Choice {
-    Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops)
-        : stream(tok, stops), tail(tok) {}
+    Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops, bool special)
+        : stream(tok, stops, special), tail(tok, special) {}
     // The stream's end-of-generation flush without the replacement of a truncated character.
     std::string finish_text() {
         std::string text = stream.finish();
@@ -73,7 +73,7 @@ ApiResult<std::unique_ptr<Generation>> Generation::start(
                            std::to_string(eo.max_queue) + ")");
     std::unique_ptr<Generation> g(new Generation(eng, tok, metrics, arrival));
     for (auto& spec : choices) {
-        auto c = std::make_unique<Choice>(tok, stops);
+        auto c = std::make_unique<Choice>(tok, stops, spec.render_special);
         c->prompt_index = spec.prompt_index;
         c->ignore_eos = spec.params.ignore_eos;
         c->stop_after = std::move(spec.stop_after);

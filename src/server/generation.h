@@ -40,6 +40,9 @@ struct ChoiceSpec {
     /// up to it in a stream and a whole response alike (parallel_tool_calls false: the reply's
     /// first complete call). Empty: none.
     std::function<bool(std::string_view)> stop_after;
+    /// Render control tokens that do not end the generation as their text (TextStream's
+    /// `special`): tool formats whose markers are control tokens (tool_format.h).
+    bool render_special = false;
 };
 
 /// What one poll() has for one choice.

@@ -10,14 +10,15 @@ namespace {
 constexpr std::array<ToolFormatSpec, 4> kSpecs = {{
     {ToolFormat::Gemma4, "gemma4", "<|tool_call>call:", "<|tool_call>", "<tool_call|>", "",
      CallHead::Gemma4, /*block_to_close=*/true, /*bare_calls=*/false, "",
-     /*reads_tool_messages=*/"{#- OpenAI Chat Completions:", R"("")"},
+     /*reads_tool_messages=*/"{#- OpenAI Chat Completions:", /*renders_control_tokens=*/true,
+     R"("")"},
     {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>", "",
-     CallHead::JsonObject, /*block_to_close=*/true, /*bare_calls=*/true, "arguments", "",
+     CallHead::JsonObject, /*block_to_close=*/true, /*bare_calls=*/true, "arguments", "", false,
      R"("\n")"},
     {ToolFormat::Harmony, "harmony", "<|channel|>", "<|channel|>", "<|call|>", "<|start|>assistant",
-     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", "", ""},
+     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", "", false, ""},
     {ToolFormat::Json, "json", "", "", "", "", CallHead::JsonObject, /*block_to_close=*/true,
-     /*bare_calls=*/true, "parameters", "", R"(";" ws)"},
+     /*bare_calls=*/true, "parameters", "", false, R"(";" ws)"},
 }};
 
 }  // namespace

@@ -66,6 +66,12 @@ struct ToolFormatSpec {
     /// template has it ("{#- OpenAI Chat Completions:") and reads `tool` messages itself. As
     /// llama.cpp decides (common/chat.cpp, common/parsers/gemma4.cpp).
     std::string_view reads_tool_messages;
+    /// The format's markers are control tokens in its models' vocabularies (Gemma 4's
+    /// `<|tool_call>`, `<tool_call|>`, `<|channel>`, ...), whose text the detokenizer leaves out
+    /// unless asked: a request with tools gets every control token that does not end the
+    /// generation rendered in its replies (llama.cpp's server renders the format's preserved
+    /// tokens), so the calls can be read.
+    bool renders_control_tokens = false;
     /// What the forced-call grammar writes between two calls (a GBNF fragment, `""` for
     /// nothing); "": one call a turn (the format's call ends the generation).
     std::string_view grammar_separator;

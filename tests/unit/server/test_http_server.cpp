@@ -75,11 +75,13 @@ class HttpServerTest : public ::testing::Test {
             if (!text.ok()) return text.error();
             return tok.encode(text.value(), false, true);
         };
-        if (hermes_tools_) {  // tools accepted (not rendered: the reply is scripted anyway)
+        if (hermes_tools_ || !tools_template_.empty()) {
+            // tools accepted (not rendered: the reply is scripted anyway)
             sm.render_chat_tools = [r = sm.render_chat](
                                        const std::vector<chat::Message>& msgs, const chat::Value&,
                                        const server::ChatRenderOptions& o) { return r(msgs, o); };
-            sm.chat_template_source = "{% if tools %}<tool_call>{% endif %}";
+            sm.chat_template_source =
+                tools_template_.empty() ? "{% if tools %}<tool_call>{% endif %}" : tools_template_;
         }
         so.host = "127.0.0.1";
         so.port = 0;
@@ -129,7 +131,8 @@ class HttpServerTest : public ::testing::Test {
         }
     }
 
-    bool hermes_tools_ = false;  // start(): a Hermes tool-calling template
+    bool hermes_tools_ = false;   // start(): a Hermes tool-calling template
+    std::string tools_template_;  // start(): this tool-calling template's source instead
     std::unique_ptr<test::FakeEngine> engine_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<httplib::Client> client_;
@@ -362,6 +365,43 @@ TEST_F(HttpServerTest, ParallelToolCallsFalseStopsAfterTheFirstCall) {
     for (int i = 0; i < 100 && engine_->n_cancelled() < 2; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(engine_->n_cancelled(), 2u);
+}
+
+// Gemma 4's call markers are control tokens in its vocabulary, which replies leave out: with its
+// format and tools, control tokens that do not end the generation are rendered (else the calls
+// could not be read); without tools, or with another format, they stay out. SmolLM2's
+// <|im_start|> (control, not end-of-generation) stands in for <|tool_call>.
+TEST_F(HttpServerTest, Gemma4FormatRendersControlTokensInToolReplies) {
+    const tokenizer::Tokenizer& tok = *model().tok;
+    const std::vector<int32_t> marker = tok.encode("<|im_start|>", false, true);
+    ASSERT_EQ(marker.size(), 1u);
+    ASSERT_FALSE(tok.is_eog(marker[0]));
+    test::FakeEngine::Options eo;
+    eo.reply = tok.encode("Done", false, false);
+    eo.reply.push_back(marker[0]);
+    for (int32_t t : tok.encode(" ok", false, false)) eo.reply.push_back(t);
+    tools_template_ = "{{- '<|tool_call>call:' + name + '{' -}}";
+    start(eo);
+    const json tools = json::array({{{"type", "function"}, {"function", {{"name", "get_time"}}}}});
+    auto content_of = [&](const json& body) {
+        auto r = post("/v1/chat/completions", body);
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+        return r ? json::parse(r->body)["choices"][0]["message"]["content"] : json();
+    };
+    EXPECT_EQ(content_of(chat({{"tools", tools}})), "Done<|im_start|> ok");
+    EXPECT_EQ(content_of(chat()), "Done ok");
+    EXPECT_EQ(content_of(chat({{"tools", tools}, {"tool_choice", "none"}})), "Done ok");
+    // Streamed alike.
+    auto s = post("/v1/chat/completions", chat({{"tools", tools}, {"stream", true}}));
+    ASSERT_TRUE(s);
+    std::string streamed;
+    for (const auto& d : sse_data(s->body)) {
+        if (d == "[DONE]") break;
+        const json c = json::parse(d)["choices"][0]["delta"];
+        if (c.contains("content") && c["content"].is_string())
+            streamed += c["content"].get<std::string>();
+    }
+    EXPECT_EQ(streamed, "Done<|im_start|> ok");
 }
 
 TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {
