@@ -3,6 +3,8 @@
 #include "engine/embedding_step.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "model/pooling.h"
 
@@ -43,24 +45,36 @@ void fail_embedding(EmbeddingJob& job, BlockManager& bm, const std::string& erro
     job.sink(std::move(r));
 }
 
-int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner, BlockManager& bm,
-                           const EmbeddingStepOptions& opts) {
+EmbeddingStepResult run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner,
+                                       BlockManager& bm, SchedulingPolicy& policy,
+                                       const EmbeddingStepOptions& opts) {
     struct Planned {
         EmbeddingJob* job;
         int32_t n;  // rows this step
     };
     std::vector<Planned> plan;
+    EmbeddingStepResult out;
     int32_t rows = 0;
+    std::map<std::string, int32_t> allowance;  // per tenant, what is left of it this step
     for (EmbeddingJob& job : jobs) {
         if (static_cast<int32_t>(plan.size()) == opts.max_seqs || rows == opts.max_rows) break;
         const int32_t left = static_cast<int32_t>(job.params.tokens.size()) - job.n_done;
         int32_t n = std::min(left, opts.max_rows - rows);
         if (opts.bidirectional && n < left) break;  // whole, in one step, or wait for the next
+        auto [a, fresh] = allowance.try_emplace(job.params.tenant, 0);
+        if (fresh) a->second = policy.embedding_allowance(job.params.tenant);
+        if (a->second <= 0) {  // its tenant's bucket is empty: later jobs of others may run
+            out.held_back = true;
+            continue;
+        }
+        if (!opts.bidirectional) n = std::min(n, a->second);
         if (!hold_blocks(job, bm, job.n_done + n)) break;
+        a->second -= n;
         plan.push_back({&job, n});
         rows += n;
     }
-    if (plan.empty()) return 0;
+    if (plan.empty()) return out;
+    for (const Planned& p : plan) policy.on_embedding_served(p.job->params.tenant, p.n);
 
     std::vector<int32_t> tokens;
     std::vector<model::BatchSeq> seqs;
@@ -99,7 +113,8 @@ int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner
         job.n_done = -1;  // delivered
     }
     std::erase_if(jobs, [](const EmbeddingJob& j) { return j.n_done < 0; });
-    return rows;
+    out.rows = rows;
+    return out;
 }
 
 }  // namespace zinc::engine

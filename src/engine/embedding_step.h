@@ -19,6 +19,7 @@
 
 #include "engine/block_manager.h"
 #include "engine/engine.h"
+#include "engine/policy.h"
 #include "model/batch.h"
 
 namespace zinc::engine {
@@ -39,12 +40,22 @@ struct EmbeddingStepOptions {
     bool bidirectional = false;  // each job whole in one step (model::Program::bidirectional)
 };
 
+/// What one embedding step did.
+struct EmbeddingStepResult {
+    int32_t rows = 0;        // rows computed
+    bool held_back = false;  // a job waits for its tenant's prefill bucket (not for KV blocks)
+};
+
 /// Run one embedding step over the front of `jobs`: every job that fits (a causal job may take a
-/// chunk of what is left) gets its rows computed; finished jobs (and failed ones) get their sink
-/// called and are removed, with their blocks released. Returns the rows computed (0 when the
-/// first job could not get its KV blocks: it waits for generation to release some).
-int32_t run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner, BlockManager& bm,
-                           const EmbeddingStepOptions& opts);
+/// chunk of what is left, at most its tenant's allowance from `policy`; a bidirectional one runs
+/// whole once its tenant has any allowance, the bucket going into debt as a prefill chunk's may)
+/// gets its rows computed and charged to its tenant (SchedulingPolicy::on_embedding_served);
+/// finished jobs (and failed ones) get their sink called and are removed, with their blocks
+/// released. rows 0 without held_back: the first job could not get its KV blocks (it waits for
+/// generation to release some).
+EmbeddingStepResult run_embedding_step(std::deque<EmbeddingJob>& jobs, model::Runner& runner,
+                                       BlockManager& bm, SchedulingPolicy& policy,
+                                       const EmbeddingStepOptions& opts);
 
 /// Release a job's blocks and deliver `error` to its sink (cancellation, shutdown).
 void fail_embedding(EmbeddingJob& job, BlockManager& bm, const std::string& error);

@@ -257,14 +257,25 @@ class EngineImpl : public Engine {
                 publish();
                 return;
             }
-            // One bounded embedding step between generation steps (engine/embedding_step.h).
-            const bool embedded = !embed_jobs_.empty() &&
-                                  run_embedding_step(embed_jobs_, *runner_, bm_, embed_opts_) > 0;
+            // One bounded embedding step between generation steps (engine/embedding_step.h),
+            // its rows charged to their tenants' prefill buckets (refilled here too, so that
+            // embeddings alone are not held back forever).
+            EmbeddingStepResult es;
+            if (!embed_jobs_.empty()) {
+                policy_->on_step_begin();
+                es = run_embedding_step(embed_jobs_, *runner_, bm_, *policy_, embed_opts_);
+            }
+            const bool embedded = es.rows > 0;
             {
                 std::lock_guard<std::mutex> lk(mu_);
                 n_embed_jobs_ = static_cast<int32_t>(embed_jobs_.size());
             }
-            if (!embedded && !embed_jobs_.empty() && sched_.idle()) {
+            if (!embedded && es.held_back && sched_.idle()) {
+                // Every waiting input's tenant is over its prefill rate: wait for the bucket.
+                std::unique_lock<std::mutex> lk(mu_);
+                cv_.wait_for(lk, std::chrono::milliseconds(2),
+                             [&] { return stop_ || !cancels_.empty() || !inbox_.empty(); });
+            } else if (!embedded && !embed_jobs_.empty() && sched_.idle()) {
                 // No blocks for the first job and no generation to free any: a bug, or a KV pool
                 // smaller than one input (submit_embedding bounds inputs by n_ctx).
                 fail_embedding(embed_jobs_.front(), bm_, "KV cache too small for this input");

@@ -146,6 +146,9 @@ using EventSink = std::function<void(const Event&)>;
 struct EmbeddingParams {
     std::vector<int32_t> tokens;  // non-empty
     model::Pooling pooling = model::Pooling::Mean;
+    /// Whose rows these are (as RequestParams::tenant): the policy's prefill bucket and served
+    /// rows count them (SchedulingPolicy::embedding_allowance).
+    std::string tenant;
 };
 struct EmbeddingResult {
     std::vector<float> embedding;  // (n_embd), unit L2 norm; empty on error

@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 
 namespace zinc::engine {
 
@@ -89,6 +90,13 @@ class SchedulingPolicy {
     virtual void on_release(const Sequence&) {}
     /// A committed step ran n_prefill prompt (or recomputed) rows and n_decode decode rows of s.
     virtual void on_served(const Sequence&, int32_t /*n_prefill*/, int32_t /*n_decode*/) {}
+    /// Embedding inputs (engine/embedding_step.h) are prompt rows of their tenant
+    /// (EmbeddingParams::tenant): how many of its rows may run now (0 holds its jobs back), and
+    /// the rows an embedding step ran for it, charged as prefill rows.
+    virtual int32_t embedding_allowance(const std::string& /*tenant*/) const {
+        return std::numeric_limits<int32_t>::max();
+    }
+    virtual void on_embedding_served(const std::string& /*tenant*/, int32_t /*rows*/) {}
     virtual const char* name() const = 0;
 };
 

@@ -80,13 +80,17 @@ TenantSchedSpec TenantPolicy::spec_for(const std::string& id) const {
 }
 
 TenantPolicy::Tenant& TenantPolicy::of(const Sequence& s) const {
-    auto it = tenants_.find(s.params.tenant);
+    return of_id(s.params.tenant);
+}
+
+TenantPolicy::Tenant& TenantPolicy::of_id(const std::string& id) const {
+    auto it = tenants_.find(id);
     if (it != tenants_.end()) return it->second;
     Tenant t;
-    t.spec = spec_for(s.params.tenant);
+    t.spec = spec_for(id);
     t.bucket_prefill = capacity(t.spec.prefill_tokens_per_s, t.spec.burst_s);
     t.bucket_decode = capacity(t.spec.decode_tokens_per_s, t.spec.burst_s);
-    return tenants_.emplace(s.params.tenant, std::move(t)).first->second;
+    return tenants_.emplace(id, std::move(t)).first->second;
 }
 
 void TenantPolicy::fill(Tenant& t, double dt) {
@@ -161,8 +165,12 @@ bool TenantPolicy::may_decode(const Sequence& s) const {
 }
 
 int32_t TenantPolicy::prefill_allowance(const Sequence& s) const {
+    return embedding_allowance(s.params.tenant);
+}
+
+int32_t TenantPolicy::embedding_allowance(const std::string& tenant) const {
     std::lock_guard<std::mutex> lk(mu_);
-    const Tenant& t = of(s);
+    const Tenant& t = of_id(tenant);
     if (t.spec.prefill_tokens_per_s <= 0) return std::numeric_limits<int32_t>::max();
     if (t.bucket_prefill < 1) return 0;
     return static_cast<int32_t>(std::min<double>(std::floor(t.bucket_prefill), 1 << 30));
@@ -229,6 +237,14 @@ void TenantPolicy::on_release(const Sequence& s) {
     Tenant& t = of(s);
     t.running = std::max(0, t.running - 1);
     t.blocks = std::max(0, t.blocks - worst_case_blocks(s, block_size_));
+}
+
+void TenantPolicy::on_embedding_served(const std::string& tenant, int32_t rows) {
+    std::lock_guard<std::mutex> lk(mu_);
+    Tenant& t = of_id(tenant);
+    t.vtc += static_cast<double>(rows) / t.spec.weight;
+    t.prefill_rows += static_cast<uint64_t>(rows);
+    if (t.spec.prefill_tokens_per_s > 0) t.bucket_prefill -= rows;
 }
 
 void TenantPolicy::on_served(const Sequence& s, int32_t n_prefill, int32_t n_decode) {

@@ -105,6 +105,10 @@ class TenantPolicy : public SchedulingPolicy {
     void on_admit(const Sequence& s) override;
     void on_release(const Sequence& s) override;
     void on_served(const Sequence& s, int32_t n_prefill, int32_t n_decode) override;
+    /// The prefill bucket's whole tokens, as prefill_allowance; the rows are charged to it and
+    /// counted as served prefill rows (the virtual counter too), as on_served's.
+    int32_t embedding_allowance(const std::string& tenant) const override;
+    void on_embedding_served(const std::string& tenant, int32_t rows) override;
     const char* name() const override { return "tenant-vtc"; }
 
   private:
@@ -118,6 +122,7 @@ class TenantPolicy : public SchedulingPolicy {
         double idle_since = -1e300;  // clock when the backlog last fell to 0
     };
     Tenant& of(const Sequence& s) const;                    // mu_ held
+    Tenant& of_id(const std::string& id) const;             // mu_ held
     TenantSchedSpec spec_for(const std::string& id) const;  // mu_ held
     static void fill(Tenant& t, double dt);
     static double capacity(double rate, double burst_s);

@@ -39,9 +39,14 @@ ApiResult<std::vector<std::vector<int32_t>>> prompt_tokens(ServingContext& ctx,
         if (cr.use_tools && !ctx.model.render_chat_tools)
             return invalid_value("tools", "this server's chat renderer does not take tools");
         const ChatRenderOptions ro{cr.enable_thinking};
-        auto t = cr.use_tools ? ctx.model.render_chat_tools(
-                                    cr.messages, json_to_template_value(cr.tools.tools), ro)
-                              : ctx.model.render_chat(cr.messages, ro);
+        // Older Gemma 4 templates take tool results inside the model's turn (tool_format.h).
+        const bool fold = template_folds_tool_turns(ctx.model.chat_template_source);
+        const std::vector<chat::Message> folded =
+            fold ? fold_tool_turns(cr.messages) : std::vector<chat::Message>{};
+        const std::vector<chat::Message>& msgs = fold ? folded : cr.messages;
+        auto t = cr.use_tools
+                     ? ctx.model.render_chat_tools(msgs, json_to_template_value(cr.tools.tools), ro)
+                     : ctx.model.render_chat(msgs, ro);
         if (!t.ok())
             return bad_request("the chat template failed on these messages: " + t.error().message,
                                std::string("messages"), std::string("invalid_value"));
@@ -210,13 +215,6 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
     std::vector<ChoiceResult> results(static_cast<size_t>(gen.n_choices()));
     std::vector<CompletionLogprobs> lp(results.size());
     std::vector<json> chat_lp(results.size(), json::array());
-    // parallel_tool_calls false: each reply is read as it comes, and generation stops once its
-    // one call is complete (what follows would be dropped), as in a stream.
-    std::vector<ToolCallStream> single;
-    if (cr.use_tools && !cr.tools.parallel)
-        for (size_t i = 0; i < results.size(); ++i)
-            single.emplace_back(tool_format_for_template(ctx.model.chat_template_source),
-                                cr.tools.names, false);
     // A client that leaves a non-streamed request is noticed here (nothing is written until the
     // end), and its sequences are cancelled so their KV blocks come back within a step, queued
     // or running.
@@ -237,14 +235,6 @@ void run_whole(ServingContext& ctx, Generation& gen, const TenantLease* lease,
                         chat_lp[static_cast<size_t>(d.index)].push_back(std::move(e));
                 else
                     lp[static_cast<size_t>(d.index)].add(*ctx.model.tok, d.tokens, cr.top_logprobs);
-            }
-            if (!single.empty() && !d.finish_reason) {
-                ToolCallStream& ts = single[static_cast<size_t>(d.index)];
-                ts.feed(d.text);
-                if (ts.done()) {
-                    gen.stop(d.index);
-                    d.finish_reason = "stop";
-                }
             }
             if (d.finish_reason) r.finish_reason = *d.finish_reason;
         }
@@ -276,11 +266,6 @@ bool stream_tool_delta(ServingContext& ctx, StreamState& st, ChoiceDelta& d, Wri
     const auto ci = static_cast<size_t>(d.index);
     ToolCallStream& ts = st.tool_streams[ci];
     std::vector<ToolStreamPiece> pieces = ts.feed(d.text);
-    if (ts.done() && !d.finish_reason) {
-        // parallel_tool_calls false and the one call is complete: stop generating.
-        st.gen->stop(d.index);
-        d.finish_reason = "stop";
-    }
     if (d.finish_reason)
         for (auto& p : ts.finish()) pieces.push_back(std::move(p));
     json lp = logprobs_for(ctx, st.cr, nullptr, d.tokens);
@@ -429,6 +414,22 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         if (!g.ok()) return send_error(res, g.error());
         cr.grammar = std::move(g.value());
         cr.grammar_param = "tool_choice";
+    }
+    if (cr.use_tools && tool_format_spec(tool_format_for_template(ctx.model.chat_template_source))
+                            .renders_control_tokens)
+        for (auto& s : specs.value()) s.render_special = true;  // the calls' markers
+    if (cr.use_tools && !cr.tools.parallel) {
+        // parallel_tool_calls false: each reply is read token by token as the engine delivers
+        // it, and generation stops right after the token that completes its one call (what
+        // follows would be dropped), so usage is those tokens, streamed or whole.
+        const ToolFormat f = tool_format_for_template(ctx.model.chat_template_source);
+        for (auto& s : specs.value()) {
+            auto ts = std::make_shared<ToolCallStream>(f, cr.tools.names, false);
+            s.stop_after = [ts](std::string_view text) {
+                ts->feed(text);
+                return ts->done();
+            };
+        }
     }
     if (!cr.grammar.empty()) {
         // Structured output (engine/grammar_matcher.h): one parsed grammar for every choice.

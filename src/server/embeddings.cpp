@@ -19,6 +19,7 @@
 #include "server/json_fields.h"
 #include "server/request_prologue.h"
 #include "server/serving_context.h"
+#include "server/tenancy.h"
 
 namespace zinc::server {
 
@@ -187,6 +188,20 @@ void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib
                                                  std::to_string(er.inputs[i].size()) + " tokens",
                                              er.paths[i]));
 
+    // Tenants (server/tenancy.h): the inputs' tokens are the tenant's prompt tokens, against
+    // its quotas now, in its usage and ledger when answered, and in its prefill bucket (engine).
+    std::unique_ptr<TenantLease> lease;
+    if (ctx.opts.tenancy) {
+        auto t = ctx.opts.tenancy->authenticate(req.get_header_value("Authorization"),
+                                                req.get_header_value("X-Api-Key"));
+        if (!t) return send_error(res, unauthorized());
+        std::vector<int64_t> sizes;
+        for (const auto& in : er.inputs) sizes.push_back(static_cast<int64_t>(in.size()));
+        auto l = ctx.opts.tenancy->admit_embeddings(std::move(t), sizes);
+        if (!l.ok()) return send_error(res, l.error());
+        lease = std::move(l.value());
+    }
+
     auto pending = std::make_shared<Pending>();
     pending->results.resize(er.inputs.size());
     std::vector<engine::RequestId> ids;
@@ -196,6 +211,7 @@ void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib
         engine::EmbeddingParams p;
         p.tokens = std::move(er.inputs[i]);
         p.pooling = ctx.model.pooling;
+        if (lease) p.tenant = lease->tenant().id;
         auto r = ctx.model.engine->submit_embedding(
             std::move(p), [pending, i](engine::EmbeddingResult result) {
                 {
@@ -242,6 +258,7 @@ void handle_embeddings(ServingContext& ctx, const httplib::Request& req, httplib
         data.push_back(std::move(e));
     }
     ctx.metrics.count_tokens(static_cast<uint64_t>(n_tokens), 0);
+    if (lease) lease->settle(n_tokens, 0, 0.0);  // no queue time is measured for embeddings
     send_json(res, {{"object", "list"},
                     {"data", std::move(data)},
                     {"model", ctx.opts.model_id},

@@ -19,8 +19,8 @@ struct Generation::Channel {
 };
 
 struct Generation::Choice {
-    Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops)
-        : stream(tok, stops), tail(tok) {}
+    Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stops, bool special)
+        : stream(tok, stops, special), tail(tok, special) {}
     // The stream's end-of-generation flush without the replacement of a truncated character.
     std::string finish_text() {
         std::string text = stream.finish();
@@ -35,6 +35,7 @@ struct Generation::Choice {
     bool engine_done = false;  // the engine sent its final event
     int32_t prompt_index = 0;
     bool ignore_eos = false;  // end-of-generation tokens are generated on, with no text
+    std::function<bool(std::string_view)> stop_after;  // ChoiceSpec::stop_after
     tokenizer::TextStream stream;
     std::optional<std::string> finish_reason;
     int32_t n_tokens = 0;
@@ -72,9 +73,10 @@ ApiResult<std::unique_ptr<Generation>> Generation::start(
                            std::to_string(eo.max_queue) + ")");
     std::unique_ptr<Generation> g(new Generation(eng, tok, metrics, arrival));
     for (auto& spec : choices) {
-        auto c = std::make_unique<Choice>(tok, stops);
+        auto c = std::make_unique<Choice>(tok, stops, spec.render_special);
         c->prompt_index = spec.prompt_index;
         c->ignore_eos = spec.params.ignore_eos;
+        c->stop_after = std::move(spec.stop_after);
         g->choices_.push_back(std::move(c));
     }
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -117,13 +119,6 @@ void Generation::cancel() {
         if (c->submitted && !c->engine_done)
             eng_.cancel(c->id);                      // unknown/finished ids are ignored
     for (auto& c : choices_) c->engine_done = true;  // nothing more is awaited from the engine
-}
-
-void Generation::stop(int32_t index) {
-    Choice& c = *choices_[static_cast<size_t>(index)];
-    if (c.finish_reason || failure_) return;
-    c.finish_reason = "stop";
-    if (!c.engine_done) eng_.cancel(c.id);
 }
 
 bool Generation::done() const {
@@ -221,9 +216,12 @@ std::vector<ChoiceDelta> Generation::poll(std::chrono::milliseconds timeout) {
             tokenizer::StreamStep step = c.stream.push(t.id);
             c.tail.push(t.id);
             d.text += step.text;
-            if (step.status != tokenizer::StreamStatus::Continue) {
-                // A stop string completed (or an end-of-turn token the engine did not know):
-                // release the sequence now rather than when max_tokens runs out.
+            const bool caller_stops = step.status == tokenizer::StreamStatus::Continue &&
+                                      c.stop_after && !step.text.empty() && c.stop_after(step.text);
+            if (step.status != tokenizer::StreamStatus::Continue || caller_stops) {
+                // A stop string completed (or an end-of-turn token the engine did not know, or
+                // the caller read all it wants): release the sequence now rather than when
+                // max_tokens runs out.
                 c.finish_reason = "stop";
                 if (!c.engine_done) eng_.cancel(c.id);
                 break;

@@ -11,9 +11,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
@@ -31,6 +33,16 @@ using Clock = std::chrono::steady_clock;
 struct ChoiceSpec {
     int32_t prompt_index = 0;
     engine::RequestParams params;
+    /// Reads the choice's text as it is released, token by token (the pieces in order); true
+    /// ends the choice right after that token, as a stop string does: finish reason "stop", the
+    /// token counted and delivered, later ones neither, the engine request cancelled. So what a
+    /// caller stops on is decided per token, whatever the polling, and usage counts the tokens
+    /// up to it in a stream and a whole response alike (parallel_tool_calls false: the reply's
+    /// first complete call). Empty: none.
+    std::function<bool(std::string_view)> stop_after;
+    /// Render control tokens that do not end the generation as their text (TextStream's
+    /// `special`): tool formats whose markers are control tokens (tool_format.h).
+    bool render_special = false;
 };
 
 /// What one poll() has for one choice.
@@ -69,10 +81,6 @@ class Generation {
     const std::optional<ApiError>& failure() const { return failure_; }
     /// Cancel every choice still running (the client went away). Idempotent.
     void cancel();
-    /// End choice `index` here, as a stop string would: its finish reason is "stop", tokens
-    /// that arrive after this are dropped, and its engine request is cancelled (the caller read
-    /// all it wants: a tool call with parallel_tool_calls false). No-op once it has a reason.
-    void stop(int32_t index);
 
     /// When the first token of any choice arrived (epoch when none has).
     Clock::time_point first_token_at() const { return first_token_at_; }

@@ -3,6 +3,7 @@
 // json-schema-to-grammar.
 #include "server/json_schema_grammar.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -26,6 +27,79 @@ value ::= object | array | string | number | boolean | null
 object ::= "{" ws (string ws ":" ws value ws ("," ws string ws ":" ws value ws)*)? "}"
 array ::= "[" ws (value ws ("," ws value ws)*)? "]"
 )";
+
+// Gemma 4's syntax (gemma4_args.h): the same rule names, so the schema rules refer to them alike.
+const char* kGemma4Primitives = R"(ws ::= (" " | "\n" [ ]{0,16})?
+string ::= "<|\"|>" ([^<] | "<" [^|<])* "<|\"|>"
+integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
+number ::= integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?
+boolean ::= "true" | "false"
+null ::= "null"
+value ::= object | array | string | number | boolean | null
+key ::= [a-zA-Z_] [a-zA-Z0-9_.-]{0,63}
+object ::= "{" ws (key ":" ws value ws ("," ws key ":" ws value ws)*)? "}"
+array ::= "[" ws (value ws ("," ws value ws)*)? "]"
+)";
+
+constexpr std::string_view kGemma4Quote = "<|\"|>";
+
+// Keys in the order of jinja2's `dictsort` (case-insensitive, stable).
+std::vector<std::string> dictsort_keys(const json& obj) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : obj.items()) keys.push_back(k);
+    auto folded = [](std::string k) {
+        for (char& c : k)
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        return k;
+    };
+    std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
+        return folded(a) < folded(b);
+    });
+    return keys;
+}
+
+// Why `name` cannot be a bare Gemma 4 key ("" when it can).
+std::string gemma4_bad_key(const std::string& name) {
+    if (name.empty()) return "an empty property name";
+    if (name[0] == '<') return "a property name starting with '<'";
+    for (char c : name)
+        if (c == ':' || c == '}' || c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            return "the property name '" + name + "' (it has ':', '}', ',' or whitespace)";
+    return "";
+}
+
+// `v` written in Gemma 4's syntax (its template's format_argument), or why it cannot be.
+ApiResult<std::string> gemma4_text(const json& v, const std::string& path) {
+    if (v.is_string()) {
+        const std::string t = v.get<std::string>();
+        if (t.find(kGemma4Quote) != std::string::npos)
+            return invalid_value(path,
+                                 "a string holding '<|\"|>' cannot be written in Gemma 4's "
+                                 "tool-call syntax");
+        return std::string(kGemma4Quote) + t + std::string(kGemma4Quote);
+    }
+    if (v.is_object()) {
+        std::string out = "{";
+        for (const std::string& k : dictsort_keys(v)) {
+            if (const std::string bad = gemma4_bad_key(k); !bad.empty())
+                return invalid_value(path, bad + " cannot be a key in Gemma 4's tool-call syntax");
+            auto e = gemma4_text(v[k], path);
+            if (!e.ok()) return e.error();
+            out += (out.size() > 1 ? "," : "") + k + ":" + e.value();
+        }
+        return out + "}";
+    }
+    if (v.is_array()) {
+        std::string out = "[";
+        for (const auto& e : v) {
+            auto t = gemma4_text(e, path);
+            if (!t.ok()) return t.error();
+            out += (out.size() > 1 ? "," : "") + t.value();
+        }
+        return out + "]";
+    }
+    return v.dump();
+}
 
 }  // namespace
 
@@ -55,8 +129,12 @@ const std::set<std::string> kAnnotations = {"title",    "description", "default"
 
 class Converter {
   public:
-    Converter(const json& root, std::string root_path, std::string prefix = "s")
-        : root_(root), root_path_(std::move(root_path)), prefix_(std::move(prefix)) {}
+    Converter(const json& root, std::string root_path, std::string prefix = "s",
+              SchemaSyntax syntax = SchemaSyntax::Json)
+        : root_(root),
+          root_path_(std::move(root_path)),
+          prefix_(std::move(prefix)),
+          gemma4_(syntax == SchemaSyntax::Gemma4) {}
 
     /// The rules without the primitives, the root named `root_name`.
     ApiResult<std::string> run(const std::string& root_name) {
@@ -71,6 +149,7 @@ class Converter {
     const json& root_;
     std::string root_path_;
     std::string prefix_;
+    bool gemma4_ = false;  // SchemaSyntax::Gemma4
     std::vector<std::pair<std::string, std::string>> rules_;
     std::map<std::string, std::string> refs_;  // "$ref" value -> rule name
     int n_ = 0;
@@ -89,6 +168,14 @@ class Converter {
 
     static ApiError unsupported(const std::string& path, const std::string& what) {
         return invalid_value(path, what);
+    }
+
+    // A const or enum value as a GBNF literal of its text in this syntax.
+    ApiResult<std::string> literal(const json& v, const std::string& path) const {
+        if (!gemma4_) return gbnf_literal(v.dump());
+        auto t = gemma4_text(v, path);
+        if (!t.ok()) return t.error();
+        return gbnf_literal(t.value());
     }
 
     ApiResult<std::string> visit_ref(const std::string& ref, const std::string& path) {
@@ -161,14 +248,20 @@ class Converter {
                         return unsupported(path_join(path, k), "is not supported next to '$ref'");
             return visit_ref(it->get<std::string>(), path_join(path, "$ref"));
         }
-        if (auto it = s.find("const"); it != s.end())
-            return add_rule(hint, gbnf_literal(it->dump()));
+        if (auto it = s.find("const"); it != s.end()) {
+            auto l = literal(*it, path_join(path, "const"));
+            if (!l.ok()) return l.error();
+            return add_rule(hint, l.value());
+        }
         if (auto it = s.find("enum"); it != s.end()) {
             const std::string p = path_join(path, "enum");
             if (!it->is_array() || it->empty()) return wrong_type(p, "a non-empty array", *it);
             std::string body;
-            for (size_t i = 0; i < it->size(); ++i)
-                body += (i ? " | " : "") + gbnf_literal((*it)[i].dump());
+            for (size_t i = 0; i < it->size(); ++i) {
+                auto l = literal((*it)[i], path_index(p, i));
+                if (!l.ok()) return l.error();
+                body += (i ? " | " : "") + l.value();
+            }
             return add_rule(hint, body);
         }
         if (auto it = s.find("anyOf"); it != s.end())
@@ -227,6 +320,9 @@ class Converter {
                 return unsupported(path_join(path, "maxLength"), "is below minLength");
             const std::string rep = "{" + std::to_string(lo.value()) + "," +
                                     (hi.value() >= 0 ? std::to_string(hi.value()) : "") + "}";
+            if (gemma4_)  // no '<' at all: each character counts one
+                return add_rule(hint, gbnf_literal(std::string(kGemma4Quote)) + " [^<]" + rep +
+                                          " " + gbnf_literal(std::string(kGemma4Quote)));
             return add_rule(hint, "\"\\\"\" char" + rep + " \"\\\"\"");
         }
         if (type == "array") return visit_array(s, path, hint);
@@ -301,17 +397,30 @@ class Converter {
             if (!extra || extra->is_boolean()) return std::string("object");
             auto v = visit(*extra, path_join(path, "additionalProperties"), hint + "-value");
             if (!v.ok()) return v.error();
-            const std::string kv = "string ws \":\" ws " + v.value() + " ws";
+            const std::string kv =
+                (gemma4_ ? "key \":\" ws " : "string ws \":\" ws ") + v.value() + " ws";
             return add_rule(hint, "\"{\" ws (" + kv + " (\",\" ws " + kv + ")*)? \"}\"");
         }
         // One key: value rule per property, in declared order.
         std::vector<std::pair<std::string, bool>> kvs;
         const std::string pp = path_join(path, "properties");
-        for (const auto& [name, sub] : props->items()) {
+        std::vector<std::string> names;
+        if (gemma4_) {
+            names = dictsort_keys(*props);
+        } else {
+            for (const auto& [name, sub] : props->items()) names.push_back(name);
+        }
+        for (const std::string& name : names) {
+            const json& sub = (*props)[name];
+            if (gemma4_)
+                if (const std::string bad = gemma4_bad_key(name); !bad.empty())
+                    return unsupported(path_join(pp, name),
+                                       bad + " cannot be a key in Gemma 4's tool-call syntax");
             auto v = visit(sub, path_join(pp, name), hint + "-" + name);
             if (!v.ok()) return v.error();
-            kvs.emplace_back(add_rule(hint + "-" + name + "-kv", gbnf_literal(json(name).dump()) +
-                                                                     " ws \":\" ws " + v.value()),
+            const std::string key = gemma4_ ? gbnf_literal(name + ":") + " ws "
+                                            : gbnf_literal(json(name).dump()) + " ws \":\" ws ";
+            kvs.emplace_back(add_rule(hint + "-" + name + "-kv", key + v.value()),
                              required.count(name) > 0);
         }
         // rest_i: properties i.. after one was written; first_i: properties i.. with none yet.
@@ -341,12 +450,13 @@ ApiResult<std::string> json_schema_to_gbnf(const json& schema, const std::string
 }
 
 ApiResult<std::string> json_schema_rules(const json& schema, const std::string& path,
-                                         const std::string& root_name, const std::string& prefix) {
-    return Converter(schema, path, prefix).run(root_name);
+                                         const std::string& root_name, const std::string& prefix,
+                                         SchemaSyntax syntax) {
+    return Converter(schema, path, prefix, syntax).run(root_name);
 }
 
-std::string json_primitives_gbnf() {
-    return kPrimitives;
+std::string json_primitives_gbnf(SchemaSyntax syntax) {
+    return syntax == SchemaSyntax::Gemma4 ? kGemma4Primitives : kPrimitives;
 }
 
 std::string json_object_gbnf() {

@@ -15,6 +15,13 @@
 // not listed are never generated (valid whatever additionalProperties says). Whitespace between
 // tokens is at most one space or one newline plus up to 16 spaces, numbers have at most 16
 // digits per part, so a model cannot run away inside the layout.
+//
+// SchemaSyntax::Gemma4 writes the same values in Gemma 4's tool-call syntax (gemma4_args.h):
+// keys bare (`city:`), properties in the case-insensitive order of the template's `dictsort`,
+// strings between `<|"|>` delimiters; a string never holds `<|` or `<<` and cannot end in `<`
+// (so no delimiter can appear inside it), a length-bounded one holds no `<` at all. Property
+// names that cannot be bare keys (empty, with `:` `}` `,` or whitespace, or starting with `<`)
+// and const/enum strings holding `<|"|>` are a 400 naming their path.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,9 +41,11 @@ std::string json_object_gbnf();
 /// The schema's rules alone, its root named `root_name` and every other rule prefixed with
 /// `prefix` (so several schemas share one grammar), without the primitives: add
 /// json_primitives_gbnf() once.
+enum class SchemaSyntax { Json, Gemma4 };
 ApiResult<std::string> json_schema_rules(const nlohmann::json& schema, const std::string& path,
-                                         const std::string& root_name, const std::string& prefix);
-std::string json_primitives_gbnf();
+                                         const std::string& root_name, const std::string& prefix,
+                                         SchemaSyntax syntax = SchemaSyntax::Json);
+std::string json_primitives_gbnf(SchemaSyntax syntax = SchemaSyntax::Json);
 
 /// A GBNF string literal matching exactly the bytes of `s` (quotes, backslashes and control
 /// bytes escaped).

@@ -179,34 +179,52 @@ ApiResult<std::unique_ptr<TenantLease>> Tenancy::admit(std::shared_ptr<const Ten
                           1);
         }
     }
-    if (q.tokens_per_day > 0 || q.tokens_per_month > 0) {
-        const int64_t now = unix_now();
-        auto check = [&](int64_t limit, Result<int64_t> used, const char* name,
-                         int64_t retry) -> std::optional<ApiError> {
-            if (limit <= 0) return std::nullopt;
-            if (!used) {
-                ApiError e = internal_error(used.error().message);
-                return e;
-            }
-            if (used.value() + cn.reserved + reserve > limit)
-                return reject(*t, name,
-                              std::to_string(used.value()) + " used + " +
-                                  std::to_string(cn.reserved) + " reserved in flight + " +
-                                  std::to_string(reserve) + " (prompt + max_tokens) > " +
-                                  std::to_string(limit),
-                              retry);
-            return std::nullopt;
-        };
-        if (auto e = check(q.tokens_per_day, ledger_->day_tokens(t->id, now), "tokens_per_day",
-                           UsageLedger::seconds_to_next_day(now)))
-            return *e;
-        if (auto e = check(q.tokens_per_month, ledger_->month_tokens(t->id, now),
-                           "tokens_per_month", UsageLedger::seconds_to_next_month(now)))
-            return *e;
-    }
+    if (auto e = check_token_quotas(*t, reserve, "(prompt + max_tokens)")) return *e;
     cn.in_flight += n_seqs;
     cn.reserved += reserve;
     return std::unique_ptr<TenantLease>(new TenantLease(*this, std::move(t), n_seqs, reserve));
+}
+
+std::optional<ApiError> Tenancy::check_token_quotas(const TenantSpec& t, int64_t reserve,
+                                                    const std::string& what) {
+    const TenantQuotas& q = t.quotas;
+    if (q.tokens_per_day <= 0 && q.tokens_per_month <= 0) return std::nullopt;
+    const Counters& cn = counters_[t.id];
+    const int64_t now = unix_now();
+    auto check = [&](int64_t limit, Result<int64_t> used, const char* name,
+                     int64_t retry) -> std::optional<ApiError> {
+        if (limit <= 0) return std::nullopt;
+        if (!used) return internal_error(used.error().message);
+        if (used.value() + cn.reserved + reserve > limit)
+            return reject(t, name,
+                          std::to_string(used.value()) + " used + " + std::to_string(cn.reserved) +
+                              " reserved in flight + " + std::to_string(reserve) + " " + what +
+                              " > " + std::to_string(limit),
+                          retry);
+        return std::nullopt;
+    };
+    if (auto e = check(q.tokens_per_day, ledger_->day_tokens(t.id, now), "tokens_per_day",
+                       UsageLedger::seconds_to_next_day(now)))
+        return e;
+    return check(q.tokens_per_month, ledger_->month_tokens(t.id, now), "tokens_per_month",
+                 UsageLedger::seconds_to_next_month(now));
+}
+
+ApiResult<std::unique_ptr<TenantLease>> Tenancy::admit_embeddings(
+    std::shared_ptr<const TenantSpec> t, const std::vector<int64_t>& n_tokens) {
+    const TenantQuotas& q = t->quotas;
+    int64_t reserve = 0;
+    for (int64_t n : n_tokens) reserve += n;
+    std::lock_guard<std::mutex> lk(mu_);
+    for (int64_t n : n_tokens)
+        if (q.max_context > 0 && n > q.max_context)
+            return reject(*t, "max_context",
+                          "an embedding input of " + std::to_string(n) + " tokens > " +
+                              std::to_string(q.max_context),
+                          1);
+    if (auto e = check_token_quotas(*t, reserve, "(embedding input tokens)")) return *e;
+    counters_[t->id].reserved += reserve;
+    return std::unique_ptr<TenantLease>(new TenantLease(*this, std::move(t), 0, reserve));
 }
 
 void Tenancy::release(const TenantSpec& t, int32_t n_seqs, int64_t reserved, bool ran,

@@ -12,6 +12,11 @@
 //   tokens_per_day / tokens_per_month: ledger + tokens reserved by requests in flight + this
 //                   request's prompt + max_tokens would pass the quota (reserved, so a burst of
 //                   concurrent requests cannot overshoot; settled to what was used at the end).
+// Embeddings (admit_embeddings): their input tokens are prompt tokens: max_context per input,
+// tokens_per_day / tokens_per_month (reserving the inputs' tokens), then the usage counters and
+// the ledger when settled; the engine charges their rows to the prefill bucket
+// (EmbeddingParams::tenant). They are not scheduler sequences: max_concurrent, max_queued and
+// max_kv_blocks do not count them.
 // The rest are the engine's (engine/tenant_policy.h): max_concurrent (excess waits), KV blocks
 // held, prefill / decode token buckets (shaping), class and weight.
 // reload() parses the file whole and swaps it in only when valid: requests in flight keep the
@@ -23,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +80,10 @@ class Tenancy {
     /// Quotas decidable now (above); fills each choice's tenant and cache namespace.
     ApiResult<std::unique_ptr<TenantLease>> admit(std::shared_ptr<const TenantSpec> t,
                                                   std::vector<ChoiceSpec>& choices);
+    /// An embedding request's inputs (token counts), as prompt tokens (above); settle the lease
+    /// with their sum and no completion tokens.
+    ApiResult<std::unique_ptr<TenantLease>> admit_embeddings(std::shared_ptr<const TenantSpec> t,
+                                                             const std::vector<int64_t>& n_tokens);
     /// GET /v1/usage for one tenant.
     nlohmann::json usage(const std::string& tenant_id);
     bool known(const std::string& tenant_id) const;
@@ -94,6 +104,9 @@ class Tenancy {
     void apply(TenantsConfig cfg);  // mu_ held
     ApiError reject(const TenantSpec& t, const std::string& quota, std::string why,
                     int64_t retry_after_s);
+    /// tokens_per_day / tokens_per_month for `reserve` more tokens (mu_ held).
+    std::optional<ApiError> check_token_quotas(const TenantSpec& t, int64_t reserve,
+                                               const std::string& what);
     void release(const TenantSpec& t, int32_t n_seqs, int64_t reserved, bool ran, int64_t prompt,
                  int64_t completion, double queue_s);
 

@@ -254,6 +254,10 @@ std::vector<ToolStreamPiece> ToolCallStream::finish() {
             if (value_is_args_) put_args(lit_);
             truncated_ = !args_done_;
             break;
+        case State::Gemma4Args:
+            put_args(g4_.at_end(buf_));
+            truncated_ = !args_done_;
+            break;
         case State::Header:
         case State::AfterCall:
         case State::Done:
@@ -283,6 +287,8 @@ bool ToolCallStream::step() {
         case State::String:
         case State::Literal:
             return value_bytes();
+        case State::Gemma4Args:
+            return gemma4_state();
         case State::AfterCall:
             return after_call_state();
         case State::Done:
@@ -349,8 +355,9 @@ bool ToolCallStream::header_state(bool at_end) {
     HeadCursor h{hdr_, marker_len_};
     std::string name;
     bool no_arguments = false;
-    const bool complete =
-        spec_.head == CallHead::Harmony ? harmony_head(h, name) : json_head(h, name, no_arguments);
+    const bool complete = spec_.head == CallHead::Harmony  ? harmony_head(h, name)
+                          : spec_.head == CallHead::Gemma4 ? gemma4_head(h, name)
+                                                           : json_head(h, name, no_arguments);
     if (complete) {
         ws_.clear();  // whitespace right before a call is dropped
         put({n_calls_++, true, name, ""});
@@ -359,6 +366,11 @@ bool ToolCallStream::header_state(bool at_end) {
         args_seen_ = args_done_ = false;
         value_is_args_ = true;
         state_ = no_arguments ? State::Object : State::Value;
+        if (spec_.head == CallHead::Gemma4) {
+            g4_ = Gemma4ArgsReader();
+            args_seen_ = true;
+            state_ = State::Gemma4Args;
+        }
         return true;
     }
     if (!h.failed && !at_end) return false;
@@ -432,6 +444,27 @@ bool ToolCallStream::harmony_head(HeadCursor& h, std::string& name) const {
     if (h.p == h.s.size()) return false;
     h.skip_ws();
     return h.expect("<|message|>");
+}
+
+// After `<|tool_call>`: 'call:' NAME, complete at the arguments' '{' (which is left unread).
+bool ToolCallStream::gemma4_head(HeadCursor& h, std::string& name) const {
+    if (!h.expect("call:") || !h.word(names_, name, is_name_char)) return false;
+    if (h.s[h.p] != '{') h.failed = true;
+    return !h.failed;
+}
+
+// The arguments as JSON as they are read; the call ends with them, or where the text leaves
+// their syntax (what follows is read as after a call).
+bool ToolCallStream::gemma4_state() {
+    size_t used = 0;
+    std::string json;
+    const Gemma4ArgsReader::Status st = g4_.read(buf_, used, json);
+    put_args(json);
+    buf_.erase(0, used);
+    if (st == Gemma4ArgsReader::Status::More) return false;
+    args_done_ = true;
+    close_call();
+    return true;
 }
 
 bool ToolCallStream::failed_block_state() {

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/gemma4_args.h"
 #include "server/tool_format.h"
 
 namespace zinc::server {
@@ -78,6 +79,7 @@ class ToolCallStream {
         Raw,          // an object/array value: depth_, in_str_, esc_
         String,       // a string-valued arguments, decoded (escape bytes in lit_)
         Literal,      // a bare literal (its text in lit_)
+        Gemma4Args,   // Gemma 4's arguments, read by g4_ and sent as JSON
         AfterCall,    // the call object closed: separators and the close marker
         Done,         // not parallel: the one call is complete; the rest is dropped
     };
@@ -89,6 +91,8 @@ class ToolCallStream {
     struct HeadCursor;  // reads a call's head (tool_call_stream.cpp)
     bool json_head(HeadCursor& h, std::string& name, bool& no_arguments) const;
     bool harmony_head(HeadCursor& h, std::string& name) const;
+    bool gemma4_head(HeadCursor& h, std::string& name) const;
+    bool gemma4_state();
     bool failed_block_state();
     bool object_state();
     bool after_call_state();
@@ -118,6 +122,7 @@ class ToolCallStream {
     int depth_ = 0;
     bool in_str_ = false, esc_ = false;
     std::string lit_;  // Key / Literal / String escape bytes
+    Gemma4ArgsReader g4_;
     int n_calls_ = 0;
     bool truncated_ = false;
     std::vector<ToolStreamPiece> out_;

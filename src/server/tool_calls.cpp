@@ -83,6 +83,8 @@ ApiResult<ToolsRequest> parse_tools(const json* tools, const json* choice) {
 
 ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
     const ToolFormatSpec& spec = tool_format_spec(f);
+    const SchemaSyntax syntax =
+        spec.head == CallHead::Gemma4 ? SchemaSyntax::Gemma4 : SchemaSyntax::Json;
     std::string rules, calls;
     for (size_t i = 0; i < t.tools.size(); ++i) {
         const json& fn = t.tools[i]["function"];
@@ -90,10 +92,12 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
         if (t.choice == ToolChoice::Named && name != t.named) continue;
         json params = fn.value("parameters", json::object());
         if (params.is_null()) params = json::object();
+        // Gemma 4's arguments are a dictionary (its call's head ends at the `{`).
+        if (syntax == SchemaSyntax::Gemma4 && params.empty()) params = {{"type", "object"}};
         const std::string p =
             path_join(path_join(path_index("tools", i), "function"), "parameters");
         const std::string args = "args" + std::to_string(i);
-        auto g = json_schema_rules(params, p, args, "t" + std::to_string(i) + "-");
+        auto g = json_schema_rules(params, p, args, "t" + std::to_string(i) + "-", syntax);
         if (!g.ok()) return g.error();
         rules += g.value();
         calls += (calls.empty() ? "" : " | ") + std::string("call") + std::to_string(i);
@@ -104,6 +108,11 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
                      gbnf_literal(std::string(spec.open) + "commentary to=functions." + name +
                                   " <|constrain|>json<|message|>") +
                      " " + args + "\n";
+            continue;
+        }
+        if (spec.head == CallHead::Gemma4) {  // `call:NAME{key:...}`, as Gemma 4 writes a call
+            rules += "call" + std::to_string(i) + " ::= " + gbnf_literal("call:" + name) + " " +
+                     args + "\n";
             continue;
         }
         rules += "call" + std::to_string(i) + " ::= \"{\" ws " + gbnf_literal("\"name\"") +
@@ -118,10 +127,13 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
     root += "\nblock ::= ";
     if (spec.open.empty() || spec.head == CallHead::Harmony)
         root += "call\n";
+    else if (spec.head == CallHead::Gemma4)  // blocks back to back, no newlines
+        root += gbnf_literal(std::string(spec.open)) + " call " +
+                gbnf_literal(std::string(spec.close)) + "\n";
     else
         root += gbnf_literal(std::string(spec.open) + "\n") + " call " +
                 gbnf_literal("\n" + std::string(spec.close)) + "\n";
-    return root + "call ::= " + calls + "\n" + rules + json_primitives_gbnf();
+    return root + "call ::= " + calls + "\n" + rules + json_primitives_gbnf(syntax);
 }
 
 chat::Value json_to_template_value(const json& j) {
@@ -166,6 +178,66 @@ chat::Value tool_calls_value(const json& calls) {
         }
     }
     return json_to_template_value(c);
+}
+
+namespace {
+
+const chat::Value* extra_of(const chat::Message& m, std::string_view key) {
+    for (const auto& [k, v] : m.extra)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+bool has_calls(const chat::Message& m) {
+    const chat::Value* tc = extra_of(m, "tool_calls");
+    return m.role == "assistant" && tc && tc->is_list() && !tc->list_data().items.empty();
+}
+
+// The function name of call `i` of a tool_calls value ("" when there is none).
+std::string call_name(const chat::Value& calls, size_t i) {
+    const auto& items = calls.list_data().items;
+    if (i >= items.size() || !items[i].is_dict()) return "";
+    const chat::Value* fn = items[i].dict_data().find("function");
+    if (!fn || !fn->is_dict()) return "";
+    const chat::Value* name = fn->dict_data().find("name");
+    return name && name->is_string() ? name->str() : "";
+}
+
+}  // namespace
+
+std::vector<chat::Message> fold_tool_turns(const std::vector<chat::Message>& messages) {
+    std::vector<chat::Message> out;
+    for (size_t i = 0; i < messages.size();) {
+        const chat::Message& m = messages[i];
+        if (!has_calls(m)) {
+            out.push_back(m);
+            ++i;
+            continue;
+        }
+        const chat::Value& calls = *extra_of(m, "tool_calls");
+        chat::Message turn("assistant", "");
+        turn.extra.emplace_back("tool_calls", calls);
+        std::vector<chat::Value> responses;
+        for (++i; i < messages.size() && messages[i].role == "tool"; ++i) {
+            const chat::Message& t = messages[i];
+            std::string name = call_name(calls, responses.size());
+            if (const chat::Value* id = extra_of(t, "tool_call_id"); name.empty() && id)
+                name = id->str();
+            const json parsed = json::parse(t.content, nullptr, false);
+            chat::Value response = parsed.is_discarded() ? chat::Value::data_string(t.content)
+                                                         : json_to_template_value(parsed);
+            responses.push_back(
+                chat::Value::dict({{chat::Value::string("name"), chat::Value::data_string(name)},
+                                   {chat::Value::string("response"), response}}));
+        }
+        if (!responses.empty())
+            turn.extra.emplace_back("tool_responses", chat::Value::list(std::move(responses)));
+        if (i < messages.size() && messages[i].role == "assistant" && !has_calls(messages[i]) &&
+            !messages[i].content.empty())
+            turn.content = messages[i++].content;
+        out.push_back(std::move(turn));
+    }
+    return out;
 }
 
 ParsedReply parse_tool_calls(const std::string& text, ToolFormat f,

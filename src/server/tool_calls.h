@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "chat/value.h"
 #include "server/api_error.h"
 #include "server/tool_format.h"
@@ -56,6 +57,16 @@ chat::Value json_to_template_value(const nlohmann::json& j);
 /// An OpenAI assistant message's "tool_calls" as the template sees them: each call's
 /// function.arguments JSON text parsed into an object (as transformers' templates expect).
 chat::Value tool_calls_value(const nlohmann::json& calls);
+
+/// For a format whose template takes tool results inside the model's turn (fold_tool_turns in
+/// tool_format.h: Gemma 4), the conversation rewritten as llama.cpp's
+/// convert_tool_responses_gemma4 does: an assistant message with tool_calls, the `tool` messages
+/// right after it and a next assistant message with content and no calls become one assistant
+/// message with that message's `tool_calls`, `tool_responses` (one {"name", "response"} per tool
+/// message: the name of the call at the same position, else the message's tool_call_id; the
+/// response its content parsed as JSON, else the text) and the later message's content (the
+/// first one's own content is dropped, as there). Other messages are kept as they are.
+std::vector<chat::Message> fold_tool_turns(const std::vector<chat::Message>& messages);
 
 /// The calls in a finished reply (names not among `names` are left as text; with `parallel`
 /// false, only the first call and the text before it): the whole text fed to a ToolCallStream

@@ -17,9 +17,11 @@
 //   Json:   bare `{"name": "f", "parameters": {...}}` objects ("arguments" accepted too) from
 //           the start of the reply, several separated by ";" or whitespace (Llama 3.x's JSON
 //           tool calling).
-// Not described: Gemma. Gemma 3's chat template has no tool format (its tools are prompted as
-// text and its replies stay content); Gemma 4's `<|tool_call>call:f{key:<|"|>v<|"|>}<tool_call|>`
-// (not JSON) is not read yet.
+//   Gemma4: `<|tool_call>call:f{key:<|"|>v<|"|>,n:5}<tool_call|>`, one block per call, back to
+//           back; the arguments in Gemma 4's dictionary syntax (gemma4_args.h), sent as JSON.
+//           Detected by `<|tool_call>call:` in the template (as llama.cpp detects it).
+// Not described: Gemma 3, whose chat template has no tool format (its tools are prompted as
+// text and its replies stay content).
 #pragma once
 
 #include <span>
@@ -28,18 +30,19 @@
 
 namespace zinc::server {
 
-enum class ToolFormat { Hermes, Harmony, Json };
+enum class ToolFormat { Gemma4, Hermes, Harmony, Json };
 
 /// How a call's head (what names the tool, before the arguments) is written.
 enum class CallHead {
     JsonObject,  // `{"name": "f", "arguments": ` (or "parameters"), the call a JSON object
     Harmony,     // `[<|start|>assistant[ to=functions.f]]<|channel|>commentary|analysis
                  // [ to=functions.f][ <|constrain|>][json]<|message|>`, the arguments after it
+    Gemma4,      // `call:f` right before the arguments' `{` (after the open marker)
 };
 
 struct ToolFormatSpec {
     ToolFormat format;
-    std::string_view name;  // "hermes", "harmony", "json": for messages and docs
+    std::string_view name;  // "gemma4", "hermes", "harmony", "json": for messages and docs
     /// Text whose presence in a chat template's source selects this format; empty: the
     /// fallback (the last descriptor).
     std::string_view detect;
@@ -57,8 +60,20 @@ struct ToolFormatSpec {
     /// The key the arguments object is written under in the forced-call grammar. The parsers
     /// read both "arguments" and "parameters".
     std::string_view arguments_key;
-    /// What the forced-call grammar writes between two calls (a GBNF fragment); "": one call
-    /// a turn (the format's call ends the generation).
+    /// Not "": a template of this format that lacks this text takes a call's results inside
+    /// the assistant turn that made it (`tool_responses`, older Gemma 4 templates), not as
+    /// `tool` messages, so fold_tool_turns (tool_calls.h) runs first; the official Gemma 4
+    /// template has it ("{#- OpenAI Chat Completions:") and reads `tool` messages itself. As
+    /// llama.cpp decides (common/chat.cpp, common/parsers/gemma4.cpp).
+    std::string_view reads_tool_messages;
+    /// The format's markers are control tokens in its models' vocabularies (Gemma 4's
+    /// `<|tool_call>`, `<tool_call|>`, `<|channel>`, ...), whose text the detokenizer leaves out
+    /// unless asked: a request with tools gets every control token that does not end the
+    /// generation rendered in its replies (llama.cpp's server renders the format's preserved
+    /// tokens), so the calls can be read.
+    bool renders_control_tokens = false;
+    /// What the forced-call grammar writes between two calls (a GBNF fragment, `""` for
+    /// nothing); "": one call a turn (the format's call ends the generation).
     std::string_view grammar_separator;
 };
 
@@ -71,5 +86,8 @@ const ToolFormatSpec& tool_format_spec(ToolFormat f);
 /// The format a chat template writes calls in: the first descriptor whose `detect` text occurs
 /// in `template_source`, else the fallback.
 ToolFormat tool_format_for_template(std::string_view template_source);
+
+/// Whether a template's conversation must be folded first (reads_tool_messages above).
+bool template_folds_tool_turns(std::string_view template_source);
 
 }  // namespace zinc::server

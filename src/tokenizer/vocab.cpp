@@ -174,7 +174,10 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
     for (std::string_view name :
          {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
           "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]",
-          "[EOS]", "<|end_of_text|>", "<end_of_utterance>"}) {
+          "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
+          // Gemma 4: its turn's end, and the tool results' opener after a call (the client
+          // runs the tools), as llama.cpp's list has them.
+          "<eos>", "<turn|>", "<|tool_response>"}) {
         const TokenId t = vocab.find(name);
         if (t >= 0) {
             eog.insert(t);
@@ -206,6 +209,20 @@ std::vector<TokenId> resolve_specials(const VocabSpec& spec, bool is_spm, Vocab&
         if (end_id >= 0 && ((has_return && has_call) || (has_call && has_flush))) {
             eog.erase(end_id);
             vocab.set_attr(end_id, attr::kUserDefined);
+        }
+    }
+    // Gemma 4 (with <|tool_response>): "</s>" is a normal token there, not end-of-generation.
+    {
+        TokenId s_id = -1;
+        bool gemma4 = false;
+        for (TokenId t : eog) {
+            const auto s = vocab.text(t);
+            if (s == "<|tool_response>") gemma4 = true;
+            if (s == "</s>") s_id = t;
+        }
+        if (gemma4 && s_id >= 0) {
+            eog.erase(s_id);
+            vocab.set_attr(s_id, attr::kNormal);
         }
     }
     return {eog.begin(), eog.end()};

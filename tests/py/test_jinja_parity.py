@@ -9,8 +9,10 @@ bos_token, eos_token, plus enable_thinking when set).
 
 Templates: SmolLM2's real template (read from its GGUF with the gguf package), Qwen2.5-Coder's
 (read by llama.cpp; tests/py/test_qwen_real.py adds tool-call conversations), the ChatML fallback
-(what zinc uses for a GGUF without a template, e.g. Gemma 3's file), and the templates written
-for these tests in tests/data/jinja/*.jinja. Every template is rendered over every conversation
+(what zinc uses for a GGUF without a template, e.g. Gemma 3's file), and the templates in
+tests/data/jinja/*.jinja: written for these tests, and Gemma 4's real ones (gemma4.jinja and
+gemma4-interleaved.jinja, llama.cpp's models/templates/google-gemma-4-31B-it*.jinja as vendored by
+llama-cpp-python 0.3.36). Every template is rendered over every conversation
 in tests/data/jinja/conversations.json with several variable sets; outputs must be
 byte-identical, and where jinja2 raises, zinc must fail too (with the same raise_exception text).
 

@@ -199,6 +199,51 @@ def test_parallel_tool_calls_false_is_one_call(client, tool_choice):
         (t.function.name, t.function.arguments) for t in c.message.tool_calls or []]
 
 
+# A conversation after which greedy Qwen2.5-Coder-0.5B writes call after call (bare objects, one
+# a line) until max_tokens: with parallel_tool_calls false the reply is cut after the first.
+CONTINUES = [
+    {"role": "user", "content": "Weather and time in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "c"})}},
+        {"id": "call_2", "type": "function", "function": {
+            "name": "get_time", "arguments": json.dumps({"tz": "Europe/Paris"})}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 21}"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "12:00"},
+    {"role": "assistant", "content": "21 C and 12:00."},
+    {"role": "user", "content": "Now the same for Rome."}]
+
+
+def test_parallel_tool_calls_false_usage_is_the_tokens_generated(client):
+    # Streamed and whole report the same completion_tokens: the tokens generated through the one
+    # that completes the first call (generation is stopped right there, token by token, however
+    # the engine's events are polled), which are exactly the tokens the logprobs list.
+    kw = dict(tools=TOOLS, temperature=0, max_tokens=120, messages=CONTINUES)
+    free = client.chat.completions.create(model=MODEL_ID, **kw)
+    assert len(free.choices[0].message.tool_calls) > 1, free  # the model goes on
+    kw["parallel_tool_calls"] = False
+    whole = client.chat.completions.create(model=MODEL_ID, logprobs=True, **kw)
+    usage, n_streamed = None, 0
+    for ch in client.chat.completions.create(model=MODEL_ID, stream=True, logprobs=True,
+                                             stream_options={"include_usage": True}, **kw):
+        usage = ch.usage or usage
+        if ch.choices and ch.choices[0].logprobs:
+            n_streamed += len(ch.choices[0].logprobs.content)
+    n = whole.usage.completion_tokens
+    assert usage.completion_tokens == n == n_streamed
+    assert n < free.usage.completion_tokens
+    tokens = [bytes(e.bytes) for e in whole.choices[0].logprobs.content]
+    assert len(tokens) == n
+    raw = b"".join(tokens).decode()
+    # The first call object ends in the last token, not before it.
+    start = raw.index("{")
+    _, end = json.JSONDecoder().raw_decode(raw, start)
+    assert len(raw) - len(tokens[-1].decode()) < end <= len(raw), (raw, end)
+    c = whole.choices[0]
+    check_calls(c, {"get_weather", "get_time"})
+    assert len(c.message.tool_calls) == 1
+
+
 def test_streamed_tool_calls_validate(client):
     content, calls, finish = stream_reply(
         client, tools=TOOLS, tool_choice="required", temperature=0, max_tokens=120,

@@ -563,7 +563,7 @@ TEST(HybridEngine, EmbeddingsRefused) {
     o.n_threads = 1;
     auto e = ze::Engine::create(*tiny().model, o);
     ASSERT_TRUE(e.ok()) << e.error().message;
-    auto r = e.value()->submit_embedding({{1, 2, 3}, zinc::model::Pooling::Mean},
+    auto r = e.value()->submit_embedding({{1, 2, 3}, zinc::model::Pooling::Mean, ""},
                                          [](ze::EmbeddingResult) {});
     ASSERT_TRUE(std::holds_alternative<ze::SubmitError>(r));
     EXPECT_EQ(std::get<ze::SubmitError>(r).kind, ze::SubmitErrorKind::InvalidRequest);

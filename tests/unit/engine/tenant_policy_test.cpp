@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -294,6 +295,43 @@ TEST(TenantPolicy, PrefillTokenBucket) {
         sim.step();
     }
     EXPECT_LE(sim.served["a"], static_cast<int64_t>(100 * now + 100 + 2));
+}
+
+// Embedding rows (engine/embedding_step.h) draw on the same prefill bucket and count as the
+// tenant's served prefill rows and virtual counter; a tenant without a rate is not limited.
+TEST(TenantPolicy, EmbeddingRowsAreThePrefillBuckets) {
+    double now = 0;
+    ze::TenantSchedSpec a = spec("a");
+    a.prefill_tokens_per_s = 100;
+    a.burst_s = 1;
+    ze::TenantPolicy pol({a, spec("b")}, 16, [&] { return now; });
+    pol.on_step_begin();
+    EXPECT_EQ(pol.embedding_allowance("a"), 100);
+    EXPECT_EQ(pol.embedding_allowance("b"), std::numeric_limits<int32_t>::max());
+    pol.on_embedding_served("a", 70);
+    pol.on_embedding_served("b", 500);
+    EXPECT_EQ(pol.embedding_allowance("a"), 30);
+    pol.on_embedding_served("a", 30);
+    EXPECT_EQ(pol.embedding_allowance("a"), 0);  // held back until it refills
+    now = 0.25;
+    pol.on_step_begin();
+    EXPECT_EQ(pol.embedding_allowance("a"), 25);
+    // A prompt of the same tenant sees the same bucket.
+    Sim sim(pol, 4, 512);
+    ze::Sequence* x = sim.add("a", 400, 2);
+    const ze::StepPlan p = sim.step();
+    ASSERT_EQ(p.seqs.size(), 1u);
+    EXPECT_EQ(p.seqs[0].seq, x);
+    EXPECT_EQ(p.seqs[0].n_tokens, 25);
+    uint64_t rows_a = 0, rows_b = 0;
+    double vtc_a = 0;
+    for (const auto& st : pol.snapshot()) {
+        if (st.id == "a") rows_a = st.prefill_rows, vtc_a = st.vtc;
+        if (st.id == "b") rows_b = st.prefill_rows;
+    }
+    EXPECT_EQ(rows_a, 125u);  // 100 embedding rows + 25 prompt rows
+    EXPECT_EQ(rows_b, 500u);
+    EXPECT_DOUBLE_EQ(vtc_a, 125.0);
 }
 
 TEST(TenantPolicy, DecodeTokenBucket) {

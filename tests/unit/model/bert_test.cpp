@@ -316,7 +316,7 @@ TEST(Bert, EngineComputesEmbeddingsAndRefusesGeneration) {
     std::vector<std::promise<ze::EmbeddingResult>> done(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
         auto r = e.submit_embedding(
-            {inputs[i], zm::Pooling::Mean},
+            {inputs[i], zm::Pooling::Mean, ""},
             [&done, i](ze::EmbeddingResult res) { done[i].set_value(std::move(res)); });
         ASSERT_TRUE(std::holds_alternative<ze::RequestId>(r));
     }
@@ -337,8 +337,8 @@ TEST(Bert, EngineComputesEmbeddingsAndRefusesGeneration) {
     }
     // Refusals: empty, an id out of range, longer than one step (bidirectional), than n_ctx.
     auto refused = [&](std::vector<int32_t> toks) {
-        auto r =
-            e.submit_embedding({std::move(toks), zm::Pooling::Mean}, [](ze::EmbeddingResult) {});
+        auto r = e.submit_embedding({std::move(toks), zm::Pooling::Mean, ""},
+                                    [](ze::EmbeddingResult) {});
         EXPECT_TRUE(std::holds_alternative<ze::SubmitError>(r));
         return std::holds_alternative<ze::SubmitError>(r) ? std::get<ze::SubmitError>(r)
                                                           : ze::SubmitError{};

@@ -1,5 +1,6 @@
 // tests/unit/server/fake_engine.h — a test-only Engine for the server's unit tests: no model, a
-// step thread that emits a scripted reply (token ids given by the test) one token per step, with
+// step thread that emits a scripted reply (token ids given by the test) one token per step (or
+// Options::tokens_per_step), with
 // the real Engine's contract for submit refusals, cancel, finish reasons, usage and stats.
 // KV accounting is simulated: a running request holds ceil(len / 16) blocks of a fixed pool.
 #pragma once
@@ -26,6 +27,7 @@ class FakeEngine : public engine::Engine {
         int max_queue = 8;
         int n_blocks = 64;
         std::chrono::microseconds step{1000};
+        int tokens_per_step = 1;  // tokens of one event (several: as a speculative step sends)
     };
 
     explicit FakeEngine(Options o) : o_(std::move(o)) {
@@ -40,7 +42,8 @@ class FakeEngine : public engine::Engine {
     std::variant<engine::RequestId, engine::SubmitError> submit(engine::RequestParams p,
                                                                 engine::EventSink sink) override {
         std::lock_guard<std::mutex> lk(mu_);
-        if (stopping_) return engine::SubmitError{engine::SubmitErrorKind::ShuttingDown, "stopping"};
+        if (stopping_)
+            return engine::SubmitError{engine::SubmitErrorKind::ShuttingDown, "stopping"};
         if (p.prompt.empty() || p.max_tokens < 1)
             return engine::SubmitError{engine::SubmitErrorKind::InvalidRequest, "bad request"};
         if (static_cast<int>(p.prompt.size()) + p.max_tokens > o_.n_ctx)
@@ -162,15 +165,20 @@ class FakeEngine : public engine::Engine {
                     continue;
                 }
                 engine::Event ev;
-                engine::GeneratedToken t;
-                t.id = o_.reply[static_cast<size_t>(r.generated)];
-                if (r.params.top_logprobs >= 0) {
-                    t.logprob = -0.25f;
-                    for (int k = 0; k < r.params.top_logprobs; ++k)
-                        t.top.push_back({t.id + k, -0.25f - k});
+                for (int n = 0; n < o_.tokens_per_step; ++n) {
+                    engine::GeneratedToken t;
+                    t.id = o_.reply[static_cast<size_t>(r.generated)];
+                    if (r.params.top_logprobs >= 0) {
+                        t.logprob = -0.25f;
+                        for (int k = 0; k < r.params.top_logprobs; ++k)
+                            t.top.push_back({t.id + k, -0.25f - k});
+                    }
+                    ev.tokens.push_back(t);
+                    ++r.generated;
+                    if (r.generated >= static_cast<int32_t>(o_.reply.size()) ||
+                        r.generated >= r.params.max_tokens)
+                        break;
                 }
-                ev.tokens.push_back(t);
-                ++r.generated;
                 ev.usage.prompt_tokens = static_cast<int32_t>(r.params.prompt.size());
                 ev.usage.completion_tokens = r.generated;
                 if (r.generated >= r.params.max_tokens) {

@@ -9,9 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <chrono>
 #include <thread>
 
 #include "chat/chat_template.h"
@@ -75,11 +75,13 @@ class HttpServerTest : public ::testing::Test {
             if (!text.ok()) return text.error();
             return tok.encode(text.value(), false, true);
         };
-        if (hermes_tools_) {  // tools accepted (not rendered: the reply is scripted anyway)
+        if (hermes_tools_ || !tools_template_.empty()) {
+            // tools accepted (not rendered: the reply is scripted anyway)
             sm.render_chat_tools = [r = sm.render_chat](
                                        const std::vector<chat::Message>& msgs, const chat::Value&,
                                        const server::ChatRenderOptions& o) { return r(msgs, o); };
-            sm.chat_template_source = "{% if tools %}<tool_call>{% endif %}";
+            sm.chat_template_source =
+                tools_template_.empty() ? "{% if tools %}<tool_call>{% endif %}" : tools_template_;
         }
         so.host = "127.0.0.1";
         so.port = 0;
@@ -129,7 +131,8 @@ class HttpServerTest : public ::testing::Test {
         }
     }
 
-    bool hermes_tools_ = false;  // start(): a Hermes tool-calling template
+    bool hermes_tools_ = false;   // start(): a Hermes tool-calling template
+    std::string tools_template_;  // start(): this tool-calling template's source instead
     std::unique_ptr<test::FakeEngine> engine_;
     std::unique_ptr<server::HttpServer> server_;
     std::unique_ptr<httplib::Client> client_;
@@ -292,10 +295,12 @@ TEST_F(HttpServerTest, ParallelToolCallsFalseStopsAfterTheFirstCall) {
     const std::string first =
         "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
         "\"Zürich\"}}";
-    std::string rest = "\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
-                       "{\"tz\": \"CET\"}}\n</tool_call>";
+    std::string rest =
+        "\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
+        "{\"tz\": \"CET\"}}\n</tool_call>";
     for (int i = 0; i < 6; ++i) rest += " More text after the calls.";
     eo.reply = model().tok->encode(first + rest, false, false);
+    eo.tokens_per_step = 4;  // the call ends inside an event: the tokens after it are not counted
     const auto n_reply = static_cast<int64_t>(eo.reply.size());
     start(eo);
     json tools = json::array();
@@ -313,20 +318,34 @@ TEST_F(HttpServerTest, ParallelToolCallsFalseStopsAfterTheFirstCall) {
     EXPECT_EQ(m["message"]["tool_calls"][0]["function"]["name"], "get_weather");
     EXPECT_EQ(m["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Zürich\"}");
     EXPECT_LT(j["usage"]["completion_tokens"].get<int64_t>(), n_reply / 2);
+    // Exactly the tokens through the one that completes the call (the fake engine sends four an
+    // event, and a poll may hold several events: counting must not depend on that).
+    int64_t through_call = 0;
+    while (model()
+               .tok->decode(std::vector<int32_t>(eo.reply.begin(), eo.reply.begin() + through_call))
+               .size() < first.size())
+        ++through_call;
+    EXPECT_NE(through_call % eo.tokens_per_step, 0) << "the call must end inside an event";
+    EXPECT_EQ(j["usage"]["completion_tokens"], through_call);
     for (int i = 0; i < 100 && engine_->n_cancelled() < 1; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(engine_->n_cancelled(), 1u);
 
     json sb = body;
     sb["stream"] = true;
+    sb["stream_options"] = {{"include_usage", true}};
     auto s = post("/v1/chat/completions", sb);
     ASSERT_TRUE(s);
     ASSERT_EQ(s->status, 200);
     std::string content, finish, name, args;
     int n_calls = 0;
+    json usage;
     for (const auto& d : sse_data(s->body)) {
         if (d == "[DONE]") break;
-        const json c = json::parse(d)["choices"][0];
+        const json chunk = json::parse(d);
+        if (chunk["usage"].is_object()) usage = chunk["usage"];
+        if (chunk["choices"].empty()) continue;
+        const json c = chunk["choices"][0];
         if (c["finish_reason"].is_string()) finish = c["finish_reason"];
         const json& delta = c["delta"];
         if (delta.contains("content")) content += delta["content"].get<std::string>();
@@ -342,9 +361,47 @@ TEST_F(HttpServerTest, ParallelToolCallsFalseStopsAfterTheFirstCall) {
     EXPECT_EQ(n_calls, 1);
     EXPECT_EQ(name, "get_weather");
     EXPECT_EQ(args, "{\"city\": \"Zürich\"}");
+    EXPECT_EQ(usage["completion_tokens"], through_call);  // as the whole response's
     for (int i = 0; i < 100 && engine_->n_cancelled() < 2; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(engine_->n_cancelled(), 2u);
+}
+
+// Gemma 4's call markers are control tokens in its vocabulary, which replies leave out: with its
+// format and tools, control tokens that do not end the generation are rendered (else the calls
+// could not be read); without tools, or with another format, they stay out. SmolLM2's
+// <|im_start|> (control, not end-of-generation) stands in for <|tool_call>.
+TEST_F(HttpServerTest, Gemma4FormatRendersControlTokensInToolReplies) {
+    const tokenizer::Tokenizer& tok = *model().tok;
+    const std::vector<int32_t> marker = tok.encode("<|im_start|>", false, true);
+    ASSERT_EQ(marker.size(), 1u);
+    ASSERT_FALSE(tok.is_eog(marker[0]));
+    test::FakeEngine::Options eo;
+    eo.reply = tok.encode("Done", false, false);
+    eo.reply.push_back(marker[0]);
+    for (int32_t t : tok.encode(" ok", false, false)) eo.reply.push_back(t);
+    tools_template_ = "{{- '<|tool_call>call:' + name + '{' -}}";
+    start(eo);
+    const json tools = json::array({{{"type", "function"}, {"function", {{"name", "get_time"}}}}});
+    auto content_of = [&](const json& body) {
+        auto r = post("/v1/chat/completions", body);
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+        return r ? json::parse(r->body)["choices"][0]["message"]["content"] : json();
+    };
+    EXPECT_EQ(content_of(chat({{"tools", tools}})), "Done<|im_start|> ok");
+    EXPECT_EQ(content_of(chat()), "Done ok");
+    EXPECT_EQ(content_of(chat({{"tools", tools}, {"tool_choice", "none"}})), "Done ok");
+    // Streamed alike.
+    auto s = post("/v1/chat/completions", chat({{"tools", tools}, {"stream", true}}));
+    ASSERT_TRUE(s);
+    std::string streamed;
+    for (const auto& d : sse_data(s->body)) {
+        if (d == "[DONE]") break;
+        const json c = json::parse(d)["choices"][0]["delta"];
+        if (c.contains("content") && c["content"].is_string())
+            streamed += c["content"].get<std::string>();
+    }
+    EXPECT_EQ(streamed, "Done<|im_start|> ok");
 }
 
 TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {
@@ -361,9 +418,9 @@ TEST_F(HttpServerTest, StopStringCancelsTheEngineRequest) {
 
 TEST_F(HttpServerTest, CompletionsNLogprobsAndSeeds) {
     start();
-    auto r = post("/v1/completions",
-                  json{{"prompt", {"a", "b"}}, {"n", 2}, {"seed", 7}, {"logprobs", 2},
-                       {"max_tokens", 4}});
+    auto r = post(
+        "/v1/completions",
+        json{{"prompt", {"a", "b"}}, {"n", 2}, {"seed", 7}, {"logprobs", 2}, {"max_tokens", 4}});
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     json j = json::parse(r->body);
@@ -386,8 +443,8 @@ TEST_F(HttpServerTest, CompletionsNLogprobsAndSeeds) {
     EXPECT_EQ(subs[0].top_logprobs, 2);
     EXPECT_EQ(j["usage"]["completion_tokens"], 16);
 
-    auto c = post("/v1/chat/completions", chat({{"logprobs", true}, {"top_logprobs", 3},
-                                                {"max_tokens", 2}}));
+    auto c = post("/v1/chat/completions",
+                  chat({{"logprobs", true}, {"top_logprobs", 3}, {"max_tokens", 2}}));
     json cj = json::parse(c->body);
     const json& content = cj["choices"][0]["logprobs"]["content"];
     ASSERT_EQ(content.size(), 2u);
@@ -400,12 +457,14 @@ TEST_F(HttpServerTest, BadRequestsGetCleanErrorsAndTheServerKeepsServing) {
     server::ServerOptions so;
     so.max_body_bytes = 1 << 20;
     start({}, so);
-    expect_error(client_->Post("/v1/chat/completions", "{\"messages\": [", "application/json"), 400);
+    expect_error(client_->Post("/v1/chat/completions", "{\"messages\": [", "application/json"),
+                 400);
     expect_error(post("/v1/chat/completions", chat({{"temperature", "x"}})), 400, "temperature");
-    expect_error(post("/v1/chat/completions", chat({{"messages", json::array()}})), 400, "messages");
-    expect_error(post("/v1/chat/completions",
-                      chat({{"messages", {{{"role", "robot"}, {"content", "x"}}}}})),
-                 400, "messages[0].role");
+    expect_error(post("/v1/chat/completions", chat({{"messages", json::array()}})), 400,
+                 "messages");
+    expect_error(
+        post("/v1/chat/completions", chat({{"messages", {{{"role", "robot"}, {"content", "x"}}}}})),
+        400, "messages[0].role");
     // (another model's name is served by the loaded one unless strict_model; "" never is)
     expect_error(post("/v1/chat/completions", chat({{"model", ""}})), 404, "model");
     expect_error(post("/v1/completions", json{{"prompt", {1, 999999}}}), 400, "prompt[1]");
@@ -481,9 +540,10 @@ TEST_F(HttpServerTest, ClientDisconnectMidStreamCancels) {
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
         const std::string body = chat({{"stream", true}, {"max_tokens", 900}}).dump();
-        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                "application/json\r\nContent-Length: " +
-                                std::to_string(body.size()) + "\r\n\r\n" + body;
+        const std::string req =
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            "application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body;
         ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
         std::string got;
         char buf[4096];

@@ -106,6 +106,24 @@ TEST(BpeTokenizer, SpecialTokens) {
     EXPECT_TRUE(tok->eot() == 261 || tok->eot() == 263);
 }
 
+TEST(BpeTokenizer, Gemma4TurnAndToolResponseEndGeneration) {
+    // Gemma 4 ends a turn with <turn|> and, after a tool call, starts the results with
+    // <|tool_response>: both end generation, as in llama.cpp's list (its eos is <eos>).
+    auto o = tiny_bpe();
+    o.add("<turn|>", TokenType::CONTROL);           // 264
+    o.add("<|tool_response>", TokenType::CONTROL);  // 265
+    o.add("<|tool_call>", TokenType::CONTROL);      // 266
+    o.add("</s>", TokenType::CONTROL);              // 267: a normal token in Gemma 4
+    auto tok = std::move(o.build()).value();
+    EXPECT_TRUE(tok->is_eog(264));
+    EXPECT_TRUE(tok->is_eog(265));
+    EXPECT_FALSE(tok->is_eog(266));
+    EXPECT_FALSE(tok->is_eog(267));
+    auto other = tiny_bpe();                // elsewhere "</s>" ends generation
+    other.add("</s>", TokenType::CONTROL);  // 264
+    EXPECT_TRUE(std::move(other.build()).value()->is_eog(264));
+}
+
 TEST(BpeTokenizer, AddSpecialFollowsMetadata) {
     auto o = tiny_bpe();
     o.spec.add_bos = true;
