@@ -29,6 +29,9 @@ Qwen3NextModel, _LinearAttentionVReorderBase, _Qwen35MtpMixin and GptOssModel co
     ffn_up_exps (E, F, H); its bias likewise; down_proj (E, F, H) was transposed to
     ffn_down_exps (E, H, F). sinks are attn_sinks.weight, the router ffn_gate_inp. No Q/K
     permutation anywhere (all three use NEOX RoPE).
+    YaRN: the GGUF has no `truncate`; the config gets the published gpt-oss value (false: the
+    correction range not rounded), or with --yarn-truncate true (rounded outward, as llama.cpp's
+    ggml_rope_yarn_corr_dims and zinc do: docs/models.md, "Found").
 
 Reading: the `gguf` package when importable (its numpy dequantization of every type), else the
 minimal reader below (F32, F16, BF16, Q8_0, MXFP4: what `zinc synth --type f32|bf16|q8_0` writes,
@@ -223,7 +226,7 @@ def _qwen35(g, md, arch, yarn_truncate):
         "linear_num_key_heads": n_k, "linear_num_value_heads": n_v,
         "layer_types": ["linear_attention" if (i + 1) % interval else "full_attention"
                         for i in range(n_layer)],
-        "torch_dtype": "float32",
+        "dtype": "float32",
     }
     if n_nextn:
         cfg["mtp_num_hidden_layers"] = n_nextn
@@ -334,7 +337,7 @@ def _gpt_oss(g, md, arch, yarn_truncate):
         "max_position_embeddings": int(_key(md, arch, "context_length")),
         "rms_norm_eps": float(_key(md, arch, "attention.layer_norm_rms_epsilon")),
         "rope_parameters": rope, "tie_word_embeddings": tied, "attention_bias": True,
-        "hidden_act": "silu", "torch_dtype": "float32",
+        "hidden_act": "silu", "dtype": "float32",
     }
 
     def interleave(gt, up):  # (E, F, H) x2 -> (E, H, 2F), gate at even, up at odd columns
