@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -226,3 +227,23 @@ def compare(tmp, preset, yarn_truncate):
     assert worst <= LOGIT_TOL, f"{preset}: prompt logits off by {worst:.2e} of the scale"
     assert worst_forced <= LOGIT_TOL, f"{preset}: decode logits off by {worst_forced:.2e}"
     assert agree >= AGREE_MIN * steps, f"{preset}: {agree}/{steps} steps agree"
+
+
+@pytest.mark.optional_oracle
+@pytest.mark.parametrize("preset,typ,extra", [("qwen35moe-tiny", "f32", []),
+                                              ("gpt-oss-tiny", "q8_0", ["--yarn-truncate"])])
+def test_gpu_script_runs_on_cpu(tmp, preset, typ, extra):
+    # scripts/hf-oracle-gpu.py with --device cpu: its own reader (MXFP4 and Q8_0 for the gpt-oss
+    # file), the in-memory model build, imposed routing and its PASS line
+    hf_modules()
+    need(TOOL)
+    path = synth(tmp, preset, typ)
+    r = subprocess.run([sys.executable,
+                        os.path.join(SRC, "scripts", "hf-oracle-gpu.py"), path, "--device", "cpu",
+                        "--threads", "2", "--prompts", "7,40", "--steps", "16",
+                        "--logits-tool", TOOL] + extra, capture_output=True, text=True,
+                       timeout=900)
+    line = [x for x in r.stdout.splitlines() if x.startswith("hf-oracle: ")]
+    print("PRINT", line)
+    assert r.returncode == 0 and line and line[0].startswith("hf-oracle: PASS"), \
+        r.stdout + r.stderr[-2000:]
