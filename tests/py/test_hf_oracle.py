@@ -122,9 +122,10 @@ def test_converter_refuses_what_it_cannot_convert(tmp):
     with pytest.raises(ValueError, match=r"architecture 'llama' not supported"):
         conv.convert_tensors(conv.open_gguf(synth(tmp, "llama-tiny", "q8_0"), "mini"))
     g = conv.open_gguf(synth(tmp, "qwen35-tiny", "q4_k_m"), "mini")
-    with pytest.raises(ValueError, match=r"token_embd.weight has ggml type 14, which the minimal reader does not"):
+    with pytest.raises(ValueError, match=r"token_embd.weight has ggml type 14, which the "
+                                         r"minimal reader does not"):
         dict(conv.convert_tensors(g)[1])
-    r = subprocess.run(["python3", os.path.join(SRC, "scripts", "gguf-to-hf.py"),
+    r = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "gguf-to-hf.py"),
                         os.path.join(tmp, "nope.gguf"), os.path.join(tmp, "out")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "nope.gguf" in r.stderr, r.stderr
