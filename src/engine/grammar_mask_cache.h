@@ -29,7 +29,7 @@ class GrammarMaskCache {
   public:
     struct Options {
         bool abstract_keys = true;     // false: key by the exact state
-        size_t max_bytes = 32u << 20;  // masks kept (oldest dropped first)
+        size_t max_bytes = 16u << 20;  // masks kept (oldest dropped first)
     };
     struct Stats {
         uint64_t hits = 0, misses = 0;  // bucket lookups
