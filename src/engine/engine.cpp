@@ -432,7 +432,8 @@ class EngineImpl : public Engine {
 
     // A grammar-constrained sample: the logits of tokens the grammar does not allow next are
     // -inf. Greedy requests first try the unmasked argmax (the same token when it is allowed,
-    // which it usually is) before computing the whole mask.
+    // which it usually is); otherwise the sampler applies the matcher's mask (cached per state,
+    // grammar_matcher.h) as it copies the logits.
     void on_grammar_logits(Sequence& s, std::span<const float> logits) {
         GrammarMatcher& g = *s.grammar;
         int32_t tok = -1;
@@ -440,48 +441,15 @@ class EngineImpl : public Engine {
             const int32_t t = s.sampler.sample(logits, s.tokens);
             if (g.allows(t)) tok = t;
         }
-        const SamplerOptions& so = s.sampler.options();
-        if (tok < 0 && so.temperature > 0.0f && so.top_k > 0 && so.repeat_penalty == 1.0f &&
-            so.presence_penalty == 0.0f && so.frequency_penalty == 0.0f) {
-            // Top-k after the mask keeps the k best allowed tokens: find them by checking
-            // candidates best-first (logit descending, id ascending: the sampler's order), so the
-            // whole vocabulary's mask is needed only when few tokens are allowed.
-            const auto k = static_cast<size_t>(so.top_k);
-            const size_t budget = std::min(logits.size(), std::max<size_t>(4 * k, 256));
-            order_.resize(logits.size());
-            for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int32_t>(i);
-            auto better = [&](int32_t a, int32_t b) {
-                const float la = logits[static_cast<size_t>(a)],
-                            lb = logits[static_cast<size_t>(b)];
-                return la != lb ? la > lb : a < b;
-            };
-            std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(budget),
-                              order_.end(), better);
-            masked_.assign(logits.size(), -std::numeric_limits<float>::infinity());
-            size_t found = 0;
-            for (size_t i = 0; i < budget && found < k; ++i) {
-                const auto id = static_cast<size_t>(order_[i]);
-                if (std::isnan(logits[id]) || !g.allows(order_[i])) continue;
-                masked_[id] = logits[id];
-                ++found;
-            }
-            if (found == k) tok = s.sampler.sample(masked_, s.tokens);
-        }
         if (tok < 0) {
-            const std::vector<uint8_t>& ok = g.allowed();
-            masked_.assign(logits.begin(), logits.end());
-            bool any = false;
-            for (size_t i = 0; i < masked_.size(); ++i) {
-                if (!ok[i]) masked_[i] = -std::numeric_limits<float>::infinity();
-                any = any || ok[i];
-            }
-            if (!any) {
+            const std::vector<uint64_t>& ok = g.allowed_bits();
+            if (std::all_of(ok.begin(), ok.end(), [](uint64_t w) { return w == 0; })) {
                 // Complete, and the vocabulary has no end-of-generation token to say so.
                 if (g.complete()) return finish(s, FinishReason::Eog);
                 return finish(s, FinishReason::Error,
                               "the grammar allows no token of the vocabulary at this point");
             }
-            tok = s.sampler.sample(masked_, s.tokens);
+            tok = s.sampler.sample(logits, s.tokens, ok);
         }
         if (!is_eog(tok) && !g.accept(tok))
             return finish(s, FinishReason::Error, "internal: a sampled token broke the grammar");
@@ -652,8 +620,6 @@ class EngineImpl : public Engine {
     bool device_sampling_ = false;                 // runner_->samples_on_device()
     std::vector<model::RowSampling> sample_rows_;  // the step's rows, forward_sample
     std::vector<model::SampledToken> sampled_;     // its results
-    std::vector<float> masked_;                    // a grammar request's masked logits
-    std::vector<int32_t> order_;                   // scratch: token ids, best logit first
     std::vector<uint64_t> step_rows_;              // rows per sequence of the step being attributed
     uint64_t last_step_index_ = 0;                 // StepRecord::index last attributed
     std::deque<EmbeddingJob> embed_jobs_;          // embedding requests being computed, in order

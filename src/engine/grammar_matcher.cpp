@@ -3,6 +3,7 @@
 #include "engine/grammar_matcher.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "util/check.h"
 
@@ -13,19 +14,35 @@ using ET = GrammarElemType;
 GrammarVocab::GrammarVocab(std::vector<std::string> p, std::vector<int32_t> e)
     : pieces(std::move(p)), eog(std::move(e)) {
     std::sort(eog.begin(), eog.end());
+    std::vector<int32_t> order;
+    size_t longest = 0;
     for (size_t i = 0; i < pieces.size(); ++i)
-        if (!pieces[i].empty() && !is_eog(static_cast<int32_t>(i)))
+        if (!pieces[i].empty() && !is_eog(static_cast<int32_t>(i))) {
             order.push_back(static_cast<int32_t>(i));
+            longest = std::max(longest, pieces[i].size());
+        }
     std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
         return pieces[static_cast<size_t>(a)] < pieces[static_cast<size_t>(b)];
     });
-    lcp.assign(order.size(), 0);
-    for (size_t k = 1; k < order.size(); ++k) {
-        const std::string& a = pieces[static_cast<size_t>(order[k - 1])];
-        const std::string& b = pieces[static_cast<size_t>(order[k])];
-        uint32_t n = 0;
-        while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-        lcp[k] = n;
+    for (uint32_t len = 8;; len *= 2) {
+        buckets.push_back(Bucket{len, {}, {}});
+        if (len >= longest) break;
+    }
+    for (int32_t id : order) {
+        const size_t n = pieces[static_cast<size_t>(id)].size();
+        size_t b = 0;
+        while (buckets[b].max_len < n) ++b;
+        buckets[b].order.push_back(id);
+    }
+    for (Bucket& b : buckets) {
+        b.lcp.assign(b.order.size(), 0);
+        for (size_t k = 1; k < b.order.size(); ++k) {
+            const std::string& x = pieces[static_cast<size_t>(b.order[k - 1])];
+            const std::string& y = pieces[static_cast<size_t>(b.order[k])];
+            uint32_t n = 0;
+            while (n < x.size() && n < y.size() && x[n] == y[n]) ++n;
+            b.lcp[k] = n;
+        }
     }
 }
 
@@ -81,8 +98,19 @@ bool match_range(const GrammarElem* pos, uint32_t lo, uint32_t hi) {
 
 }  // namespace
 
+std::shared_ptr<const GrammarConstraint> make_grammar_constraint(
+    Grammar g, std::shared_ptr<const GrammarVocab> vocab) {
+    auto c = std::make_shared<GrammarConstraint>();
+    c->grammar = std::make_shared<const Grammar>(std::move(g));
+    c->vocab = std::move(vocab);
+    c->masks = std::make_shared<GrammarMaskCache>(c->grammar, c->vocab->pieces.size());
+    return c;
+}
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const GrammarConstraint> c) : c_(std::move(c)) {
     ZINC_CHECK(c_ && c_->grammar && c_->vocab);
+    masks_ = c_->masks;
+    if (!masks_) masks_ = std::make_shared<GrammarMaskCache>(c_->grammar, c_->vocab->pieces.size());
     // The root's alternatives, each expanded to its first character sets.
     const std::vector<GrammarElem>& rule = c_->grammar->rules[c_->grammar->root];
     const GrammarElem* alt = rule.data();
@@ -96,7 +124,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const GrammarConstraint> c) : c_(
     }
 }
 
-void GrammarMatcher::expand(std::vector<const GrammarElem*>& stack, State& out) const {
+void GrammarMatcher::expand(GrammarStack& stack, State& out) const {
     if (stack.empty()) {
         if (std::find(out.stacks.begin(), out.stacks.end(), stack) == out.stacks.end())
             out.stacks.push_back(stack);
@@ -131,7 +159,7 @@ void GrammarMatcher::advance_char(const State& in, uint32_t cp, State& out) cons
     out.partial_bits = 0;
     out.partial_left = 0;
     out.partial_min = 0;
-    std::vector<const GrammarElem*> st;
+    GrammarStack st;
     for (const auto& s : in.stacks) {
         if (s.empty()) continue;
         const GrammarElem* next = nullptr;
@@ -227,67 +255,112 @@ bool GrammarMatcher::accept(int32_t id) {
     State out;
     if (!feed(state_, p, out)) return false;
     state_ = std::move(out);
-    mask_valid_ = false;
+    bits_valid_ = false;
+    bytes_valid_ = false;
     return true;
 }
 
-std::string GrammarMatcher::cache_key() const {
-    std::vector<std::vector<const GrammarElem*>> s = state_.stacks;
-    std::sort(s.begin(), s.end());
-    std::string k;
-    k.push_back(static_cast<char>(state_.partial_left));
-    k.append(reinterpret_cast<const char*>(&state_.partial_bits), sizeof(uint32_t));
-    k.append(reinterpret_cast<const char*>(&state_.partial_min), sizeof(uint32_t));
-    for (const auto& st : s) {
-        const auto n = static_cast<uint32_t>(st.size());
-        k.append(reinterpret_cast<const char*>(&n), sizeof n);
-        k.append(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(st[0]));
-    }
-    return k;
-}
+// One mask computation's interned states: states[i] and its 256 transitions trans[i * 256 + b]
+// (kUnknown until computed, kDead when the byte kills every stack).
+struct GrammarMatcher::Walk {
+    static constexpr int32_t kUnknown = -2, kDead = -1;
+    std::vector<State> states;
+    std::vector<int32_t> trans;
+    std::unordered_map<std::string, int32_t> ids;
+    std::string key;
 
-const std::vector<uint8_t>& GrammarMatcher::allowed() {
-    if (mask_valid_) return mask_;
-    const GrammarVocab& v = *c_->vocab;
-    const std::string key = cache_key();
-    if (auto it = cache_.find(key); it != cache_.end()) {
-        mask_ = it->second;
-        mask_valid_ = true;
-        return mask_;
+    int32_t intern(State&& s) {
+        // The exact state, stacks in their (deterministic) order: equal states reached in
+        // another order get two ids, which only costs a repeated step.
+        key.clear();
+        key.push_back(static_cast<char>(s.partial_left));
+        key.append(reinterpret_cast<const char*>(&s.partial_bits), sizeof s.partial_bits);
+        key.append(reinterpret_cast<const char*>(&s.partial_min), sizeof s.partial_min);
+        for (const auto& st : s.stacks) {
+            const auto n = static_cast<uint32_t>(st.size());
+            key.append(reinterpret_cast<const char*>(&n), sizeof n);
+            key.append(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(st[0]));
+        }
+        auto [it, fresh] = ids.emplace(key, static_cast<int32_t>(states.size()));
+        if (fresh) {
+            states.push_back(std::move(s));
+            trans.resize(states.size() * 256, kUnknown);
+        }
+        return it->second;
     }
-    mask_.assign(static_cast<size_t>(v.n_vocab()), 0);
-    // path[d]: the state after the first d bytes of the previous token in `order`.
-    std::vector<State> path;
+};
+
+void GrammarMatcher::walk(Walk& w, const GrammarVocab::Bucket& b,
+                          std::vector<uint64_t>& bits) const {
+    const GrammarVocab& v = *c_->vocab;
+    std::vector<int32_t> path;  // path[d]: the state after the first d bytes of the last token
     path.reserve(64);
-    path.push_back(state_);
-    const size_t n = v.order.size();
+    path.push_back(0);  // w.states[0] is state_
+    const size_t n = b.order.size();
     for (size_t k = 0; k < n; ++k) {
-        const auto id = static_cast<size_t>(v.order[k]);
+        const auto id = static_cast<size_t>(b.order[k]);
         const std::string& piece = v.pieces[id];
-        const size_t keep = std::min<size_t>(v.lcp[k], path.size() - 1);
+        const size_t keep = std::min<size_t>(b.lcp[k], path.size() - 1);
         path.resize(keep + 1);
         size_t dead_len = 0;
         for (size_t d = keep; d < piece.size(); ++d) {
-            State next;
-            if (!step_byte(path[d], static_cast<uint8_t>(piece[d]), next)) {
+            const auto byte = static_cast<uint8_t>(piece[d]);
+            const size_t ti = static_cast<size_t>(path[d]) * 256 + byte;
+            int32_t t = w.trans[ti];
+            if (t == Walk::kUnknown) {
+                State next;
+                t = step_byte(w.states[static_cast<size_t>(path[d])], byte, next)
+                        ? w.intern(std::move(next))
+                        : Walk::kDead;
+                w.trans[ti] = t;
+            }
+            if (t == Walk::kDead) {
                 dead_len = d + 1;
                 break;
             }
-            path.push_back(std::move(next));
+            path.push_back(t);
         }
         if (dead_len == 0) {
-            mask_[id] = 1;
+            bits[id >> 6] |= uint64_t{1} << (id & 63);
             continue;
         }
         // Every following token that shares the dead prefix is dead too.
-        while (k + 1 < n && v.lcp[k + 1] >= dead_len) ++k;
+        while (k + 1 < n && b.lcp[k + 1] >= dead_len) ++k;
+    }
+}
+
+const std::vector<uint64_t>& GrammarMatcher::allowed_bits() {
+    if (bits_valid_) return bits_;
+    const GrammarVocab& v = *c_->vocab;
+    bits_.assign(v.n_words(), 0);
+    std::unique_ptr<Walk> w;  // made on the first miss
+    for (size_t bi = 0; bi < v.buckets.size(); ++bi) {
+        const GrammarVocab::Bucket& b = v.buckets[bi];
+        if (b.order.empty()) continue;
+        masks_->key(state_, b.max_len, key_);
+        if (masks_->or_into(bi, key_, bits_)) continue;
+        if (!w) {
+            w = std::make_unique<Walk>();
+            w->intern(State(state_));
+        }
+        bucket_bits_.assign(v.n_words(), 0);
+        walk(*w, b, bucket_bits_);
+        masks_->insert(bi, key_, bucket_bits_);
+        for (size_t i = 0; i < bits_.size(); ++i) bits_[i] |= bucket_bits_[i];
     }
     if (complete())
-        for (int32_t e : v.eog) mask_[static_cast<size_t>(e)] = 1;
-    if (cache_.size() >= 256) cache_.clear();  // bounded: a grammar with many states
-    cache_.emplace(key, mask_);
-    mask_valid_ = true;
-    return mask_;
+        for (int32_t e : v.eog) bits_[static_cast<size_t>(e) >> 6] |= uint64_t{1} << (e & 63);
+    bits_valid_ = true;
+    return bits_;
+}
+
+const std::vector<uint8_t>& GrammarMatcher::allowed() {
+    if (bytes_valid_) return bytes_;
+    const std::vector<uint64_t>& bits = allowed_bits();
+    bytes_.assign(static_cast<size_t>(c_->vocab->n_vocab()), 0);
+    for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = (bits[i >> 6] >> (i & 63)) & 1u;
+    bytes_valid_ = true;
+    return bytes_;
 }
 
 }  // namespace zinc::engine

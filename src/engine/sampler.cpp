@@ -143,7 +143,13 @@ void Sampler::device_done(const model::SampledToken& t) {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-    return sample_impl(logits, history, true, nullptr);
+    return sample_impl(logits, history, {}, true, nullptr);
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed) {
+    ZINC_CHECK(allowed.size() == (logits.size() + 63) / 64);
+    return sample_impl(logits, history, allowed, true, nullptr);
 }
 
 double Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history,
@@ -151,18 +157,32 @@ double Sampler::distribution(std::span<const float> logits, std::span<const int3
     ZINC_CHECK(opts_.temperature > 0.0f);
     double z = 0.0;
     out.clear();
-    if (sample_impl(logits, history, false, &z) == 0) return 0.0;  // no finite logit
+    if (sample_impl(logits, history, {}, false, &z) == 0) return 0.0;  // no finite logit
     out.assign(cand_.begin(), cand_.end());
     return z;
 }
 
 int32_t Sampler::sample_impl(std::span<const float> logits, std::span<const int32_t> history,
-                             bool draw, double* z_out) {
+                             std::span<const uint64_t> allowed, bool draw, double* z_out) {
     ZINC_CHECK(!logits.empty());
     const size_t n_vocab = logits.size();
-    work_.assign(logits.begin(), logits.end());
-    for (float& l : work_)
-        if (std::isnan(l)) l = kNegInf;
+    work_.resize(n_vocab);
+    if (allowed.empty()) {
+        for (size_t i = 0; i < n_vocab; ++i) work_[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+    } else {
+        // The mask, a word (64 tokens) at a time: a refused word is one fill.
+        for (size_t w = 0; w * 64 < n_vocab; ++w) {
+            const size_t b = w * 64, e = std::min(n_vocab, b + 64);
+            const uint64_t m = allowed[w];
+            if (m == 0) {
+                std::fill(work_.begin() + static_cast<std::ptrdiff_t>(b),
+                          work_.begin() + static_cast<std::ptrdiff_t>(e), kNegInf);
+                continue;
+            }
+            for (size_t i = b; i < e; ++i)
+                work_[i] = ((m >> (i - b)) & 1u) && !std::isnan(logits[i]) ? logits[i] : kNegInf;
+        }
+    }
     apply_penalties(work_, history, opts_);
 
     // Greedy: argmax, lowest id on ties (strict > while scanning ids upwards).

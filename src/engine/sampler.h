@@ -36,6 +36,12 @@ class Sampler {
     explicit Sampler(const SamplerOptions& opts);
     /// Pick a token from (n_vocab) logits given the tokens generated/seen so far (for penalties).
     int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+    /// sample() over the tokens whose bit is set in `allowed` ((n_vocab + 63) / 64 words, bit
+    /// id % 64 of word id / 64; grammar_matcher.h's allowed_bits()): the others count as -inf
+    /// logits from the start, before penalties, top-k and the rest, so the result is sample() of
+    /// the masked logits, in the same pass that copies them. At least one bit must be set.
+    int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                   std::span<const uint64_t> allowed);
     const SamplerOptions& options() const { return opts_; }
 
     /// The distribution sample() draws from at temperature > 0, without drawing: the kept
@@ -57,8 +63,10 @@ class Sampler {
   private:
     double next_uniform();
     // sample() with draw false: stop once cand_ holds the distribution; returns -1 then.
+    // `allowed`: empty, or the mask of sample()'s masked overload.
     int32_t sample_impl(std::span<const float> logits, std::span<const int32_t> history,
-                        bool draw, double* z_out);  // the pending draw if any, else a fresh one
+                        std::span<const uint64_t> allowed, bool draw,
+                        double* z_out);  // the pending draw if any, else a fresh one
 
     SamplerOptions opts_;
     std::mt19937_64 rng_;

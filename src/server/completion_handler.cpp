@@ -433,12 +433,10 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     }
     if (!cr.grammar.empty()) {
         // Structured output (engine/grammar_matcher.h): one parsed grammar for every choice.
-        auto g = engine::parse_grammar(cr.grammar);
-        if (!g.ok()) return send_error(res, invalid_value(cr.grammar_param, g.error().message));
-        auto c = std::make_shared<engine::GrammarConstraint>();
-        c->grammar = std::make_shared<const engine::Grammar>(std::move(g.value()));
-        c->vocab = ctx.grammar_vocab();
-        for (auto& s : specs.value()) s.params.grammar = c;
+        // Kept per grammar text, so a repeated schema finds its token masks cached.
+        auto c = ctx.grammar_constraint(cr.grammar);
+        if (!c.ok()) return send_error(res, invalid_value(cr.grammar_param, c.error().message));
+        for (auto& s : specs.value()) s.params.grammar = c.value();
     }
     int32_t n_prompt_tokens = 0;
     for (const auto& p : prompts.value()) n_prompt_tokens += static_cast<int32_t>(p.size());

@@ -42,6 +42,27 @@ std::shared_ptr<const engine::GrammarVocab> ServingContext::grammar_vocab() {
     return grammar_vocab_;
 }
 
+Result<std::shared_ptr<const engine::GrammarConstraint>> ServingContext::grammar_constraint(
+    const std::string& text) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t i = 0; i < grammars_.size(); ++i) {
+            if (grammars_[i].first != text) continue;
+            auto hit = grammars_[i];
+            grammars_.erase(grammars_.begin() + static_cast<std::ptrdiff_t>(i));
+            grammars_.push_back(hit);
+            return hit.second;
+        }
+    }
+    auto g = engine::parse_grammar(text);
+    if (!g.ok()) return g.error();
+    auto c = engine::make_grammar_constraint(std::move(g.value()), grammar_vocab());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (grammars_.size() >= kGrammarsKept) grammars_.erase(grammars_.begin());
+    grammars_.emplace_back(text, c);
+    return c;
+}
+
 uint64_t ServingContext::random_u64() {
     std::lock_guard<std::mutex> lk(mu_);
     return rng_();
@@ -403,7 +424,8 @@ void HttpServer::Impl::setup_routes() {
         // forms capped at 8 KiB (a false 413 for a long prompt). Every body here is JSON whatever
         // it declares (as llama-server and OpenAI's API treat it), so the declared type is
         // replaced before the body is read; req is the server's own, non-const request object.
-        if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+        if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
+            0) {
             auto& headers = const_cast<httplib::Request&>(req).headers;
             headers.erase("Content-Type");
             headers.emplace("Content-Type", "application/json");

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/grammar_matcher.h"
 #include "server/api_error.h"
@@ -42,11 +44,19 @@ class ServingContext {
 
     /// The vocabulary as bytes for grammar-constrained requests, built on first use (once).
     std::shared_ptr<const engine::GrammarVocab> grammar_vocab();
+    /// The constraint for a GBNF text: parsed once and kept, with its cached token masks
+    /// (engine/grammar_mask_cache.h), for the next requests with the same text (the last
+    /// kGrammarsKept texts). Errors: parse_grammar's. Thread-safe.
+    Result<std::shared_ptr<const engine::GrammarConstraint>> grammar_constraint(
+        const std::string& text);
+    static constexpr size_t kGrammarsKept = 8;
 
   private:
     std::mutex mu_;
     std::mt19937_64 rng_;
     std::shared_ptr<const engine::GrammarVocab> grammar_vocab_;  // guarded by mu_
+    // (text, constraint), most recently used last; guarded by mu_
+    std::vector<std::pair<std::string, std::shared_ptr<const engine::GrammarConstraint>>> grammars_;
 };
 
 /// Write `e` as the response: status, OpenAI error body, Retry-After when set.

@@ -353,3 +353,40 @@ TEST(Sampler, TopPMatchesBruteForceNucleus) {
         EXPECT_GT(keep, 64u) << "case too small to exercise the growing sort";
     }
 }
+
+// The masked overload is sample() of the logits with the refused tokens at -inf: the same token
+// stream for the same seed, greedy and sampled, with and without top-k, top-p, min-p and
+// penalties, on a vocabulary that is not a multiple of 64 (a partial last mask word).
+TEST(Sampler, MaskedSampleEqualsSampleOfMaskedLogits) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    const size_t n = 1000;
+    for (int variant = 0; variant < 5; ++variant) {
+        SamplerOptions o;  // the defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05
+        o.seed = 11 + static_cast<uint64_t>(variant);
+        if (variant == 0) o.temperature = 0.0f;
+        if (variant == 2) o.top_k = 0;
+        if (variant == 3) o.repeat_penalty = 1.3f, o.presence_penalty = 0.5f;
+        if (variant == 4) o.top_k = 0, o.top_p = 1.0f, o.min_p = 0.0f, o.frequency_penalty = 0.4f;
+        Sampler a(o), b(o);
+        std::vector<int32_t> hist;
+        for (int step = 0; step < 200; ++step) {
+            std::vector<float> logits(n);
+            for (float& l : logits) l = nd(rng);
+            if (step % 5 == 0) logits[static_cast<size_t>(step) % n] = std::nanf("");
+            std::vector<uint64_t> bits((n + 63) / 64, 0);
+            std::vector<float> masked(n, -kInf);
+            const int every = 1 + step % 9;  // from all allowed to one in nine
+            for (size_t i = 0; i < n; ++i) {
+                if (i % static_cast<size_t>(every) != 0) continue;
+                bits[i >> 6] |= uint64_t{1} << (i & 63);
+                masked[i] = logits[i];
+            }
+            const int32_t x = a.sample(logits, hist, bits);
+            const int32_t y = b.sample(masked, hist);
+            ASSERT_EQ(x, y) << "variant " << variant << " step " << step;
+            ASSERT_EQ(x % every, 0);
+            hist.push_back(x);
+        }
+    }
+}
