@@ -63,7 +63,7 @@ ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_fi
         prev_v = best_v;
         prev_i = best;
     }
-    if (!softmax_first) {  // softmax over the k selected logits (w[0] is their max)
+    if (!softmax_first) {        // softmax over the k selected logits (w[0] is their max)
         const float top = w[0];  // (w[0] itself is overwritten first)
         double sum = 0.0;
         for (int s = 0; s < k; ++s) {
@@ -83,11 +83,14 @@ ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_fi
         for (int s = 0; s < k; ++s) w[s] = canon::mul(w[s], w_scale);
 }
 
-/// out (n) = sum over slots s of w[s] * y_s, y_s = ys + s * ld, as llama.cpp adds the weighted
-/// expert outputs: (w0 y0 + w1 y1) + w2 y2 + ..., each product rounded.
-ZINC_HD float combine_elem(const float* ys, int64_t ld, const float* w, int k, int64_t d) {
-    float acc = canon::mul(ys[d], w[0]);
-    for (int s = 1; s < k; ++s) acc = canon::add(acc, canon::mul(ys[s * ld + d], w[s]));
+/// out (n) = sum over slots s of w[s] * y_s, y_s = ys + row(s) * ld, as llama.cpp adds the
+/// weighted expert outputs: (w0 y0 + w1 y1) + w2 y2 + ..., each product rounded. row(s) = s, or
+/// pos[s] where the slots' rows were sorted (the CUDA tier's expert-grouped GEMM).
+ZINC_HD float combine_elem(const float* ys, int64_t ld, const float* w, int k, int64_t d,
+                           const int32_t* pos = nullptr) {
+    auto row = [&](int s) -> int64_t { return pos != nullptr ? pos[s] : s; };
+    float acc = canon::mul(ys[row(0) * ld + d], w[0]);
+    for (int s = 1; s < k; ++s) acc = canon::add(acc, canon::mul(ys[row(s) * ld + d], w[s]));
     return acc;
 }
 

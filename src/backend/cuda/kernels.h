@@ -44,8 +44,8 @@ void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim
 /// out = x (pack only).
 void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s);
 /// out = act(gate) * up, act = SiLU (gelu = false) or tanh-GELU (gelu = true).
-void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim,
-             RowOut out, cudaStream_t s);
+void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim, RowOut out,
+             cudaStream_t s);
 /// x += rms_norm(h) * w (Gemma 3's post-norms), per row.
 void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim,
                   cudaStream_t s);
@@ -71,7 +71,8 @@ struct MatJob {
 #if defined(__CUDACC__)
     __host__ __device__ __forceinline__
 #endif
-    const uint8_t* matrix(int act_row) const {
+        const uint8_t*
+        matrix(int act_row) const {
         return expert ? w + static_cast<size_t>(expert[act_row]) * expert_stride : w;
     }
 };
@@ -94,8 +95,7 @@ constexpr int kDmmvFastMaxRows = 16;
 /// Whether dmmv_fast covers the call: a quantized type (GGUF layouts, or the repacked 102/108/
 /// 114), 1..kDmmvFastMaxRows activation rows, 1..3 jobs, aq 16-byte aligned; for the 16-byte-load
 /// kernels (Q4_K, Q5_K and the repacked types) 16-byte aligned weights and row sizes.
-bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                      int n_act);
+bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, int n_act);
 /// Whether dmmv() should take dmmv_fast for a call of `type` with `rows` output rows in all and
 /// n_act activation rows (where the H200 measurements showed it at least as fast as dmmv_v2).
 bool dmmv_fast_preferred(int type, int rows, int n_act);
@@ -103,9 +103,8 @@ bool dmmv_fast_preferred(int type, int rows, int n_act);
 /// thread mapping from the shape; 8 or 32 force it (for measuring). pdl: launch with
 /// programmatic stream serialization, so that the grid starts while the previous kernel drains
 /// and streams its weights before waiting for that kernel's outputs (griddepcontrol.wait).
-bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-               const float4* ad, int n_act, bool accumulate, cudaStream_t s,
-               int lanes_per_row = 0, bool pdl = false);
+bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row = 0, bool pdl = false);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).
@@ -114,8 +113,8 @@ bool dmmv_exact_supports(int type);
 /// bit-identical to quant::vec_dot(type, k, row, packed activation row) (+ bias: one rounded add;
 /// accumulate: y + that, one rounded add). Any n_act >= 1 (decode and prefill). The activations
 /// must come from pack.cu with the consuming type's packing mode (ad.w carries the code sums).
-void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
-                const float4* ad, const float* xf, int n_act, bool accumulate, cudaStream_t s);
+void dmmv_exact(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
+                const float* xf, int n_act, bool accumulate, cudaStream_t s);
 
 // ---- dmmv_exact_gemm.cu (prefill: many activation rows; docs/cuda.md "Exact prefill GEMM")
 /// Whether dmmv_exact_gemm has a tiled kernel for ggml type `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
@@ -174,6 +173,32 @@ struct MmqScratch {
 /// `ksplit` k slices (0: mmq's choice, 1: none, n: n, fewer when k or the scratch cannot take n;
 /// a split needs `scratch`); for measuring them on the device and for the split's tests.
 int mmq_variants();
+/// Expert-grouped launches (MoE): activation rows sorted by expert (moe_group), cut into tiles of
+/// at most kMmqGroupCols rows of one expert each. Device arrays, written by moe_group inside the
+/// stream (so a decode step stays one CUDA graph): tile t multiplies rows [tile_c0[t],
+/// tile_c1[t]) by expert tile_expert[t]'s matrices; *n_tiles tiles are used, max_tiles (host) is
+/// the bound the grid is launched with (tiles past *n_tiles exit at once).
+constexpr int kMmqGroupCols = 32;
+struct MmqGroups {
+    const int32_t* tile_expert = nullptr;
+    const int32_t* tile_c0 = nullptr;
+    const int32_t* tile_c1 = nullptr;
+    const int32_t* n_tiles = nullptr;
+    int max_tiles = 0;
+};
+/// Tiles a grouping of n_slots rows over n_expert experts can need at most:
+/// floor(n_slots / kMmqGroupCols) + min(n_expert, n_slots).
+inline int mmq_group_max_tiles(int n_slots, int n_expert) {
+    return n_slots / kMmqGroupCols + (n_expert < n_slots ? n_expert : n_slots);
+}
+/// y[j][r] = W_e[r] . a_j for every activation row j of every tile, W_e = jobs[i].w +
+/// e * jobs[i].expert_stride (3-D GGUF expert tensors; MatJob::expert must be null), y rows in
+/// the sorted order (jobs' y / ldy). mmq's numerics per output (each output's sum does not
+/// depend on the other rows of its tile), no accumulate, no split-K. variant 0 (mmq's choice),
+/// 8, 9 or 10 (the 32-row tiles); false (nothing launched) where mmq_variant would refuse.
+bool mmq_grouped(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, const MmqGroups& groups, cudaStream_t s,
+                 int variant = 0);
 bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                  const float4* ad, int n_act, bool accumulate, cudaStream_t s,
                  const MmqScratch* scratch = nullptr, int ksplit = 0);
@@ -188,8 +213,8 @@ void get_rows(int type, const uint8_t* w, size_t row_bytes, const int32_t* rows,
 
 // ---- rope.cu
 struct RopeJob {
-    float* q = nullptr;  // (n_rows, q_ld) in/out; heads at h * head_dim
-    float* k = nullptr;  // (n_rows, k_ld)
+    float* q = nullptr;        // (n_rows, q_ld) in/out; heads at h * head_dim
+    float* k = nullptr;        // (n_rows, k_ld)
     const float* v = nullptr;  // (n_rows, v_ld)
     int q_ld = 0, k_ld = 0, v_ld = 0;
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // biases or null
@@ -227,10 +252,10 @@ struct AttnJob {
     // (attention_fast*.cu) add exp(sink - m) to each row's denominator in their own order.
     const float* sinks = nullptr;
     int block_size = 16;
-    const int32_t* row_pos = nullptr;    // (n_rows) query position
-    const int32_t* row_bt = nullptr;     // (n_rows) offset of the row's block table in `bt`
-    const int32_t* bt = nullptr;         // concatenated block tables
-    int max_pos = 0;  // most positions a row attends to, fixed per runner
+    const int32_t* row_pos = nullptr;  // (n_rows) query position
+    const int32_t* row_bt = nullptr;   // (n_rows) offset of the row's block table in `bt`
+    const int32_t* bt = nullptr;       // concatenated block tables
+    int max_pos = 0;                   // most positions a row attends to, fixed per runner
     // Split-K scratch (decode: at most attn_split_rows(...) rows): chunk partials
     // (rows, n_head, max_chunks, head_dim_v + 2) floats and (rows, n_head) arrival counters
     // (zero at allocation; the kernel leaves them zero). Null: one block per (row, head) walks
@@ -286,9 +311,28 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
                bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row,
                cudaStream_t s);
-/// out[t] = sum_s w[t k + s] * ys[t k + s] (rows of dim floats), slots added in order.
+/// out[t] = sum_s w[t k + s] * ys[pos(t k + s)] (rows of dim floats), slots added in order;
+/// pos = slot_pos (moe_group's sorted position of each slot) or the identity when null.
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
-                 cudaStream_t s);
+                 cudaStream_t s, const int32_t* slot_pos = nullptr);
+/// Device buffers of moe_group for up to `slots` slots over n_expert experts.
+struct MoeGroupBufs {
+    int32_t* src = nullptr;       // (slots) input row of each sorted position
+    int32_t* slot_pos = nullptr;  // (slots) sorted position of each slot
+    int32_t* expert = nullptr;    // (slots) expert of each sorted position
+    int32_t* tile_expert = nullptr;
+    int32_t* tile_c0 = nullptr;
+    int32_t* tile_c1 = nullptr;  // (mmq_group_max_tiles) each
+    int32_t* n_tiles = nullptr;  // (1)
+};
+/// Sort the n_slots = n_rows * k slots of moe_route's ids (n_expert experts; n_expert <= 1024)
+/// by expert: b.src[p] = the input row of sorted position p (for gather_rows), b.expert[p] its
+/// expert (MatJob::expert for dmmv over the sorted rows), b.slot_pos[slot] = its position, and the
+/// tile table of mmq_grouped (tiles of kMmqGroupCols rows, experts in id order). One block;
+/// positions within one expert are in arrival order (not deterministic, which no output depends on:
+/// every row's products are computed alone). Returns the MmqGroups view of b.
+MmqGroups moe_group(const int32_t* ids, int n_rows, int k, int n_expert, const MoeGroupBufs& b,
+                    cudaStream_t s);
 
 // ---- qwen35's Gated DeltaNet layer and gated attention (docs/cuda.md "Gated DeltaNet kernels";
 // partial: not yet wired into the runner). The op list's SsmConv, DeltaNet, GatedRmsNorm,
@@ -390,19 +434,19 @@ void sigmoid_mul(float* x, const float* gate, int n_rows, int width, int gate_wi
 /// One logits row's sampling settings (engine/sampler.h's chain; model::RowSampling with the
 /// host-side constants precomputed exactly as the CPU sampler computes them).
 struct SampleRowParams {
-    double uniform = 0.0;       // [0, 1): the row's draw
-    float temperature = 0.0f;   // <= 0: greedy
-    float inv_t = 0.0f;         // 1.0f / temperature
-    float top_p = 1.0f;         // >= 1: off
-    float log_min_p = 0.0f;     // std::log(std::min(min_p, 1.0f)) (host libm)
+    double uniform = 0.0;      // [0, 1): the row's draw
+    float temperature = 0.0f;  // <= 0: greedy
+    float inv_t = 0.0f;        // 1.0f / temperature
+    float top_p = 1.0f;        // >= 1: off
+    float log_min_p = 0.0f;    // std::log(std::min(min_p, 1.0f)) (host libm)
     float repeat = 1.0f, presence = 0.0f, frequency = 0.0f;
-    int32_t top_k = 0;          // <= 0 or >= n_vocab: off
-    int32_t min_p_on = 0;       // min_p > 0
+    int32_t top_k = 0;               // <= 0 or >= n_vocab: off
+    int32_t min_p_on = 0;            // min_p > 0
     int32_t pen_off = 0, pen_n = 0;  // this row's slice of pen_ids / pen_counts / pen_orig
 };
 struct SampleOut {
     int32_t token;
-    int32_t used;  // the uniform was consumed (not greedy, some finite logit)
+    int32_t used;   // the uniform was consumed (not greedy, some finite logit)
     float logprob;  // log-softmax of the raw logits at token (want_logprob)
 };
 /// Host side (runner_sample.cpp): a row's device settings, inv_t = 1.0f / temperature and
@@ -413,7 +457,7 @@ SampleRowParams sample_row_params(float temperature, int32_t top_k, float top_p,
 /// Sample one token per row of logits (n_rows, n_vocab), one block per row. The penalties are
 /// applied to `logits` in place (pen_orig receives the raw values). pen_ids: distinct per row.
 void sample_rows(float* logits, int n_rows, int n_vocab, const SampleRowParams* rows,
-                 const int32_t* pen_ids, const int32_t* pen_counts, float* pen_orig,
-                 SampleOut* out, bool want_logprob, cudaStream_t s);
+                 const int32_t* pen_ids, const int32_t* pen_counts, float* pen_orig, SampleOut* out,
+                 bool want_logprob, cudaStream_t s);
 
 }  // namespace zinc::cuda

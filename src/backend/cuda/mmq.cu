@@ -57,7 +57,30 @@ struct Jobs {
     MatJob m[3];
     int n_jobs;
     int row_end[3];  // cumulative row counts
+    MmqGroups g;     // expert-grouped launch (mmq_grouped): g.tile_expert non-null
 };
+
+// The activation rows of block column blockIdx.y: [n0, lim), and the expert whose matrices the
+// block multiplies (-1: ungrouped, every job's w). A grouped block past the launch's tile count
+// has nothing to do (false; uniform per block, before any barrier).
+struct Cols {
+    int n0, lim, e;
+};
+template <int BN>
+__device__ __forceinline__ bool block_cols(const Jobs& J, int n_act, Cols& c) {
+    if (J.g.tile_expert == nullptr) {
+        c.n0 = static_cast<int>(blockIdx.y) * BN;
+        c.lim = n_act;
+        c.e = -1;
+        return true;
+    }
+    const int t = static_cast<int>(blockIdx.y);
+    if (t >= *J.g.n_tiles) return false;
+    c.e = J.g.tile_expert[t];
+    c.n0 = J.g.tile_c0[t];
+    c.lim = J.g.tile_c1[t];
+    return true;
+}
 
 __device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
     int j = 0;
@@ -221,7 +244,7 @@ __device__ __forceinline__ void put_chunk(uint8_t* sA, float4* sS, int r, int cc
 // The block's outputs: y = acc (+ bias), or y += that.
 template <class G>
 __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::MT][G::NT][4],
-                                           int m0, int n0, int wm0, int wn0, int lane, int n_act,
+                                           int m0, int n0, int wm0, int wn0, int lane, int lim,
                                            bool accumulate) {
     const int total = J.row_end[J.n_jobs - 1];
     const int g = lane >> 2, t = lane & 3;
@@ -233,7 +256,7 @@ __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::
             for (int e = 0; e < 4; ++e) {
                 int row = m0 + wm0 + 16 * mt + g + 8 * (e >> 1);
                 const int col = n0 + wn0 + 8 * nt + 2 * t + (e & 1);
-                if (row >= total || col >= n_act) continue;
+                if (row >= total || col >= lim) continue;
                 const MatJob& m = J.m[pick_job(J, row)];
                 float v = acc[mt][nt][e];
                 if (m.bias) v += m.bias[row];
@@ -252,12 +275,13 @@ __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::
 
 // Shared layout and the row pointers (rows past the end repeat the last row; never stored).
 template <class G>
-__device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, int m0) {
+__device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, int m0, int e) {
     const int total = J.row_end[J.n_jobs - 1];
     for (int i = threadIdx.x; i < G::BM; i += kThreads) {
         int r = min(m0 + i, total - 1);
         const int jj = pick_job(J, r);
-        sRow[i] = J.m[jj].w + static_cast<size_t>(r) * J.m[jj].row_bytes;
+        const size_t base = e < 0 ? 0 : static_cast<size_t>(e) * J.m[jj].expert_stride;
+        sRow[i] = J.m[jj].w + base + static_cast<size_t>(r) * J.m[jj].row_bytes;
     }
 }
 
@@ -281,9 +305,11 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
     float4* sS = reinterpret_cast<float4*>(smem + G::kOffS);
     float4* sD = reinterpret_cast<float4*>(smem + G::kOffD);
     const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + G::kOffR);
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    Cols cl;
+    if (!block_cols<BN>(J, n_act, cl)) return;
+    const int m0 = blockIdx.x * BM, n0 = cl.n0, lim = cl.lim;
     const int nch = k / 32, nb = k / Y::qk;
-    set_rows<G>(J, sRow, m0);
+    set_rows<G>(J, sRow, m0, cl.e);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
     float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
@@ -312,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
         for (int i = 0; i < BN * KC * 2 / kThreads; ++i) {
             const int u = threadIdx.x + kThreads * i, n = u / (2 * KC), p = u % (2 * KC);
             if (p / 2 < kc) {
-                const int8_t* src = aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                const int8_t* src = aq + static_cast<size_t>(min(n0 + n, lim - 1)) * k +
                                     static_cast<size_t>(c0) * 32 + 16 * p;
                 *reinterpret_cast<uint4*>(sB + n * SA + 16 * p) =
                     *reinterpret_cast<const uint4*>(src);
@@ -322,7 +348,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
         for (int i = 0; i < BN * KC / kThreads; ++i) {
             const int u = threadIdx.x + kThreads * i, n = u / KC, cc = u % KC;
             if (cc < kc) {
-                const float4 v = ad[static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc];
+                const float4 v = ad[static_cast<size_t>(min(n0 + n, lim - 1)) * nch + c0 + cc];
                 sD[cc * BN + n] = stage_act<T>(v);
             }
         }
@@ -332,7 +358,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
                                 ((c0 + cc) & 7) == 7);
     }
     if (mmq_split::fixup<kThreads>(sp, acc))
-        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, lim, accumulate);
 }
 
 // Variants 5-7 (stages of 8 chunks = 256 elements), double-buffered with cp.async: while stage s
@@ -367,9 +393,11 @@ __global__ void __launch_bounds__(kThreads)
     float4* sD = reinterpret_cast<float4*>(smem + P::kOffD);
     const uint8_t** sRow = reinterpret_cast<const uint8_t**>(smem + P::kOffR);
     uint8_t* ring = smem + P::kOffRing;
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    Cols cl;
+    if (!block_cols<BN>(J, n_act, cl)) return;
+    const int m0 = blockIdx.x * BM, n0 = cl.n0, lim = cl.lim;
     const int nch = k / 32, nst = (nch + KC - 1) / KC;
-    set_rows<G>(J, sRow, m0);
+    set_rows<G>(J, sRow, m0, cl.e);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
     float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];
@@ -398,14 +426,14 @@ __global__ void __launch_bounds__(kThreads)
             const int n = u / (2 * KC), p = u % (2 * KC);
             if (p / 2 < kc)
                 cp_async16(slot + P::kB + n * SA + 16 * p,
-                           aq + static_cast<size_t>(min(n0 + n, n_act - 1)) * k +
+                           aq + static_cast<size_t>(min(n0 + n, lim - 1)) * k +
                                static_cast<size_t>(c0) * 32 + 16 * p);
         }
         for (int u = threadIdx.x; u < BN * KC; u += kThreads) {
             const int n = u / KC, cc = u % KC;
             if (cc < kc)
                 cp_async16(slot + P::kDraw + 16 * (cc * BN + n),
-                           ad + static_cast<size_t>(min(n0 + n, n_act - 1)) * nch + c0 + cc);
+                           ad + static_cast<size_t>(min(n0 + n, lim - 1)) * nch + c0 + cc);
         }
         cp_async_commit();
     };
@@ -441,7 +469,7 @@ __global__ void __launch_bounds__(kThreads)
         // before the next stage's decode and copies overwrite them)
     }
     if (mmq_split::fixup<kThreads>(sp, acc))
-        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, n_act, accumulate);
+        store_tile<G>(J, acc, m0, n0, wm0, wn0, lane, lim, accumulate);
 }
 
 // ---- launches ----------------------------------------------------------------------------------
@@ -554,12 +582,15 @@ bool launch(const Jobs& J, int total, int k, const int8_t* aq, const float4* ad,
     if (!attr_ok) return false;
 #endif
     static const int per_sm = blocks_per_sm(kernel, smem);
-    const dim3 tiles((total + G::BM - 1) / G::BM, (n_act + G::BN - 1) / G::BN);
+    const bool grouped = J.g.tile_expert != nullptr;  // grid.y: the grouping's tile bound
+    const dim3 tiles((total + G::BM - 1) / G::BM,
+                     grouped ? J.g.max_tiles : (n_act + G::BN - 1) / G::BN);
     const long n_tiles = static_cast<long>(tiles.x) * tiles.y;
     const int nch = k / 32;
-    const int ks = ksplit == 1 ? 1
-                               : choose_split(n_tiles, nch, static_cast<long>(sm_count()) * per_sm,
-                                              static_cast<long>(G::BM) * G::BN, sc, ksplit);
+    const int ks = ksplit == 1 || grouped
+                       ? 1
+                       : choose_split(n_tiles, nch, static_cast<long>(sm_count()) * per_sm,
+                                      static_cast<long>(G::BM) * G::BN, sc, ksplit);
     Split sp;
     dim3 grid = tiles;
     if (ks > 1) {
@@ -699,9 +730,12 @@ int mmq_variants() {
     return kVariants;
 }
 
-bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+namespace {
+
+// mmq_variant's and mmq_grouped's checks and dispatch (groups: null for an ungrouped launch).
+bool run_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                  const float4* ad, int n_act, bool accumulate, cudaStream_t s,
-                 const MmqScratch* scratch, int ksplit) {
+                 const MmqScratch* scratch, int ksplit, const MmqGroups* groups) {
     if (variant < 0 || variant >= kVariants || !mmq_supports(type) || ksplit < 0) return false;
     if (n_jobs < 1 || n_jobs > 3 || k <= 0 || k % 32 != 0) return false;
     if (reinterpret_cast<uintptr_t>(aq) % 16 != 0) return false;  // 16-byte activation loads
@@ -709,6 +743,7 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
     if (k % qk != 0) return false;
     Jobs J{};
     J.n_jobs = n_jobs;
+    if (groups != nullptr) J.g = *groups;
     int total = 0;
     const int al = weight_align(type);
     for (int i = 0; i < n_jobs; ++i) {
@@ -720,8 +755,19 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
         J.row_end[i] = total;
     }
     if (total == 0 || n_act <= 0) return true;
-    const MmqScratch* sc = ksplit == 1 ? nullptr : scratch;
-    if (variant == 0) variant = auto_variant(total, n_act, sc != nullptr && sc->partial != nullptr);
+    const MmqScratch* sc = ksplit == 1 || groups != nullptr ? nullptr : scratch;
+    if (groups != nullptr) {
+        // Tiles of kMmqGroupCols activation rows only (the grouping's tile table is cut for
+        // them): 128 weight rows when that still gives the GPU two blocks per multiprocessor.
+        if (variant == 0)
+            variant = static_cast<long>((total + TileN::BM - 1) / TileN::BM) * groups->max_tiles >=
+                              2L * sm_count()
+                          ? 8
+                          : 9;
+        if (variant < 8 || groups->max_tiles <= 0) return false;
+    } else if (variant == 0) {
+        variant = auto_variant(total, n_act, sc != nullptr && sc->partial != nullptr);
+    }
     const int ks = ksplit;
     switch (variant) {
         case 1:
@@ -747,9 +793,30 @@ bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, c
     }
 }
 
+}  // namespace
+
+bool mmq_variant(int variant, int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, bool accumulate, cudaStream_t s,
+                 const MmqScratch* scratch, int ksplit) {
+    return run_variant(variant, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, scratch,
+                       ksplit, nullptr);
+}
+
 bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
          int n_act, bool accumulate, cudaStream_t s, const MmqScratch* scratch) {
     return mmq_variant(0, type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, scratch, 0);
+}
+
+bool mmq_grouped(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
+                 const float4* ad, int n_act, const MmqGroups& groups, cudaStream_t s,
+                 int variant) {
+    if (groups.tile_expert == nullptr || groups.tile_c0 == nullptr || groups.tile_c1 == nullptr ||
+        groups.n_tiles == nullptr)
+        return false;
+    for (int i = 0; i < n_jobs && i < 3; ++i)
+        if (jobs[i].expert != nullptr) return false;  // the grouping replaces per-row gathering
+    return run_variant(variant, type, jobs, n_jobs, k, aq, ad, n_act, false, s, nullptr, 1,
+                       &groups);
 }
 
 }  // namespace zinc::cuda

@@ -393,12 +393,16 @@ namespace zinc::cuda::runner_detail {
 // Routed experts, all on the device (no host round trip: a decode step stays one graph):
 //   1. moe_route: each row's k expert ids and weights from the router logits (the Matmul before
 //      this op), and the source row of each of the rows * k expert slots;
-//   2. gather_rows: the input row of every slot, packed for the gate/up weights' type;
-//   3. gate and up of every slot by its own expert (dmmv with MatJob::expert: one activation row
-//      per block), 4. SwiGLU + packing for down, 5. down by the slot's expert, 6. moe_combine:
-//      each row's weighted sum of its k slots, in slot order.
-// Decode and prefill take the same path: fine for decode (each used expert's rows are streamed
-// once per slot), only correct for prefill (an expert used by many rows is re-read for each).
+//   2. from moe_.group_min_slots slots on (fast mode, mmq): moe_group sorts the slots by expert
+//      and cuts them into tiles of one expert each; gather_rows then packs the input rows in
+//      that order, and gate, up and down are mmq_grouped launches (each expert's weights read
+//      once per tile of up to 32 rows instead of once per slot); the combine reads each slot's
+//      row at its sorted position. A matrix mmq_grouped refuses (its type, alignment) runs
+//      expert-gathering dmmv over the sorted rows instead.
+//   3. otherwise (decode, exact mode): the input row of every slot in slot order; gate and up of
+//      every slot by its own expert (dmmv with MatJob::expert: one activation row per block);
+//   4. SwiGLU + packing for down, down by the slot's expert, moe_combine: each row's weighted
+//      sum of its k slots, in slot order (the CPU tier's order either way).
 void CudaRunner::exec_moe(const model::Op& op) {
     const auto& p = op.as<model::MoeP>();
     const int n = rows_, k = p.n_used, nv = n * k;
@@ -409,7 +413,13 @@ void CudaRunner::exec_moe(const model::Op& op) {
     moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
               p.w_scale, moe_.ids, moe_.w, moe_.src, stream_);
     launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
-    gather_rows(loc(p.in), moe_.src, nv, E, moe_.x, stream_);
+    const bool grouped = !exact_ && mmq_ && nv >= moe_.group_min_slots;
+    MmqGroups groups;
+    if (grouped) {
+        groups = moe_group(moe_.ids, n, k, p.n_expert, moe_.grp, stream_);
+        launched(runtime::Op::MoeRoute, 0, 12ull * nv);
+    }
+    gather_rows(loc(p.in), grouped ? moe_.grp.src : moe_.src, nv, E, moe_.x, stream_);
     launched(runtime::Op::Gather, 0, 8ull * nv * E);
     const DevMat& g = mat(p.gate_exps);
     const DevMat& u = mat(p.up_exps);
@@ -428,19 +438,31 @@ void CudaRunner::exec_moe(const model::Op& op) {
         j.n_out = n_out;
         j.y = y;
         j.ldy = n_out;
-        j.expert = moe_.ids;
+        j.expert = grouped ? moe_.grp.expert : moe_.ids;
         j.expert_stride = m.row_bytes * static_cast<size_t>(n_out);
         return j;
     };
+    // Weight bytes read: once per tile (grouped; an estimate from the mean tile count, the
+    // real one is on the device) or once per slot.
+    const uint64_t reads = grouped ? static_cast<uint64_t>(std::min(nv, p.n_expert)) +
+                                         static_cast<uint64_t>(nv / kMmqGroupCols)
+                                   : static_cast<uint64_t>(nv);
     auto run = [&](int type, const MatJob* jobs, int nj, int kk, uint64_t w_bytes) {
-        (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, kk, moe_.aq, moe_.ad, moe_.x, nv, false,
-                                     stream_);
+        bool done = false;
+        if (grouped) {
+            MatJob gj[3];
+            for (int i = 0; i < nj; ++i) (gj[i] = jobs[i]).expert = nullptr;
+            done = mmq_grouped(type, gj, nj, kk, moe_.aq, moe_.ad, nv, groups, stream_);
+        }
+        if (!done)
+            (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, kk, moe_.aq, moe_.ad, moe_.x, nv, false,
+                                         stream_);
         launched(runtime::Op::Matmul, w_bytes, 4ull * nv * kk);
     };
     pack_rows(moe_.x, nv, E, packed(g.type), stream_);
     launched(runtime::Op::Pack, 0, 8ull * nv * E);
     const MatJob gu[2] = {expert_job(g, F, moe_.g), expert_job(u, F, moe_.u)};
-    const uint64_t gu_bytes = static_cast<uint64_t>(nv) * F * (g.row_bytes + u.row_bytes);
+    const uint64_t gu_bytes = reads * F * (g.row_bytes + u.row_bytes);
     if (g.type == u.type && fused_proj_) {
         run(g.type, gu, 2, E, gu_bytes);
     } else {
@@ -456,8 +478,8 @@ void CudaRunner::exec_moe(const model::Op& op) {
     glu_out(moe_.g, moe_.u, F, false, nv, F, go, stream_);
     launched(runtime::Op::Glu, 0, 12ull * nv * F);
     const MatJob dj = expert_job(d, E, moe_.y);
-    run(d.type, &dj, 1, F, static_cast<uint64_t>(nv) * E * d.row_bytes);
-    moe_combine(moe_.y, moe_.w, n, k, E, buf(o), stream_);
+    run(d.type, &dj, 1, F, reads * E * d.row_bytes);
+    moe_combine(moe_.y, moe_.w, n, k, E, buf(o), stream_, grouped ? moe_.grp.slot_pos : nullptr);
     launched(runtime::Op::MoeCombine, 0, 4ull * n * (k + 1) * E);
 }
 

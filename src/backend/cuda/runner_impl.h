@@ -165,7 +165,7 @@ class CudaRunner final : public model::Runner {
     const ModelConfig& cfg_;
     model::RunnerOptions opts_;
     int device_;
-    int exact_opt_;  // CudaOptions::exact
+    int exact_opt_;                                  // CudaOptions::exact
     std::shared_ptr<const model::ShardSet> shards_;  // tensor parallel: owns prog_ (or null)
     const model::Program& prog_;
     std::vector<model::Step> steps_;  // the op list with this tier's fusions (model::schedule)
@@ -256,6 +256,10 @@ class CudaRunner final : public model::Runner {
         int8_t* aq = nullptr;
         float4* ad = nullptr;
         int32_t *ids = nullptr, *src = nullptr;
+        // Expert-grouped GEMM (exec_moe): slots sorted by expert, mmq_grouped, from
+        // group_min_slots slots on (ZINC_MOE_GROUP_MIN_SLOTS; fast mode with mmq only).
+        int n_expert = 0, group_min_slots = 32;
+        MoeGroupBufs grp;
     } moe_;
     uint16_t* xh_ = nullptr;
     int8_t* aq_ = nullptr;

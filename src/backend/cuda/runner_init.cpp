@@ -155,6 +155,10 @@ Result<void> CudaRunner::plan() {
                                           ", which the expert-gathering kernels do not cover");
                 }
                 moe_.max_slots = std::max(moe_.max_slots, opts_.max_batch_tokens * m.n_used);
+                moe_.n_expert = std::max(moe_.n_expert, m.n_expert);
+                if (m.n_expert > 1024)
+                    return make_error("cuda: " + std::to_string(m.n_expert) +
+                                      " experts per layer; the CUDA tier's routing covers 1024");
                 moe_.wide = std::max<int>(moe_.wide, std::max<int>(m.n_ff, P.width(m.in)));
                 break;
             }
@@ -278,6 +282,19 @@ Result<void> CudaRunner::plan() {
         CU_TRY("alloc moe", e);
         moe_.src = static_cast<int32_t*>(dalloc(v * sizeof(int32_t), e));
         CU_TRY("alloc moe", e);
+        const size_t tiles =
+            static_cast<size_t>(mmq_group_max_tiles(moe_.max_slots, moe_.n_expert));
+        auto ints = [&](int32_t*& p, size_t n) {
+            p = static_cast<int32_t*>(dalloc(n * sizeof(int32_t), e));
+            return e;
+        };
+        CU_TRY("alloc moe", ints(moe_.grp.src, v));
+        CU_TRY("alloc moe", ints(moe_.grp.slot_pos, v));
+        CU_TRY("alloc moe", ints(moe_.grp.expert, v));
+        CU_TRY("alloc moe", ints(moe_.grp.tile_expert, tiles));
+        CU_TRY("alloc moe", ints(moe_.grp.tile_c0, tiles));
+        CU_TRY("alloc moe", ints(moe_.grp.tile_c1, tiles));
+        CU_TRY("alloc moe", ints(moe_.grp.n_tiles, 1));
     }
     pending_bias_.assign(P.tensors.size(), nullptr);
     last_name_.assign(P.tensors.size(), LastName{});
@@ -339,6 +356,9 @@ Result<void> CudaRunner::init() {
     // prefill speed (Qwen3.5-9B pp512 12227 -> 5659 tok/s). ZINC_MMQ_MAX_ROWS overrides.
     const int mmq_rows_default = prog_.recurrent.empty() ? 128 : opts_.max_batch_tokens;
     mmq_max_rows_ = std::max(1, env_int("ZINC_MMQ_MAX_ROWS", mmq_rows_default));
+    // MoE: the expert-grouped GEMM from this many routed slots (rows x experts used) on; below,
+    // expert-gathering dmmv (one activation row per block: decode).
+    moe_.group_min_slots = std::max(1, env_int("ZINC_MOE_GROUP_MIN_SLOTS", 32));
     if (exact_) {
         repack_ = false;
         dmmv_max_rows_ = 1 << 30;  // never the cuBLAS path
@@ -362,9 +382,8 @@ Result<void> CudaRunner::init() {
                               "relative-error bound, docs/cuda.md); run without --exact, or on "
                               "the CPU tier: --tier cpu");
         // BERT's ops and gemma4's scaled norms / V norm have CPU kernels only so far.
-        if (k == model::OpKind::LayerNorm ||
-            k == model::OpKind::AddEmbed || k == model::OpKind::Gelu ||
-            k == model::OpKind::Scale ||
+        if (k == model::OpKind::LayerNorm || k == model::OpKind::AddEmbed ||
+            k == model::OpKind::Gelu || k == model::OpKind::Scale ||
             (k == model::OpKind::RopeKv && op.as<model::RopeKvP>().v_norm) ||
             (k == model::OpKind::RmsNorm && op.as<model::RmsNormP>().scale != 1.0f))
             return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
@@ -374,8 +393,8 @@ Result<void> CudaRunner::init() {
             return make_error("cuda: bidirectional attention (" + model_.arch_name() +
                               ") has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
         // gpt-oss's experts (swiglu_oai, per-expert biases): CPU tier only so far.
-        const bool oai_glu = k == model::OpKind::Glu &&
-                             op.as<model::GluP>().act == model::GluAct::SwigluOai;
+        const bool oai_glu =
+            k == model::OpKind::Glu && op.as<model::GluP>().act == model::GluAct::SwigluOai;
         bool oai_moe = false;
         if (k == model::OpKind::Moe) {
             const auto& m = op.as<model::MoeP>();
@@ -404,8 +423,7 @@ Result<void> CudaRunner::init() {
     // dmmv's row limit: 8 when mmq covers every matrix (above it mmq with split-K is faster: H200
     // run 6, 8B Q4_K_M, 16 sequences 17.6 ms a step on dmmv, 10.3 ms on mmq; 8 sequences 9.8 on
     // dmmv, 10.1 on mmq), else 16 (above it dequantize + cuBLAS for the types mmq lacks)
-    if (!exact_)
-        dmmv_max_rows_ = dmmv_rows_env > 0 ? dmmv_rows_env : (mmq_all_ ? 8 : 16);
+    if (!exact_) dmmv_max_rows_ = dmmv_rows_env > 0 ? dmmv_rows_env : (mmq_all_ ? 8 : 16);
 
     // KV cache: the layers that attend only (kv_index_)
     cudaError_t e;
@@ -448,8 +466,7 @@ Result<void> CudaRunner::init() {
             if (e != cudaSuccess)
                 return make_error("cuda: out of device memory for the recurrent state (" +
                                   fmt_mib(state_bytes_) + " so far for " +
-                                  std::to_string(n_state_slots_) +
-                                  " sequences); lower --parallel");
+                                  std::to_string(n_state_slots_) + " sequences); lower --parallel");
             rs_.push_back(L);
         }
     }

@@ -17,6 +17,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "backend/cuda/mmq.cu"
+#include "backend/cuda/moe.cu"  // moe_group / moe_combine for the expert-grouped launches
 #pragma GCC diagnostic pop
 
 #include "backend/cuda/repack.h"  // compiled into test_cuda_emul by repack_unit.cpp
@@ -392,6 +393,112 @@ TEST(MmqEmul, VariantsAgreeBitwise) {
                     << "variant " << v << ", " << na << " act rows";
             }
     }
+}
+
+// The expert-grouped launch (MoE): moe_group sorts 2 x 41 slots over 5 experts (expert 0 takes
+// 40 of them: two tiles, one partial) into mmq_grouped's tile table; gate and up as one fused
+// two-job launch over 3-D expert tensors, every tile variant it takes. Each slot's outputs must
+// equal, bitwise, the ungrouped kernel of the same variant run on that expert's rows alone with
+// its matrices (an output's sum never depends on the other rows of its tile), and the
+// combine over the sorted rows must equal the combine of the rows in slot order.
+TEST(MmqEmul, ExpertGrouped) {
+    const GgmlType t = GgmlType::Q4_K;
+    const int n_expert = 5, k_used = 2, n_rows = 41, nv = n_rows * k_used, k = 512, F = 45;
+    std::mt19937 rng(900);
+    std::vector<int32_t> ids(nv);
+    for (int r = 0; r < n_rows; ++r) {
+        ids[r * 2] = r < 40 ? 0 : 1 + static_cast<int>(rng() % 4);
+        ids[r * 2 + 1] = 1 + static_cast<int>(rng() % 4);
+    }
+    const size_t rb = q::row_size(t, k);
+    const auto gate = make_weights(t, n_expert * F, k, rng);
+    const auto up = make_weights(t, n_expert * F, k, rng);
+    const auto x = make_acts(n_rows, k, rng);
+    std::vector<int32_t> src(nv), slot_pos(nv), expert(nv), te(64), t0(64), t1(64), n_tiles(1);
+    cu::MoeGroupBufs b{src.data(), slot_pos.data(), expert.data(), te.data(),
+                       t0.data(),  t1.data(),       n_tiles.data()};
+    const cu::MmqGroups g = cu::moe_group(ids.data(), n_rows, k_used, n_expert, b, nullptr);
+    ASSERT_EQ(g.max_tiles, cu::mmq_group_max_tiles(nv, n_expert));
+    ASSERT_LE(n_tiles[0], g.max_tiles);
+    std::vector<int> seen(nv, 0);
+    for (int i = 0; i < nv; ++i) {
+        ASSERT_GE(slot_pos[i], 0);
+        ASSERT_LT(slot_pos[i], nv);
+        ++seen[slot_pos[i]];
+        EXPECT_EQ(src[slot_pos[i]], i / k_used);
+        EXPECT_EQ(expert[slot_pos[i]], ids[i]);
+    }
+    for (int v : seen) EXPECT_EQ(v, 1) << "sorted positions are not a permutation";
+    int covered = 0;
+    for (int ti = 0; ti < n_tiles[0]; ++ti) {
+        EXPECT_GT(t1[ti], t0[ti]);
+        EXPECT_LE(t1[ti] - t0[ti], cu::kMmqGroupCols);
+        EXPECT_EQ(t0[ti], covered) << "tiles are not contiguous";
+        for (int p = t0[ti]; p < t1[ti]; ++p) EXPECT_EQ(expert[p], te[ti]);
+        covered = t1[ti];
+    }
+    EXPECT_EQ(covered, nv);
+    EXPECT_EQ(n_tiles[0], 2 + 4) << "expert 0: 40 rows in 2 tiles; experts 1-4 one each";
+
+    std::vector<float> xs(static_cast<size_t>(nv) * k);  // rows in sorted order
+    for (int p = 0; p < nv; ++p)
+        std::memcpy(xs.data() + static_cast<size_t>(p) * k,
+                    x.data() + static_cast<size_t>(src[p]) * k, 4 * k);
+    const Acts a = pack(t, xs, nv, k);
+    auto job = [&](const std::vector<uint8_t>& w, float* y) {
+        cu::MatJob j;
+        j.w = w.data();
+        j.row_bytes = rb;
+        j.n_out = F;
+        j.y = y;
+        j.ldy = F;
+        j.expert_stride = rb * F;
+        return j;
+    };
+    for (int v : {0, 8, 9, 10}) {
+        SCOPED_TRACE("variant " + std::to_string(v));
+        std::vector<float> yg(static_cast<size_t>(nv) * F, NAN), yu(yg.size(), NAN);
+        const cu::MatJob jobs[2] = {job(gate, yg.data()), job(up, yu.data())};
+        ASSERT_TRUE(
+            cu::mmq_grouped(static_cast<int>(t), jobs, 2, k, a.q(), a.d.data(), nv, g, nullptr, v));
+        const int rv = v == 0 ? 9 : v;        // variant 0 takes 64-row tiles for this small shape
+        for (int e = 0; e < n_expert; ++e) {  // an expert's sorted rows are contiguous
+            int p0 = 0, n = 0;
+            for (int p = 0; p < nv; ++p)
+                if (expert[p] == e) p0 = n++ == 0 ? p : p0;
+            std::vector<float> rg(static_cast<size_t>(n) * F, NAN), ru(rg.size(), NAN);
+            cu::MatJob one[2] = {job(gate, rg.data()), job(up, ru.data())};
+            for (auto& j : one) j.w += static_cast<size_t>(e) * j.expert_stride;
+            ASSERT_TRUE(cu::mmq_variant(
+                rv, static_cast<int>(t), one, 2, k, a.q() + static_cast<size_t>(p0) * k,
+                a.d.data() + static_cast<size_t>(p0) * (k / 32), n, false, nullptr, nullptr, 1));
+            const size_t off = static_cast<size_t>(p0) * F, len = 4 * rg.size();
+            EXPECT_EQ(std::memcmp(rg.data(), yg.data() + off, len), 0) << "gate, expert " << e;
+            EXPECT_EQ(std::memcmp(ru.data(), yu.data() + off, len), 0) << "up, expert " << e;
+        }
+        if (v != 0) continue;
+        // combine: sorted rows through slot_pos == the same rows in slot order
+        std::vector<float> w(nv), slot_rows(yg.size()), out1(static_cast<size_t>(n_rows) * F),
+            out2(out1.size());
+        for (auto& wv : w) wv = std::uniform_real_distribution<float>(0.f, 1.f)(rng);
+        for (int i = 0; i < nv; ++i)
+            std::memcpy(slot_rows.data() + static_cast<size_t>(i) * F,
+                        yg.data() + static_cast<size_t>(slot_pos[i]) * F, 4 * F);
+        cu::moe_combine(yg.data(), w.data(), n_rows, k_used, F, out1.data(), nullptr,
+                        slot_pos.data());
+        cu::moe_combine(slot_rows.data(), w.data(), n_rows, k_used, F, out2.data(), nullptr);
+        EXPECT_EQ(std::memcmp(out1.data(), out2.data(), 4 * out1.size()), 0);
+    }
+    // refusals: a gathered job, no tile table, a tile variant of 64 activation rows
+    std::vector<float> y(static_cast<size_t>(nv) * F);
+    cu::MatJob j = job(gate, y.data());
+    j.expert = expert.data();
+    EXPECT_FALSE(cu::mmq_grouped(static_cast<int>(t), &j, 1, k, a.q(), a.d.data(), nv, g, nullptr));
+    j.expert = nullptr;
+    EXPECT_FALSE(cu::mmq_grouped(static_cast<int>(t), &j, 1, k, a.q(), a.d.data(), nv,
+                                 cu::MmqGroups{}, nullptr));
+    EXPECT_FALSE(
+        cu::mmq_grouped(static_cast<int>(t), &j, 1, k, a.q(), a.d.data(), nv, g, nullptr, 1));
 }
 
 // The repacked layouts of repack.h (fast mode's default upload of Q4_0 / Q8_0 / Q6_K): tile

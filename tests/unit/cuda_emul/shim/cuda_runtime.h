@@ -49,7 +49,7 @@ inline float4 make_float4(float x, float y, float z, float w) {
 typedef struct CUstream_st* cudaStream_t;
 enum cudaError_t { cudaSuccess = 0 };
 
-inline thread_local dim3 threadIdx, blockIdx, gridDim;
+inline thread_local dim3 threadIdx, blockIdx, gridDim, blockDim;
 
 namespace zinc_simt {
 
@@ -216,6 +216,7 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
                     threadIdx = dim3(static_cast<unsigned>(t));
                     blockIdx = dim3(bx, by, bz);
                     gridDim = grid;
+                    blockDim = dim3(static_cast<unsigned>(threads));
                     cur = &blk;
                     n_exchange = 0;
                     k(args...);
