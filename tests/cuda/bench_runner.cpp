@@ -26,6 +26,7 @@
 #include "backend/cuda/cuda_tier.h"
 #include "gguf/gguf.h"
 #include "model/batch.h"
+#include "model/config.h"
 #include "model/model.h"
 
 using namespace zinc;
@@ -100,12 +101,17 @@ int main(int argc, char** argv) {
     }
     const model::Model& model = *m.value();
     const int V = model.n_vocab();
-    // Bytes a decode step streams: every tensor but the embedding table (one row is read),
-    // unless the embedding is also the LM head (tied).
+    // Bytes a one-sequence decode step streams: every tensor but the embedding table (one row is
+    // read), unless the embedding is also the LM head (tied); of a routed-expert tensor (*_exps)
+    // only the n_expert_used / n_expert share one token's routing reads.
     size_t bytes = 0;
     const bool tied = f.value()->find_tensor("output.weight") == nullptr;
-    for (const auto& t : f.value()->tensors())
-        if (t.name != "token_embd.weight" || tied) bytes += t.n_bytes;
+    const auto& cfg = model.config();
+    for (const auto& t : f.value()->tensors()) {
+        if (t.name == "token_embd.weight" && !tied) continue;
+        const bool routed = t.name.find("_exps.") != std::string::npos && cfg.n_expert > 0;
+        bytes += routed ? t.n_bytes / cfg.n_expert * cfg.n_expert_used : t.n_bytes;
+    }
 
     if (n_prompt < 16 || n_prompt > 65536) {
         std::printf("error: -p %d: the prompt length must be in [16, 65536]\n", n_prompt);

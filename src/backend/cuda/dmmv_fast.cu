@@ -53,10 +53,17 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int jrow = j == 0 ? row : row - J.row_end[j - 1];
     const uint8_t* wbase = j == 0 ? J.m[0].w : (j == 1 ? J.m[1].w : J.m[2].w);
     const size_t rb = j == 0 ? J.m[0].row_bytes : (j == 1 ? J.m[1].row_bytes : J.m[2].row_bytes);
-    const uint8_t* w = wbase + static_cast<size_t>(jrow) * rb;
     const int nu = k >> 5;  // units per row
     const int nbk = k / Traits<T>::qk;
     const int a0 = static_cast<int>(blockIdx.y) * NB;
+    if (J.m[0].expert) {
+        // Expert gathering (NB == 1: one activation row per block): the row's expert id comes
+        // from the previous kernel (the routing), so wait for it before the first weight load.
+        grid_dependency_wait();
+        const MatJob& m = j == 0 ? J.m[0] : (j == 1 ? J.m[1] : J.m[2]);
+        wbase = job_matrix(wbase, m.expert, m.expert_stride, a0);
+    }
+    const uint8_t* w = wbase + static_cast<size_t>(jrow) * rb;
     const int na = min(NB, n_act - a0);
     const int8_t* aq0 = aq + static_cast<size_t>(a0) * k;
     const float4* ad0 = ad + static_cast<size_t>(a0) * nu;
@@ -170,7 +177,8 @@ constexpr int units_one_row() {
 template <int T, int LPR>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
               bool pdl, cudaStream_t s) {
-    if (n_act == 1)
+    // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
+    if (n_act == 1 || J.m[0].expert)
         launch<T, 1, LPR, units_one_row<T, LPR>()>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act == 2)
         launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
@@ -199,9 +207,13 @@ bool aligned16(const void* p) {
 
 bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq,
                       int n_act) {
-    if (n_act < 1 || n_act > kDmmvFastMaxRows || n_jobs < 1 || n_jobs > 3 || k % 32 != 0 ||
-        !aligned16(aq) || k % 16 != 0)
+    if (n_act < 1 || n_jobs < 1 || n_jobs > 3 || k % 32 != 0 || !aligned16(aq) || k % 16 != 0)
         return false;
+    // Gathered calls take one activation row per block (any count); the others at most
+    // kDmmvFastMaxRows. All jobs of a call gather or none does.
+    if (n_act > kDmmvFastMaxRows && !jobs[0].expert) return false;
+    for (int i = 1; i < n_jobs; ++i)
+        if ((jobs[i].expert == nullptr) != (jobs[0].expert == nullptr)) return false;
     switch (type) {
         case kQ4_1:
         case kQ5_0:
@@ -215,7 +227,7 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
         case kQ6_K:  // ld_un16: 2-byte aligned rows
             for (int i = 0; i < n_jobs; ++i)
                 if ((reinterpret_cast<uintptr_t>(jobs[i].w) & 1u) != 0 ||
-                    jobs[i].row_bytes % 2 != 0)
+                    jobs[i].row_bytes % 2 != 0 || jobs[i].expert_stride % 2 != 0)
                     return false;
             break;
         case kQ4_K:
@@ -225,7 +237,9 @@ bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int
         case kQ6_KR:
             // 16-byte loads: 16-byte aligned rows
             for (int i = 0; i < n_jobs; ++i)
-                if (!aligned16(jobs[i].w) || jobs[i].row_bytes % 16 != 0) return false;
+                if (!aligned16(jobs[i].w) || jobs[i].row_bytes % 16 != 0 ||
+                    jobs[i].expert_stride % 16 != 0)
+                    return false;
             break;
         default:
             return false;
@@ -265,7 +279,10 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
         J.row_end[i] = total;
     }
     if (total == 0) return true;
-    const int lpr = lanes_per_row ? lanes_per_row : auto_lpr(type, total, n_act);
+    // (gathered: n_act blocks of one activation row each, as many warps as total * n_act rows)
+    const int lpr = lanes_per_row ? lanes_per_row
+                    : jobs[0].expert ? auto_lpr(type, total * n_act, 1)
+                                     : auto_lpr(type, total, n_act);
     switch (type) {
         case kQ4_0:
             by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);

@@ -93,8 +93,9 @@ void dmmv_v2(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, 
 /// Most activation rows dmmv_fast takes.
 constexpr int kDmmvFastMaxRows = 16;
 /// Whether dmmv_fast covers the call: a quantized type (GGUF layouts, or the repacked 102/108/
-/// 114), 1..kDmmvFastMaxRows activation rows, 1..3 jobs, aq 16-byte aligned; for the 16-byte-load
-/// kernels (Q4_K, Q5_K and the repacked types) 16-byte aligned weights and row sizes.
+/// 114), 1..kDmmvFastMaxRows activation rows (any count when gathering: MatJob::expert set on
+/// every job), 1..3 jobs, aq 16-byte aligned; for the 16-byte-load kernels (Q4_K, Q5_K and the
+/// repacked types) 16-byte aligned weights, row sizes and expert strides.
 bool dmmv_fast_covers(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, int n_act);
 /// Whether dmmv() should take dmmv_fast for a call of `type` with `rows` output rows in all and
 /// n_act activation rows (where the H200 measurements showed it at least as fast as dmmv_v2).

@@ -58,6 +58,88 @@ TEST(DmmvFastEmul, Batches) {
         for (int n_act : {3, 16}) check(l.t, l.repack, l.k, n_act, n_act == 3 ? 32 : 8, seed += 3);
 }
 
+// Expert gathering (MoE decode): activation row b is multiplied by expert ids[b]'s matrices of
+// two fused jobs (gate + up); every output row is bitwise the ungathered one-row call on that
+// expert's matrices (the same kernel instance), for more rows than kDmmvFastMaxRows too.
+TEST(DmmvFastEmul, ExpertGathered) {
+    namespace dc = zinc::dmmv_check;
+    const int k = 512, n_exp = 3, n_act = 19, n_out[2] = {13, 7};
+    const std::vector<int32_t> ids = {2, 0, 2, 1, 0, 0, 1, 2, 2, 1, 0, 1, 2, 0, 0, 2, 1, 1, 2};
+    ASSERT_EQ(static_cast<int>(ids.size()), n_act);
+    for (const Layout& l : {kLayouts[0], kLayouts[3], kLayouts[6], kLayouts[8]}) {
+        SCOPED_TRACE(std::string(q::type_name(l.t)) + (l.repack ? "R" : ""));
+        const size_t rb = q::row_size(l.t, k);
+        int dt = static_cast<int>(l.t);
+        std::vector<std::vector<uint8_t>> w(2);
+        std::vector<uint8_t*> wp(2);
+        for (int j = 0; j < 2; ++j) {
+            const int rows = n_exp * n_out[j];
+            std::vector<uint8_t> raw(rb * rows);
+            dc::fill_weights(l.t, raw.data(), rb, 0, rows, k, 40 + j);
+            w[j].resize(raw.size() + 16);
+            wp[j] = w[j].data() + ((16 - (reinterpret_cast<uintptr_t>(w[j].data()) & 15u)) & 15u);
+            if (l.repack) {
+                dt = cu::repacked_type(static_cast<int>(l.t), k);
+                cu::repack_rows(static_cast<int>(l.t), raw.data(), wp[j], rows, k);
+            } else {
+                std::memcpy(wp[j], raw.data(), raw.size());
+            }
+        }
+        const dc::Acts a = dc::pack_acts(l.t, dc::make_acts(n_act, k, 7), n_act, k);
+        for (int lpr : {8, 32}) {
+            SCOPED_TRACE("lanes/row " + std::to_string(lpr));
+            std::vector<float> y[2], ref[2];
+            cu::MatJob jobs[2];
+            for (int j = 0; j < 2; ++j) {
+                y[j].assign(static_cast<size_t>(n_act) * n_out[j], -1.f);
+                ref[j].assign(y[j].size(), -2.f);
+                jobs[j].w = wp[j];
+                jobs[j].row_bytes = rb;
+                jobs[j].n_out = n_out[j];
+                jobs[j].y = y[j].data();
+                jobs[j].ldy = n_out[j];
+                jobs[j].expert = ids.data();
+                jobs[j].expert_stride = rb * n_out[j];
+            }
+            ASSERT_TRUE(cu::dmmv_fast_covers(dt, jobs, 2, k, a.q(), n_act));
+            ASSERT_TRUE(cu::dmmv_fast(dt, jobs, 2, k, a.q(), a.d.data(), n_act, false, nullptr, lpr));
+            for (int b = 0; b < n_act; ++b) {
+                cu::MatJob one[2];
+                for (int j = 0; j < 2; ++j) {
+                    one[j].w = wp[j] + static_cast<size_t>(ids[b]) * rb * n_out[j];
+                    one[j].row_bytes = rb;
+                    one[j].n_out = n_out[j];
+                    one[j].y = ref[j].data() + static_cast<size_t>(b) * n_out[j];
+                    one[j].ldy = n_out[j];
+                }
+                ASSERT_TRUE(cu::dmmv_fast(dt, one, 2, k, a.q() + static_cast<size_t>(b) * k,
+                                          a.d.data() + static_cast<size_t>(b) * (k / 32), 1, false,
+                                          nullptr, lpr));
+            }
+            for (int j = 0; j < 2; ++j)
+                EXPECT_EQ(0, std::memcmp(y[j].data(), ref[j].data(), y[j].size() * 4))
+                    << "job " << j;
+        }
+    }
+    // mixing gathered and plain jobs in one call is refused
+    alignas(16) static uint8_t buf[4096];
+    alignas(16) static int8_t act[4096];
+    cu::MatJob mix[2];
+    for (auto& m : mix) {
+        m.w = buf;
+        m.row_bytes = 144 * 2;
+        m.n_out = 1;
+    }
+    mix[0].expert = ids.data();
+    mix[0].expert_stride = 288;
+    EXPECT_FALSE(cu::dmmv_fast_covers(12, mix, 2, 512, act, 1));
+    mix[1].expert = ids.data();
+    mix[1].expert_stride = 8;  // not a multiple of 16: the 16-byte loads would be misaligned
+    EXPECT_FALSE(cu::dmmv_fast_covers(12, mix, 2, 512, act, 1));
+    mix[1].expert_stride = 288;
+    EXPECT_TRUE(cu::dmmv_fast_covers(12, mix, 2, 512, act, cu::kDmmvFastMaxRows + 1));
+}
+
 // The 16-byte-load kernels refuse misaligned weights and odd row sizes (dmmv() then takes v2);
 // more rows than kDmmvFastMaxRows, zero rows and the float types are not covered either.
 TEST(DmmvFastEmul, Coverage) {
