@@ -28,6 +28,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "runtime/expert_load.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
@@ -73,12 +74,18 @@ int main(int argc, char** argv) {
     bool profile = false;  // a 16-token prefill and 8 decode steps only (for ncu)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "-m" && i + 1 < argc) path = argv[++i];
-        else if (a == "-r" && i + 1 < argc) reps = std::atoi(argv[++i]);
-        else if (a == "-p" && i + 1 < argc) n_prompt = std::atoi(argv[++i]);
-        else if (a == "-b" && i + 1 < argc) n_seq = std::atoi(argv[++i]);
-        else if (a == "--copy-bw") bw = true;
-        else if (a == "--profile") profile = true;
+        if (a == "-m" && i + 1 < argc)
+            path = argv[++i];
+        else if (a == "-r" && i + 1 < argc)
+            reps = std::atoi(argv[++i]);
+        else if (a == "-p" && i + 1 < argc)
+            n_prompt = std::atoi(argv[++i]);
+        else if (a == "-b" && i + 1 < argc)
+            n_seq = std::atoi(argv[++i]);
+        else if (a == "--copy-bw")
+            bw = true;
+        else if (a == "--profile")
+            profile = true;
     }
     const cu::Probe p = cu::probe();
     if (p.devices.empty()) {
@@ -213,17 +220,27 @@ int main(int argc, char** argv) {
     const double st_launch = launches / 128, st_host = host_us / 128;
     const std::string base = path.substr(path.find_last_of('/') + 1);
     const char* graph = std::getenv("ZINC_CUDA_GRAPH");
-    std::printf("zinc | %s | pp%d | %.1f tok/s | %.2f ms\n", base.c_str(), n_prompt, n_prompt / pp_s,
-                pp_s * 1e3);
+    std::printf("zinc | %s | pp%d | %.1f tok/s | %.2f ms\n", base.c_str(), n_prompt,
+                n_prompt / pp_s, pp_s * 1e3);
     if (n_seq == 1)
-        std::printf("zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us "
-                    "host/step (enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
-                    base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
-                    graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0, load_s);
+        std::printf(
+            "zinc | %s | tg128 | %.1f tok/s | %.3f ms/tok | %.1f launches/step | %.1f us "
+            "host/step (enqueue, before sync) | graph %s | %.1f MiB/token | load %.1f s\n",
+            base.c_str(), 128 / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
+            graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0, load_s);
     else
-        std::printf("zinc | %s | tg128 x %d sequences | %.1f tok/s | %.3f ms/step | %.1f launches/"
-                    "step | %.1f us host/step | graph %s | %.1f MiB of weights a step\n",
-                    base.c_str(), n_seq, 128.0 * n_seq / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
-                    graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0);
+        std::printf(
+            "zinc | %s | tg128 x %d sequences | %.1f tok/s | %.3f ms/step | %.1f launches/"
+            "step | %.1f us host/step | graph %s | %.1f MiB of weights a step\n",
+            base.c_str(), n_seq, 128.0 * n_seq / tg_s, tg_s / 128 * 1e3, st_launch, st_host,
+            graph && std::string(graph) == "0" ? "off" : "on", bytes / 1048576.0);
+    // MoE: how the run (every prefill and decode step above) spread its slots over the experts
+    const cu::ExpertLoad load = cu::expert_load(r);
+    if (!load.counts.empty()) {
+        auto el = runtime::summarize_expert_load(load.counts, load.n_expert);
+        std::printf(
+            "zinc | %s | %s\n", base.c_str(),
+            el.ok() ? runtime::format_expert_load(el.value()).c_str() : el.error().message.c_str());
+    }
     return 0;
 }

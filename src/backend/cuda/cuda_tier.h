@@ -90,6 +90,17 @@ struct RunnerStats {
 };
 RunnerStats runner_stats(const model::Runner& runner);
 
+/// MoE models: the slots routed to each expert since the runner was made (every prefill and
+/// decode step; a slot is one token's use of one expert), counts (n_layers x n_expert) row-major
+/// by layer index, zeros for dense layers (runtime/expert_load.h summarises them). Empty for a
+/// dense model or a runner of another tier. Synchronises the runner's stream: not for the step
+/// path.
+struct ExpertLoad {
+    std::vector<uint64_t> counts;
+    int n_expert = 0;
+};
+ExpertLoad expert_load(const model::Runner& runner);
+
 /// A Context (model/model.h) over any Runner: one sequence, a contiguous block table of
 /// ceil(n_ctx / block_size) blocks, chunks of at most max_batch_tokens. Lets `zinc --prompt`
 /// run on the CUDA tier through the same interface as the CPU Context.

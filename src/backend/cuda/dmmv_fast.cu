@@ -1,9 +1,10 @@
 // zinc/backend/cuda/dmmv_fast.cu — the bandwidth-oriented matrix x few-vectors kernels (v3) of
 // the fast path (ZINC_EXACT=0), for 1..16 activation rows; dmmv() (dmmv.cu) calls them first.
 //
-// Work unit (dmmv_units.cuh): 32 consecutive-in-memory weight codes of one row (one 16-byte load of 4-bit codes,
-// two of 8-bit codes), seen as two groups of 16 elements with their own scale and offset. A warp
-// owns 32 / LPR rows; the LPR lanes of a row take consecutive units (lane i: units i, i + LPR,
+// Work unit (dmmv_units.cuh): 32 consecutive-in-memory weight codes of one row (one 16-byte load of
+// 4-bit codes, two of 8-bit codes), seen as two groups of 16 elements with their own scale and
+// offset. A warp owns 32 / LPR rows; the LPR lanes of a row take consecutive units (lane i: units
+// i, i + LPR,
 // ...), so a warp's loads of one step are contiguous 16-byte pieces (coalesced), and each lane
 // issues U units' weight loads before the first use. A row's partial sums meet in a shuffle
 // butterfly over its LPR lanes: no shared memory, no block barrier. Each decoded unit is used for
@@ -280,7 +281,7 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
     }
     if (total == 0) return true;
     // (gathered: n_act blocks of one activation row each, as many warps as total * n_act rows)
-    const int lpr = lanes_per_row ? lanes_per_row
+    const int lpr = lanes_per_row    ? lanes_per_row
                     : jobs[0].expert ? auto_lpr(type, total * n_act, 1)
                                      : auto_lpr(type, total, n_act);
     switch (type) {

@@ -22,12 +22,15 @@ namespace {
 __global__ void route_kernel(const float* __restrict__ logits, int n_rows, int n_expert, int k,
                              bool softmax_first, bool norm_w, float w_scale,
                              int32_t* __restrict__ ids, float* __restrict__ w,
-                             int32_t* __restrict__ src_row) {
+                             int32_t* __restrict__ src_row, uint32_t* __restrict__ load) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_rows) return;
+    int32_t* row_ids = ids + static_cast<size_t>(t) * k;
     moe::route_row(logits + static_cast<size_t>(t) * n_expert, n_expert, k, softmax_first, norm_w,
-                   w_scale, ids + static_cast<size_t>(t) * k, w + static_cast<size_t>(t) * k);
+                   w_scale, row_ids, w + static_cast<size_t>(t) * k);
     for (int s = 0; s < k; ++s) src_row[t * k + s] = t;
+    if (load)
+        for (int s = 0; s < k; ++s) atomicAdd(&load[row_ids[s]], 1u);
 }
 
 // One block per row; threads over the row's elements.
@@ -96,11 +99,11 @@ __global__ void __launch_bounds__(kGroupThreads)
 }  // namespace
 
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
-               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row,
-               cudaStream_t s) {
+               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, cudaStream_t s,
+               uint32_t* load) {
     constexpr int kThreads = 64;
     ZINC_MOE_LAUNCH(route_kernel, dim3((n_rows + kThreads - 1) / kThreads), kThreads, s, logits,
-                    n_rows, n_expert, k, softmax_first, norm_w, w_scale, ids, w, src_row);
+                    n_rows, n_expert, k, softmax_first, norm_w, w_scale, ids, w, src_row, load);
 }
 
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,

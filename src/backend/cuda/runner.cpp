@@ -385,4 +385,9 @@ RunnerStats runner_stats(const model::Runner& runner) {
     return r ? r->stats() : RunnerStats{};
 }
 
+ExpertLoad expert_load(const model::Runner& runner) {
+    const auto* r = dynamic_cast<const CudaRunner*>(&runner);
+    return r ? r->expert_load() : ExpertLoad{};
+}
+
 }  // namespace zinc::cuda

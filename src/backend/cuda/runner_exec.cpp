@@ -411,7 +411,8 @@ void CudaRunner::exec_moe(const model::Op& op) {
     const Tid o = op.outs[0].t;
     if (staged_ == o) staged_ = model::kNoTensor;
     moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
-              p.w_scale, moe_.ids, moe_.w, moe_.src, stream_);
+              p.w_scale, moe_.ids, moe_.w, moe_.src, stream_,
+              moe_.load + static_cast<size_t>(op.il) * moe_.n_expert);
     launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
     const bool grouped = !exact_ && mmq_ && nv >= moe_.group_min_slots;
     MmqGroups groups;

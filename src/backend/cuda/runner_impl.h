@@ -106,6 +106,18 @@ class CudaRunner final : public model::Runner {
         s.scratch_bytes = alloc_bytes_ - std::min(alloc_bytes_, weight_bytes_ + kv_bytes_);
         return s;
     }
+    ExpertLoad expert_load() const {  // (synchronous: for benchmarks, not the step path)
+        ExpertLoad el;
+        if (!moe_.load) return el;
+        std::vector<uint32_t> h(static_cast<size_t>(moe_.n_layers) * moe_.n_expert);
+        cudaStreamSynchronize(stream_);
+        if (cudaMemcpy(h.data(), moe_.load, h.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost) !=
+            cudaSuccess)
+            return el;
+        el.counts.assign(h.begin(), h.end());
+        el.n_expert = moe_.n_expert;
+        return el;
+    }
     // Sampling on the device (runner_sample.cpp); ZINC_GPU_SAMPLING=0 turns it off.
     bool samples_on_device() const override;
     Result<void> forward_sample(const model::Batch& batch, std::span<const model::RowSampling> rows,
@@ -260,6 +272,10 @@ class CudaRunner final : public model::Runner {
         // group_min_slots slots on (ZINC_MOE_GROUP_MIN_SLOTS; fast mode with mmq only).
         int n_expert = 0, group_min_slots = 32;
         MoeGroupBufs grp;
+        // Expert load: (n_layers, n_expert) slot counts since load, layer il at il * n_expert
+        // (moe_route adds them; RunnerStats::expert_load reads them back).
+        int n_layers = 0;
+        uint32_t* load = nullptr;
     } moe_;
     uint16_t* xh_ = nullptr;
     int8_t* aq_ = nullptr;

@@ -156,6 +156,7 @@ Result<void> CudaRunner::plan() {
                 }
                 moe_.max_slots = std::max(moe_.max_slots, opts_.max_batch_tokens * m.n_used);
                 moe_.n_expert = std::max(moe_.n_expert, m.n_expert);
+                moe_.n_layers = std::max(moe_.n_layers, op.il + 1);
                 if (m.n_expert > 1024)
                     return make_error("cuda: " + std::to_string(m.n_expert) +
                                       " experts per layer; the CUDA tier's routing covers 1024");
@@ -295,6 +296,10 @@ Result<void> CudaRunner::plan() {
         CU_TRY("alloc moe", ints(moe_.grp.tile_c0, tiles));
         CU_TRY("alloc moe", ints(moe_.grp.tile_c1, tiles));
         CU_TRY("alloc moe", ints(moe_.grp.n_tiles, 1));
+        const size_t n_load = static_cast<size_t>(moe_.n_layers) * moe_.n_expert;
+        moe_.load = static_cast<uint32_t*>(dalloc(n_load * sizeof(uint32_t), e));
+        CU_TRY("alloc moe load counters", e);
+        CU_TRY("clear moe load counters", cudaMemset(moe_.load, 0, n_load * sizeof(uint32_t)));
     }
     pending_bias_.assign(P.tensors.size(), nullptr);
     last_name_.assign(P.tensors.size(), LastName{});

@@ -36,4 +36,8 @@ RunnerStats runner_stats(const model::Runner&) {
     return {};
 }
 
+ExpertLoad expert_load(const model::Runner&) {
+    return {};
+}
+
 }  // namespace zinc::cuda

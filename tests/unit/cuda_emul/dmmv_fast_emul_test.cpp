@@ -26,11 +26,10 @@ namespace cu = zinc::cuda;
 // Three fused jobs of 13, 7 and 5 rows (the first with a bias) over n_act activation rows.
 void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed) {
     const int n_out[3] = {13, 7, 5};
-    zinc::dmmv_emul::check(t, repack, k, n_act, seed, n_out, "lanes/row " + std::to_string(lpr),
-                           [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq,
-                               const float4* ad, int na, bool acc) {
-                               return cu::dmmv_fast(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, lpr);
-                           });
+    zinc::dmmv_emul::check(
+        t, repack, k, n_act, seed, n_out, "lanes/row " + std::to_string(lpr),
+        [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq, const float4* ad, int na,
+            bool acc) { return cu::dmmv_fast(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, lpr); });
 }
 
 struct Layout {
@@ -39,10 +38,10 @@ struct Layout {
     int k;
 };
 const Layout kLayouts[] = {
-    {GgmlType::Q4_K, false, 512}, {GgmlType::Q5_K, false, 512}, {GgmlType::Q6_K, true, 2048},
-    {GgmlType::Q4_0, true, 512},  {GgmlType::Q8_0, true, 512},  {GgmlType::Q6_K, false, 512},
-    {GgmlType::Q4_0, false, 256}, {GgmlType::Q8_0, false, 256}, {GgmlType::Q4_1, false, 256},
-    {GgmlType::Q5_0, false, 256}, {GgmlType::Q5_1, false, 256}, {GgmlType::Q2_K, false, 512},
+    {GgmlType::Q4_K, false, 512}, {GgmlType::Q5_K, false, 512},  {GgmlType::Q6_K, true, 2048},
+    {GgmlType::Q4_0, true, 512},  {GgmlType::Q8_0, true, 512},   {GgmlType::Q6_K, false, 512},
+    {GgmlType::Q4_0, false, 256}, {GgmlType::Q8_0, false, 256},  {GgmlType::Q4_1, false, 256},
+    {GgmlType::Q5_0, false, 256}, {GgmlType::Q5_1, false, 256},  {GgmlType::Q2_K, false, 512},
     {GgmlType::Q3_K, false, 512}, {GgmlType::MXFP4, false, 256},
 };
 
@@ -102,7 +101,8 @@ TEST(DmmvFastEmul, ExpertGathered) {
                 jobs[j].expert_stride = rb * n_out[j];
             }
             ASSERT_TRUE(cu::dmmv_fast_covers(dt, jobs, 2, k, a.q(), n_act));
-            ASSERT_TRUE(cu::dmmv_fast(dt, jobs, 2, k, a.q(), a.d.data(), n_act, false, nullptr, lpr));
+            ASSERT_TRUE(
+                cu::dmmv_fast(dt, jobs, 2, k, a.q(), a.d.data(), n_act, false, nullptr, lpr));
             for (int b = 0; b < n_act; ++b) {
                 cu::MatJob one[2];
                 for (int j = 0; j < 2; ++j) {
