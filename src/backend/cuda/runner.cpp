@@ -170,7 +170,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     int32_t* h_row0 = meta_h_ + 5 * R;
     int32_t* h_sslot = h_row0 + opts_.max_seqs + 1;
     int32_t* h_bt = meta_h_ + meta_fixed();
-    if (!rs_.empty()) ZINC_TRY(check_state_slots(batch));
+    if (!rs_.empty()) ZINC_TRY(slots_.check(batch, "cuda forward: "));
     int n_bt = 0, n_out = 0, expect_row = 0;
     bool all_decode = true;
     attn_spans_.clear();
@@ -283,7 +283,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     if (n_out > 0 && tokens) std::memcpy(tokens, tok_h_, n_out * sizeof(int32_t));
     if (!rs_.empty())
         for (const model::BatchSeq& q : batch.seqs)
-            slot_pos_[static_cast<size_t>(q.state_slot)] = q.pos0 + q.n_tokens;
+            slots_.advance(q.state_slot, q.pos0, q.n_tokens, false);
     stats_.launches_last_step = launches_;
     stats_.host_us_last_step = std::chrono::duration<double, std::micro>(t1 - t0).count();
     if (hooks) {

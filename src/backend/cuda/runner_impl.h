@@ -25,6 +25,7 @@
 #include "model/arch_model.h"
 #include "model/config.h"
 #include "model/ir.h"
+#include "model/state_slots.h"
 #include "quant/types.h"
 #include "runtime/forward_hooks.h"
 
@@ -129,9 +130,6 @@ class CudaRunner final : public model::Runner {
     // SplitGate, SigmoidMul
     void exec_recurrent(const model::Op& op);
     RecurrentSeqs recurrent_seqs() const;
-    // The recurrent state slots' checks (the CPU tier's rules): in range, distinct, and the
-    // slot's state at the sequence's pos0.
-    Result<void> check_state_slots(const model::Batch& batch) const;
     void gather_head(model::Tid x);
     bool wants(const char* name, int il) const;
     bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
@@ -209,9 +207,9 @@ class CudaRunner final : public model::Runner {
         return v_cache_ + layer_v_elems_ * kv_index_[static_cast<size_t>(kv_layer)];
     }
     // Recurrent state (hybrid models, model::Program::recurrent): per recurrent layer the conv
-    // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; the position each
-    // slot's state is at (host side, for the checks); the step's sequence table (device, in
-    // the metadata: row offsets and slots).
+    // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; where each
+    // slot's state is (host side: the CPU tier's bookkeeping and checks, model::StateSlots); the
+    // step's sequence table (device, in the metadata: row offsets and slots).
     struct RecurrentLayerState {
         float *conv = nullptr, *ssm = nullptr;
         int64_t conv_floats = 0, ssm_floats = 0;
@@ -219,7 +217,7 @@ class CudaRunner final : public model::Runner {
     std::vector<RecurrentLayerState> rs_;
     int n_state_slots_ = 0;
     size_t state_bytes_ = 0;
-    std::vector<int64_t> slot_pos_;
+    model::StateSlots slots_{0, 0};
     int n_seqs_ = 0;  // sequences of the step being enqueued
     int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr;
 

@@ -435,7 +435,7 @@ Result<void> CudaRunner::init() {
     n_state_slots_ = opts_.n_state_slots > 0 ? opts_.n_state_slots : opts_.max_seqs;
     if (!prog_.recurrent.empty()) {
         opts_.n_state_slots = n_state_slots_;
-        slot_pos_.assign(static_cast<size_t>(n_state_slots_), 0);
+        slots_ = model::StateSlots(n_state_slots_, 0);
         for (const model::Program::RecurrentLayer& rl : prog_.recurrent) {
             RecurrentLayerState L;
             L.conv_floats = rl.conv_floats;

@@ -26,29 +26,6 @@ RecurrentSeqs CudaRunner::recurrent_seqs() const {
     return q;
 }
 
-Result<void> CudaRunner::check_state_slots(const model::Batch& batch) const {
-    for (size_t si = 0; si < batch.seqs.size(); ++si) {
-        const model::BatchSeq& s = batch.seqs[si];
-        const std::string where = "cuda forward: sequence " + std::to_string(si) + ": ";
-        if (s.state_slot < 0 || s.state_slot >= n_state_slots_)
-            return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                              " out of range [0, " + std::to_string(n_state_slots_) +
-                              ") (a recurrent model needs one per sequence)");
-        for (size_t sj = 0; sj < si; ++sj)
-            if (batch.seqs[sj].state_slot == s.state_slot)
-                return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                                  " is also sequence " + std::to_string(sj) + "'s");
-        const int64_t at = slot_pos_[static_cast<size_t>(s.state_slot)];
-        if (s.pos0 != 0 && at != s.pos0)
-            return make_error(where + "the recurrent state of slot " +
-                              std::to_string(s.state_slot) + " is at position " +
-                              std::to_string(at) + ", the batch starts at " +
-                              std::to_string(s.pos0) +
-                              " (a recurrent state cannot be rewound: restart at 0)");
-    }
-    return {};
-}
-
 void CudaRunner::exec_recurrent(const model::Op& op) {
     constexpr uint64_t kF32 = sizeof(float);
     const int n = rows_;
