@@ -99,6 +99,10 @@ class CudaRunner final : public model::Runner {
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
     size_t state_bytes() const override { return state_bytes_; }
+    // Recurrent state checkpoints (runner_recurrent.cpp; the CPU tier's contract, model/batch.h):
+    // RunnerOptions::n_state_checkpoints rows per slot where the model has recurrent state.
+    int32_t state_checkpoints() const override { return rs_.empty() ? 0 : n_ckpt_; }
+    Result<void> rewind_state(int32_t slot, int64_t pos) override;
     bool exact() const override { return exact_; }  // --exact / ZINC_EXACT=1 / batch_invariant
     RunnerStats stats() const {
         RunnerStats s = stats_;
@@ -210,16 +214,22 @@ class CudaRunner final : public model::Runner {
     // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; where each
     // slot's state is (host side: the CPU tier's bookkeeping and checks, model::StateSlots); the
     // step's sequence table (device, in the metadata: row offsets and slots).
+    // Checkpoints (n_ckpt_ > 0): per layer conv_ckpt / ssm_ckpt (n_state_slots_, n_ckpt_,
+    // floats), the state after each kept row (kernels.h SsmConvJob::ckpt); the step's keep flags
+    // travel in the metadata (d_seq_keep_), and step_keeps_ (a sequence of the step keeps) hands
+    // the pools to the kernels, so a step without keep_states reads and writes nothing more.
     struct RecurrentLayerState {
         float *conv = nullptr, *ssm = nullptr;
+        float *conv_ckpt = nullptr, *ssm_ckpt = nullptr;
         int64_t conv_floats = 0, ssm_floats = 0;
     };
     std::vector<RecurrentLayerState> rs_;
-    int n_state_slots_ = 0;
+    int n_state_slots_ = 0, n_ckpt_ = 0;
+    bool step_keeps_ = false;
     size_t state_bytes_ = 0;
     model::StateSlots slots_{0, 0};
     int n_seqs_ = 0;  // sequences of the step being enqueued
-    int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr;
+    int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr, *d_seq_keep_ = nullptr;
 
     // activations (R = max_batch_tokens rows): one buffer per tensor of the op list that is
     // written to its own memory (null for those only ever staged in xf_); the logits tensor is
@@ -264,12 +274,12 @@ class CudaRunner final : public model::Runner {
     void* argmax_scratch_ = nullptr;
 
     // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][seq_row0 max_seqs + 1]
-    // [seq_slot max_seqs][bt max_bt]
+    // [seq_slot max_seqs][seq_keep max_seqs][bt max_bt]
     int32_t* meta_d_ = nullptr;
     int32_t* meta_h_ = nullptr;  // pinned
     // ints of the metadata before the block tables
     size_t meta_fixed() const {
-        return 5 * static_cast<size_t>(R_) + 2 * static_cast<size_t>(opts_.max_seqs) + 1;
+        return 5 * static_cast<size_t>(R_) + 3 * static_cast<size_t>(opts_.max_seqs) + 1;
     }
     // Pinned landing buffers for the step's results (a copy to pageable memory would block the
     // host until the copy, i.e. the whole step, is done): tokens (R), logits (max_seqs rows).
