@@ -702,7 +702,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
                           std::to_string(ro.n_state_checkpoints) + " rows (1 + spec_max); this " +
                           runner.value()->tier() + " tier Runner keeps " +
                           std::to_string(runner.value()->state_checkpoints()) +
-                          " (the CPU tier's Runner::create_cpu does; the CUDA tier does not yet)");
+                          " (the CPU and CUDA tiers' Runners keep "
+                          "RunnerOptions::n_state_checkpoints)");
     const model::RunnerOptions& got = runner.value()->options();
     if (got.n_blocks != ro.n_blocks || got.block_size != ro.block_size ||
         got.max_batch_tokens < ro.max_batch_tokens || got.max_seqs < ro.max_seqs ||

@@ -74,6 +74,17 @@ inline SeqTable seq_table(const Step& st, std::mt19937& rng) {
     t.row0.push_back(r);
     return t;
 }
+/// Sequence si of t alone, on its first n rows: a one-sequence table with the same slot and
+/// positions, rows renumbered from 0 (the caller offsets its row data by t.row0[si]). Running a
+/// kernel on it gives the state a checkpoint row n - 1 of that sequence must hold.
+inline SeqTable prefix_table(const SeqTable& t, size_t si, int n) {
+    SeqTable p;
+    p.n_slots = t.n_slots;
+    p.row0 = {0, n};
+    p.slot = {t.slot[si]};
+    p.row_pos.assign(t.row_pos.begin() + t.row0[si], t.row_pos.begin() + t.row0[si] + n);
+    return p;
+}
 /// Slot state for every slot: random where a sequence continues (pos0 > 0), NaN where one starts
 /// at position 0 (a kernel that reads it instead of starting from zeros fails) and in the unused
 /// slots (a kernel writing the wrong slot is caught by the comparison of all slots).
@@ -146,6 +157,54 @@ class Guarded {
 /// Bitwise equality (NaN payloads included).
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// A kernel's checkpoint pool (n_slots, n_ckpt, slot_floats) after one step with per-sequence
+/// keep flags (kernels.h RecurrentSeqs::keep), the pool NaN before: row i of a kept sequence's
+/// slot must hold, bit for bit, the slot's state after that sequence's first i + 1 rows run
+/// alone (prefix_state(si, i + 1): the whole state pool after such a call, from the initial
+/// one); every other row (sequences without keep, rows past a sequence's own, unused slots) must
+/// still be NaN. Returns "" or the first difference.
+template <class PrefixState>
+std::string check_checkpoints(const std::vector<float>& pool, const SeqTable& t,
+                              const std::vector<int32_t>& keep, int n_ckpt, int64_t slot_floats,
+                              PrefixState prefix_state) {
+    if (pool.size() != static_cast<size_t>(t.n_slots) * n_ckpt * slot_floats)
+        return "pool size " + std::to_string(pool.size());
+    auto row_at = [&](int32_t slot, int i) {
+        return pool.begin() + (int64_t{slot} * n_ckpt + i) * slot_floats;
+    };
+    std::vector<bool> kept_slot(static_cast<size_t>(t.n_slots), false);
+    for (size_t si = 0; si < t.slot.size(); ++si) {
+        const int n = t.row0[si + 1] - t.row0[si];
+        if (!keep[si]) continue;
+        kept_slot[static_cast<size_t>(t.slot[si])] = true;
+        for (int i = 0; i < n_ckpt; ++i) {
+            const auto row = row_at(t.slot[si], i);
+            const std::vector<float> got(row, row + slot_floats);
+            if (i >= n) {
+                for (float v : got)
+                    if (!std::isnan(v))
+                        return "sequence " + std::to_string(si) + ": row " + std::to_string(i) +
+                               " past its " + std::to_string(n) + " rows was written";
+                continue;
+            }
+            const std::vector<float> all = prefix_state(si, i + 1);
+            const auto at = all.begin() + int64_t{t.slot[si]} * slot_floats;
+            if (!same_bits(got, std::vector<float>(at, at + slot_floats)))
+                return "sequence " + std::to_string(si) + ": checkpoint row " + std::to_string(i) +
+                       " is not the state after its first " + std::to_string(i + 1) + " rows";
+        }
+    }
+    for (int32_t slot = 0; slot < t.n_slots; ++slot) {
+        if (kept_slot[static_cast<size_t>(slot)]) continue;
+        for (int i = 0; i < n_ckpt; ++i)
+            for (auto it = row_at(slot, i); it != row_at(slot, i) + slot_floats; ++it)
+                if (!std::isnan(*it))
+                    return "slot " + std::to_string(slot) + " (no sequence keeps it): row " +
+                           std::to_string(i) + " was written";
+    }
+    return "";
 }
 
 // ---- DeltaNet -------------------------------------------------------------------------------

@@ -14,22 +14,18 @@
 namespace zinc::cpu {
 
 StatePool::StatePool(const model::Program& prog, int32_t n_slots, int32_t n_ckpt)
-    : n_slots_(n_slots),
-      n_ckpt_(prog.recurrent.empty() ? 0 : n_ckpt),
+    : slots_(n_slots, prog.recurrent.empty() ? 0 : n_ckpt),
       bytes_per_seq_(bytes_per_seq(prog)),
       layers_(prog.recurrent) {
     ZINC_CHECK(n_slots > 0 && n_ckpt >= 0);
     const size_t n = static_cast<size_t>(n_slots);
-    const size_t nc = n * static_cast<size_t>(n_ckpt_);
+    const size_t nc = n * static_cast<size_t>(n_checkpoints());
     for (const auto& l : layers_) {
         conv_.emplace_back(n * static_cast<size_t>(l.conv_floats), 0.0f);
         ssm_.emplace_back(n * static_cast<size_t>(l.ssm_floats), 0.0f);
         conv_ckpt_.emplace_back(nc * static_cast<size_t>(l.conv_floats), 0.0f);
         ssm_ckpt_.emplace_back(nc * static_cast<size_t>(l.ssm_floats), 0.0f);
     }
-    pos_.assign(n, 0);
-    ckpt_pos0_.assign(n, 0);
-    ckpt_n_.assign(n, 0);
 }
 
 size_t StatePool::bytes_per_seq(const model::Program& prog) {
@@ -41,14 +37,14 @@ size_t StatePool::bytes_per_seq(const model::Program& prog) {
 
 float* StatePool::conv(int rs_layer, int32_t slot) {
     ZINC_CHECK(rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    ZINC_CHECK(slot >= 0 && slot < n_slots());
     return conv_[static_cast<size_t>(rs_layer)].data() +
            static_cast<size_t>(slot) * static_cast<size_t>(layers_[rs_layer].conv_floats);
 }
 
 float* StatePool::ssm(int rs_layer, int32_t slot) {
     ZINC_CHECK(rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    ZINC_CHECK(slot >= 0 && slot < n_slots());
     return ssm_[static_cast<size_t>(rs_layer)].data() +
            static_cast<size_t>(slot) * static_cast<size_t>(layers_[rs_layer].ssm_floats);
 }
@@ -58,51 +54,31 @@ void StatePool::reset(int32_t slot) {
         std::fill_n(conv(static_cast<int>(il), slot), layers_[il].conv_floats, 0.0f);
         std::fill_n(ssm(static_cast<int>(il), slot), layers_[il].ssm_floats, 0.0f);
     }
-    set_pos(slot, 0);
-    drop_checkpoints(slot);
 }
 
 float* StatePool::conv_ckpt(int rs_layer, int32_t slot) {
-    ZINC_CHECK(n_ckpt_ > 0 && rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    ZINC_CHECK(n_checkpoints() > 0 && rs_layer >= 0 &&
+               static_cast<size_t>(rs_layer) < layers_.size());
+    ZINC_CHECK(slot >= 0 && slot < n_slots());
     return conv_ckpt_[static_cast<size_t>(rs_layer)].data() +
-           static_cast<size_t>(slot) * static_cast<size_t>(n_ckpt_) *
+           static_cast<size_t>(slot) * static_cast<size_t>(n_checkpoints()) *
                static_cast<size_t>(layers_[rs_layer].conv_floats);
 }
 
 float* StatePool::ssm_ckpt(int rs_layer, int32_t slot) {
-    ZINC_CHECK(n_ckpt_ > 0 && rs_layer >= 0 && static_cast<size_t>(rs_layer) < layers_.size());
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
+    ZINC_CHECK(n_checkpoints() > 0 && rs_layer >= 0 &&
+               static_cast<size_t>(rs_layer) < layers_.size());
+    ZINC_CHECK(slot >= 0 && slot < n_slots());
     return ssm_ckpt_[static_cast<size_t>(rs_layer)].data() +
-           static_cast<size_t>(slot) * static_cast<size_t>(n_ckpt_) *
+           static_cast<size_t>(slot) * static_cast<size_t>(n_checkpoints()) *
                static_cast<size_t>(layers_[rs_layer].ssm_floats);
 }
 
-void StatePool::begin_checkpoints(int32_t slot, int32_t n_rows) {
-    ZINC_CHECK(slot >= 0 && slot < n_slots_ && n_rows >= 1 && n_rows <= n_ckpt_);
-    ckpt_pos0_[static_cast<size_t>(slot)] = pos(slot);
-    ckpt_n_[static_cast<size_t>(slot)] = n_rows;
-}
-
-void StatePool::drop_checkpoints(int32_t slot) {
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
-    ckpt_n_[static_cast<size_t>(slot)] = 0;
-}
-
 Result<void> StatePool::rewind(int32_t slot, int64_t p) {
-    ZINC_CHECK(slot >= 0 && slot < n_slots_);
-    if (p == pos(slot)) return {};
-    const auto s = static_cast<size_t>(slot);
-    const int64_t p0 = ckpt_pos0_[s], n = ckpt_n_[s];
-    if (n == 0 || p <= p0 || p > p0 + n)
-        return make_error("recurrent state of slot " + std::to_string(slot) + ": position " +
-                          std::to_string(p) + " is not checkpointed (the state is at " +
-                          std::to_string(pos(slot)) +
-                          (n == 0 ? ", no checkpoints"
-                                  : ", checkpoints cover (" + std::to_string(p0) + ", " +
-                                        std::to_string(p0 + n) + "]") +
-                          "; a recurrent state cannot be rewound further)");
-    const auto row = static_cast<size_t>(p - p0 - 1);
+    Result<int32_t> r = slots_.rewind(slot, p);
+    if (!r) return r.error();
+    if (r.value() < 0) return {};  // already there
+    const auto row = static_cast<size_t>(r.value());
     for (size_t il = 0; il < layers_.size(); ++il) {
         const int rl = static_cast<int>(il);
         const auto cf = static_cast<size_t>(layers_[il].conv_floats);
@@ -110,8 +86,6 @@ Result<void> StatePool::rewind(int32_t slot, int64_t p) {
         std::copy_n(conv_ckpt(rl, slot) + row * cf, cf, conv(rl, slot));
         std::copy_n(ssm_ckpt(rl, slot) + row * sf, sf, ssm(rl, slot));
     }
-    set_pos(slot, p);
-    ckpt_n_[s] = static_cast<int32_t>(p - p0);
     return {};
 }
 

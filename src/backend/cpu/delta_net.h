@@ -19,46 +19,51 @@
 #include <vector>
 
 #include "model/ir.h"
+#include "model/state_slots.h"
 #include "util/result.h"
 
 namespace zinc::cpu {
 
-/// Per-sequence recurrent state of every recurrent layer: one slot per running sequence.
-/// pos(slot) is how many positions the slot's state has consumed; a step starting at position
-/// 0 resets the slot (zeros), any other start must continue exactly where the state is.
+/// Per-sequence recurrent state of every recurrent layer: one slot per running sequence. Where
+/// each slot's state is and which checkpoints its last step kept is model::StateSlots's
+/// bookkeeping (slots(): the positions, the batch checks and the rewind rule, shared with the
+/// CUDA tier); this pool holds the floats. A step starting at position 0 resets the slot (zeros),
+/// any other start must continue exactly where the state is.
 ///
 /// Checkpoints (speculative decoding, docs/speculative.md "Recurrent state"): with n_ckpt > 0
 /// each slot also has room for the state after each of up to n_ckpt rows of one step. A step
-/// that asks for them (begin_checkpoints) has the recurrent ops write the state after every
-/// row of that slot; rewind(slot, pos) then puts the state of any checkpointed position back in
-/// place, so a rejected draft's rows are undone without recomputing anything. A step on the
-/// slot that does not ask for checkpoints drops them (drop_checkpoints).
+/// recorded with keep (advance) has the recurrent ops write the state after every row of that
+/// slot; rewind(slot, pos) then puts the state of any checkpointed position back in place, so a
+/// rejected draft's rows are undone without recomputing anything. A step on the slot without
+/// keep drops them.
 class StatePool {
   public:
     StatePool(const model::Program& prog, int32_t n_slots, int32_t n_ckpt = 0);
-    int32_t n_slots() const { return n_slots_; }
-    int32_t n_checkpoints() const { return n_ckpt_; }
+    int32_t n_slots() const { return slots_.n_slots(); }
+    int32_t n_checkpoints() const { return slots_.n_checkpoints(); }
     bool empty() const { return layers_.empty(); }
     float* conv(int rs_layer, int32_t slot);
     float* ssm(int rs_layer, int32_t slot);
-    int64_t pos(int32_t slot) const { return pos_[static_cast<size_t>(slot)]; }
-    void set_pos(int32_t slot, int64_t p) { pos_[static_cast<size_t>(slot)] = p; }
-    /// Zero every layer's state of the slot and set its position to 0 (drops its checkpoints).
+    /// Positions and checkpoints of the slots (the checks of a step batch: slots().check()).
+    const model::StateSlots& slots() const { return slots_; }
+    /// Zero every layer's state of the slot (a step from position 0; advance() then records it).
     void reset(int32_t slot);
     /// Bytes of state one sequence needs (every recurrent layer).
     static size_t bytes_per_seq(const model::Program& prog);
     /// Live states and checkpoints of every slot.
     size_t bytes() const {
-        return bytes_per_seq_ * static_cast<size_t>(n_slots_) * (1 + static_cast<size_t>(n_ckpt_));
+        return bytes_per_seq_ * static_cast<size_t>(n_slots()) *
+               (1 + static_cast<size_t>(n_checkpoints()));
     }
 
-    /// The next step runs n_rows (1..n_checkpoints()) rows on the slot from pos(slot) and keeps
-    /// the state after each: checkpoint i is the state at position pos(slot) + i + 1.
-    void begin_checkpoints(int32_t slot, int32_t n_rows);
-    /// The slot's checkpoints no longer describe its tokens (a step without checkpoints).
-    void drop_checkpoints(int32_t slot);
+    /// The next step runs n_rows rows on the slot from pos0 and, with keep (n_rows in [1,
+    /// n_checkpoints()]), keeps the state after each: checkpoint i is the state at position
+    /// pos0 + i + 1 (model::StateSlots::advance).
+    void advance(int32_t slot, int64_t pos0, int32_t n_rows, bool keep) {
+        slots_.advance(slot, pos0, n_rows, keep);
+    }
     /// Rows the current step checkpoints on the slot (0: none).
-    int32_t checkpointing(int32_t slot) const { return ckpt_n_[static_cast<size_t>(slot)]; }
+    int32_t checkpointing(int32_t slot) const { return slots_.kept(slot); }
     /// Checkpoint row 0 of the slot's layer (the state after row i is at + i * conv_floats, resp.
     /// ssm_floats, of that layer); only valid when n_checkpoints() > 0.
     float* conv_ckpt(int rs_layer, int32_t slot);
@@ -66,24 +71,17 @@ class StatePool {
     /// Floats of one state of the layer (the checkpoint row strides).
     int64_t conv_floats(int rs_layer) const { return layers_[rs_layer].conv_floats; }
     int64_t ssm_floats(int rs_layer) const { return layers_[rs_layer].ssm_floats; }
-    /// Put the slot's state at position p: p == pos(slot) is a no-op; otherwise p must be one
-    /// of the positions the last step checkpointed (p0 < p <= p0 + n for a step of n rows from
-    /// p0), whose state is copied back. Later checkpoints are dropped (their rows were rejected).
-    /// Error: p not checkpointed (what was, and that a state cannot be rewound further).
+    /// Put the slot's state at position p (model::StateSlots::rewind's rule and errors: p where
+    /// it is, or one of the positions the last step checkpointed, whose state is copied back).
     Result<void> rewind(int32_t slot, int64_t p);
 
   private:
-    int32_t n_slots_;
-    int32_t n_ckpt_;
+    model::StateSlots slots_;
     size_t bytes_per_seq_;
     std::vector<model::Program::RecurrentLayer> layers_;
     std::vector<std::vector<float>> conv_, ssm_;  // per layer: (n_slots, floats)
-    std::vector<int64_t> pos_;                    // (n_slots)
-    // Checkpoints, per layer: (n_slots, n_ckpt, floats); per slot: the position before row 0
-    // of the checkpointed step and its rows (0: none).
+    // Checkpoints, per layer: (n_slots, n_ckpt, floats).
     std::vector<std::vector<float>> conv_ckpt_, ssm_ckpt_;
-    std::vector<int64_t> ckpt_pos0_;
-    std::vector<int32_t> ckpt_n_;
 };
 
 /// SsmConv for one sequence's n_t rows, channels [c0, c1): x (n_t, ch) row-major, w (ch, d_conv),

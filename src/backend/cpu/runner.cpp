@@ -16,6 +16,7 @@
 #include "backend/cpu/forward_state.h"
 #include "model/arch_model.h"
 #include "model/batch.h"
+#include "model/state_slots.h"
 
 namespace zinc::cpu {
 
@@ -96,9 +97,7 @@ Result<void> validate_options(const RunnerOptions& opts) {
         return bad("n_threads", opts.n_threads, "[0, 1024]");
     if (opts.n_state_slots < 0 || opts.n_state_slots > 65536)
         return bad("n_state_slots", opts.n_state_slots, "[0, 65536]");
-    if (opts.n_state_checkpoints < 0 || opts.n_state_checkpoints > 1024)
-        return bad("n_state_checkpoints", opts.n_state_checkpoints, "[0, 1024]");
-    return {};
+    return model::StateSlots::check_options(opts.n_state_checkpoints, "cpu");
 }
 
 }  // namespace zinc::cpu
@@ -174,11 +173,7 @@ class CpuRunner : public Runner {
             seqs_.push_back({s.row0, s.n_tokens, s.pos0, s.block_table.data()});
             if (!rs_.empty()) {
                 if (s.pos0 == 0) rs_.reset(s.state_slot);
-                if (s.keep_states) {
-                    rs_.begin_checkpoints(s.state_slot, s.n_tokens);
-                } else {
-                    rs_.drop_checkpoints(s.state_slot);
-                }
+                rs_.advance(s.state_slot, s.pos0, s.n_tokens, s.keep_states);
                 seq_slot_.push_back(s.state_slot);
             }
             for (int32_t i = 0; i < s.n_tokens; ++i) {
@@ -209,9 +204,6 @@ class CpuRunner : public Runner {
         if (n_out > 0 && !embeddings && logits == nullptr)
             return make_error("forward: logits buffer is null");
         cpu::execute(model_.program(), st);
-        if (!rs_.empty())
-            for (const BatchSeq& s : batch.seqs)
-                rs_.set_pos(s.state_slot, static_cast<int64_t>(s.pos0) + s.n_tokens);
         return {};
     }
 
@@ -224,9 +216,6 @@ class CpuRunner : public Runner {
     int32_t state_checkpoints() const override { return rs_.n_checkpoints(); }
     Result<void> rewind_state(int32_t slot, int64_t pos) override {
         if (rs_.empty()) return {};  // attention only: nothing to rewind
-        if (slot < 0 || slot >= rs_.n_slots())
-            return make_error("rewind_state: slot " + std::to_string(slot) + " out of range [0, " +
-                              std::to_string(rs_.n_slots()) + ")");
         return rs_.rewind(slot, pos);
     }
 
@@ -242,35 +231,7 @@ class CpuRunner : public Runner {
                                   " positions");
         }
         if (rs_.empty()) return {};
-        for (size_t si = 0; si < batch.seqs.size(); ++si) {
-            const BatchSeq& s = batch.seqs[si];
-            const std::string where = "forward: sequence " + std::to_string(si) + ": ";
-            if (s.state_slot < 0 || s.state_slot >= rs_.n_slots()) {
-                return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                                  " out of range [0, " + std::to_string(rs_.n_slots()) +
-                                  ") (a recurrent model needs one per sequence)");
-            }
-            if (s.keep_states && s.n_tokens > rs_.n_checkpoints()) {
-                return make_error(where + "keep_states for " + std::to_string(s.n_tokens) +
-                                  " rows, the state pool keeps at most " +
-                                  std::to_string(rs_.n_checkpoints()) +
-                                  " (RunnerOptions::n_state_checkpoints)");
-            }
-            for (size_t sj = 0; sj < si; ++sj) {
-                if (batch.seqs[sj].state_slot == s.state_slot) {
-                    return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                                      " is also sequence " + std::to_string(sj) + "'s");
-                }
-            }
-            if (s.pos0 != 0 && rs_.pos(s.state_slot) != s.pos0) {
-                return make_error(where + "the recurrent state of slot " +
-                                  std::to_string(s.state_slot) + " is at position " +
-                                  std::to_string(rs_.pos(s.state_slot)) + ", the batch starts at " +
-                                  std::to_string(s.pos0) +
-                                  " (a recurrent state cannot be rewound: restart at 0)");
-            }
-        }
-        return {};
+        return rs_.slots().check(batch, "forward: ");
     }
 
     const ArchModel& model_;

@@ -27,6 +27,11 @@
 // products f32 over the raw q / k with the scales applied to the sums, the output from the old
 // state (the CPU: sequential dots of the normalised vectors with the new state), exp / log the
 // device's expf / logf (the CPU's libm): not the same bits, a relative-error bound (the tests).
+//
+// Checkpoints (speculative decoding, DeltaNetJob::ckpt): a kept sequence's warps also store their
+// rows after each token into the slot's checkpoint row, the very registers the next token
+// continues from (bit for bit the state of the tokens up to it run alone); without a pool nothing
+// more is read or written.
 #include <cmath>
 
 #include "backend/canon.h"
@@ -85,6 +90,23 @@ __device__ __forceinline__ float l2_scale(double sumsq, int dk, const Consts& c)
     return cn::div(1.0f, cn::sqrt(cn::add(mean, c.eps_n)));
 }
 
+// A warp's rows S^T_j (j = jrow0 + r) into a head's state laid out (d_v, d_k) at S: lane l
+// stores elements l + 32 m (the live state at the end of a call, a checkpoint row after a token).
+template <int NK>
+__device__ __forceinline__ void store_rows(const float (&st)[kRowsPerWarp][NK], float* S,
+                                           int jrow0, int lane, int dk, int dv) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+        const int jr = jrow0 + r;
+        if (jr >= dv) continue;
+#pragma unroll
+        for (int m = 0; m < NK; ++m) {
+            const int i = lane + 32 * m;
+            if (i < dk) S[static_cast<int64_t>(jr) * dk + i] = st[r][m];
+        }
+    }
+}
+
 // grid (tiles * n_v_heads, n_seqs): blockIdx.x = h * tiles + tile; block tile covers value rows
 // [tile * kRowsPerBlock, + kRowsPerBlock) of head h. Every warp runs the same number of shuffles
 // whatever its rows' validity (rows past d_v compute on zeros and store nothing).
@@ -110,8 +132,12 @@ __global__ void __launch_bounds__(kThreads) delta_net_kernel(DeltaNetJob j, Cons
     if (r0 >= r1) return;  // a sequence without rows: nothing to read (row r0 is not its), no
                            // state change (the whole block returns, before any shuffle)
     const bool reset = j.seqs.row_pos && j.seqs.row_pos[r0] == 0;
-    float* S = j.state + static_cast<int64_t>(j.seqs.slot[si]) * j.slot_floats +
-               static_cast<int64_t>(h) * dv * dk;
+    const int64_t slot = j.seqs.slot[si];
+    float* S = j.state + slot * j.slot_floats + static_cast<int64_t>(h) * dv * dk;
+    // checkpoint row 0 of the slot's head h (kept sequences only): S^T after each row
+    float* ck = j.ckpt && j.seqs.keep[si] ? j.ckpt + slot * j.seqs.n_ckpt * j.slot_floats +
+                                                static_cast<int64_t>(h) * dv * dk
+                                          : nullptr;
     const int jrow0 = tile * kRowsPerBlock + warp * kRowsPerWarp;
     float st[kRowsPerWarp][NK];
 #pragma unroll
@@ -179,18 +205,12 @@ __global__ void __launch_bounds__(kThreads) delta_net_kernel(DeltaNetJob j, Cons
 #pragma unroll
             for (int m = 0; m < NK; ++m) st[r][m] = cn::fma(d, kn[m], cn::mul(st[r][m], decay));
         }
+        if (ck && t - r0 < j.seqs.n_ckpt)
+            store_rows<NK>(st, ck + static_cast<int64_t>(t - r0) * j.slot_floats, jrow0, lane, dk,
+                           dv);
         cur = nxt;
     }
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-        const int jr = jrow0 + r;
-        if (jr >= dv) continue;
-#pragma unroll
-        for (int m = 0; m < NK; ++m) {
-            const int i = lane + 32 * m;
-            if (i < dk) S[static_cast<int64_t>(jr) * dk + i] = st[r][m];
-        }
-    }
+    store_rows<NK>(st, S, jrow0, lane, dk, dv);
 }
 
 template <int NK>

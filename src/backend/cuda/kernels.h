@@ -338,7 +338,7 @@ MmqGroups moe_group(const int32_t* ids, int n_rows, int k, int n_expert, const M
                     cudaStream_t s);
 
 // ---- qwen35's Gated DeltaNet layer and gated attention (docs/cuda.md "Gated DeltaNet kernels";
-// partial: not yet wired into the runner). The op list's SsmConv, DeltaNet, GatedRmsNorm,
+// wired into the runner by runner_recurrent.cpp). The op list's SsmConv, DeltaNet, GatedRmsNorm,
 // SplitGate and SigmoidMul (model/ir.h has each op's formula); the CPU tier's kernels
 // (backend/cpu/delta_net.h) are the reference, and their float operations are followed.
 
@@ -352,6 +352,12 @@ struct RecurrentSeqs {
                                        // is at position 0 starts from a zero state (cpu::StatePool
                                        // ::reset), any other continues the slot's state
     int n_seqs = 0;
+    // Checkpoints (speculative decoding; BatchSeq::keep_states, Runner::rewind_state): read only
+    // when the job's ckpt pool is set. keep (n_seqs): nonzero = also write the state after each
+    // of the sequence's rows, row i (i < n_ckpt) at checkpoint row i of its slot; n_ckpt: rows
+    // per slot of the pool (a sequence's rows past n_ckpt are not kept).
+    const int32_t* keep = nullptr;
+    int n_ckpt = 0;
 };
 
 // ---- ssm_conv.cu
@@ -368,9 +374,14 @@ struct SsmConvJob {
     int64_t slot_floats = 0;
     int ch = 0, d_conv = 0;  // d_conv in [2, 16]
     RecurrentSeqs seqs;
+    // Checkpoint pool or null (none: nothing read or written for them): slot s's row i at ckpt +
+    // (s * seqs.n_ckpt + i) * slot_floats, laid out as a state; written for sequences with keep.
+    float* ckpt = nullptr;
 };
-/// One thread per (channel, sequence), the sequence's rows in order. false (nothing launched):
-/// d_conv outside [2, 16] or a non-positive size.
+/// One thread per (channel, sequence), the sequence's rows in order; with a checkpoint pool, a
+/// kept sequence's thread also stores its window after each row (the same registers the next
+/// row continues from, so a checkpoint is bit for bit the state of the rows up to it run alone).
+/// false (nothing launched): d_conv outside [2, 16] or a non-positive size.
 bool ssm_conv(const SsmConvJob& j, cudaStream_t s);
 
 // ---- deltanet.cu
@@ -406,14 +417,19 @@ struct DeltaNetJob {
     int n_k_heads = 0, n_v_heads = 0, head_k_dim = 0, head_v_dim = 0;
     float eps = 1e-6f;  // of the L2 norms
     RecurrentSeqs seqs;
+    // Checkpoint pool or null, as SsmConvJob::ckpt: slot s's row i at ckpt + (s * seqs.n_ckpt +
+    // i) * slot_floats, laid out as a state (the S^T after the sequence's row i).
+    float* ckpt = nullptr;
 };
 /// Most key dimensions the recurrent kernel holds per lane (head_k_dim <= 32 * 8).
 constexpr int kDeltaNetMaxKeyDim = 256;
 /// The recurrence computed one token at a time, sequential over each sequence's rows (decode, and
 /// for now prefill too: the chunked WY scan is not written yet). Blocks of 4 warps per
 /// (sequence, v head, 16 value rows); a warp owns 4 rows S^T_j in registers across the tokens,
-/// its lanes splitting the key index; state read once and written once per call. false (nothing
-/// launched): head_k_dim outside [1, kDeltaNetMaxKeyDim], or another non-positive size.
+/// its lanes splitting the key index; state read once and written once per call (and, for a kept
+/// sequence with a checkpoint pool, its registers stored after each row: bit for bit the state
+/// of the rows up to it run alone). false (nothing launched): head_k_dim outside [1,
+/// kDeltaNetMaxKeyDim], or another non-positive size.
 bool delta_net_recurrent(const DeltaNetJob& j, cudaStream_t s);
 
 // ---- gated_norm.cu

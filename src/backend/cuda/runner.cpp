@@ -169,10 +169,12 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     int32_t* h_out = meta_h_ + 4 * R;
     int32_t* h_row0 = meta_h_ + 5 * R;
     int32_t* h_sslot = h_row0 + opts_.max_seqs + 1;
+    int32_t* h_skeep = h_sslot + opts_.max_seqs;
     int32_t* h_bt = meta_h_ + meta_fixed();
-    if (!rs_.empty()) ZINC_TRY(check_state_slots(batch));
+    if (!rs_.empty()) ZINC_TRY(slots_.check(batch, "cuda forward: "));
     int n_bt = 0, n_out = 0, expect_row = 0;
     bool all_decode = true;
+    step_keeps_ = false;
     attn_spans_.clear();
     for (int s = 0; s < n_seqs; ++s) {
         const model::BatchSeq& q = batch.seqs[s];
@@ -216,6 +218,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         n_bt += need;
         h_row0[s] = q.row0;
         h_sslot[s] = q.state_slot;
+        h_skeep[s] = q.keep_states ? 1 : 0;
+        step_keeps_ |= q.keep_states && !rs_.empty();
         if (q.n_tokens != 1 || !q.want_logits || q.all_logits) all_decode = false;
         const bool dec = q.n_tokens == 1;
         if (s > 0 && attn_spans_.back().decode == dec)
@@ -240,7 +244,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     const bool graph_rows = n_rows <= dmmv_max_rows_ || (mmq_all_ && n_rows <= mmq_max_rows_);
     const bool graph = use_graph_ && all_decode && graph_rows && !(hooks && hooks->needs_host());
     if (graph) {
-        auto it = graphs_.find(n_rows);
+        // Keyed by the row count and whether the step keeps states (its kernels then get the
+        // checkpoint pools; the keep flags themselves are read from the metadata).
+        const int key = 2 * n_rows + (step_keeps_ ? 1 : 0);
+        auto it = graphs_.find(key);
         if (it == graphs_.end()) {
             cudaGraph_t g = nullptr;
             CU_TRY("graph capture",
@@ -251,11 +258,11 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
             const cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
             cudaGraphDestroy(g);
             CU_TRY("graph instantiate", e);
-            it = graphs_.emplace(n_rows, ge).first;
-            graph_tally_[n_rows] = tally_;
+            it = graphs_.emplace(key, ge).first;
+            graph_tally_[key] = tally_;
             ++stats_.graph_captures;
         }
-        tally_ = graph_tally_[n_rows];  // the kernels the graph launches, counted per replay
+        tally_ = graph_tally_[key];  // the kernels the graph launches, counted per replay
         CU_TRY("graph launch", cudaGraphLaunch(it->second, stream_));
         ++stats_.graph_replays;
         launches_ = 1;
@@ -283,7 +290,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     if (n_out > 0 && tokens) std::memcpy(tokens, tok_h_, n_out * sizeof(int32_t));
     if (!rs_.empty())
         for (const model::BatchSeq& q : batch.seqs)
-            slot_pos_[static_cast<size_t>(q.state_slot)] = q.pos0 + q.n_tokens;
+            slots_.advance(q.state_slot, q.pos0, q.n_tokens, q.keep_states);
     stats_.launches_last_step = launches_;
     stats_.host_us_last_step = std::chrono::duration<double, std::micro>(t1 - t0).count();
     if (hooks) {
@@ -329,6 +336,7 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
         return make_error(
             "cuda runner: n_blocks, block_size, max_batch_tokens, max_seqs and "
             "max_seq_len must be positive");
+    ZINC_TRY(model::StateSlots::check_options(opts.n_state_checkpoints, "cuda"));
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     if (!am) return make_error("cuda runner: not a zinc architecture model");
     const Probe p = probe();
@@ -341,9 +349,11 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
             "cuda: device " + std::to_string(copts.device) +
             " is not a usable CUDA device (usable: " + std::to_string(p.devices.size()) +
             ", first is -d " + std::to_string(p.devices.front().index) + ")");
-    const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size,
-                                            opts.n_state_slots > 0 ? opts.n_state_slots
-                                                                   : opts.max_seqs);
+    const int n_slots = opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs;
+    // (the recurrent state's checkpoint rows beside the state itself)
+    const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size, n_slots) +
+                        model.recurrent_state_bytes() * static_cast<size_t>(n_slots) *
+                            static_cast<size_t>(opts.n_state_checkpoints);
     if (dev->mem_free && need > dev->mem_free)
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +

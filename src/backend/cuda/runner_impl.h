@@ -25,6 +25,7 @@
 #include "model/arch_model.h"
 #include "model/config.h"
 #include "model/ir.h"
+#include "model/state_slots.h"
 #include "quant/types.h"
 #include "runtime/forward_hooks.h"
 
@@ -98,6 +99,10 @@ class CudaRunner final : public model::Runner {
     std::string tier() const override { return "cuda"; }
     size_t kv_bytes() const override { return kv_bytes_; }
     size_t state_bytes() const override { return state_bytes_; }
+    // Recurrent state checkpoints (runner_recurrent.cpp; the CPU tier's contract, model/batch.h):
+    // RunnerOptions::n_state_checkpoints rows per slot where the model has recurrent state.
+    int32_t state_checkpoints() const override { return rs_.empty() ? 0 : n_ckpt_; }
+    Result<void> rewind_state(int32_t slot, int64_t pos) override;
     bool exact() const override { return exact_; }  // --exact / ZINC_EXACT=1 / batch_invariant
     RunnerStats stats() const {
         RunnerStats s = stats_;
@@ -141,9 +146,6 @@ class CudaRunner final : public model::Runner {
     // SplitGate, SigmoidMul
     void exec_recurrent(const model::Op& op);
     RecurrentSeqs recurrent_seqs() const;
-    // The recurrent state slots' checks (the CPU tier's rules): in range, distinct, and the
-    // slot's state at the sequence's pos0.
-    Result<void> check_state_slots(const model::Batch& batch) const;
     void gather_head(model::Tid x);
     bool wants(const char* name, int il) const;
     bool rows_differ() const { return kept_ && !gathered_ && n_out_ != n_rows_; }
@@ -221,19 +223,25 @@ class CudaRunner final : public model::Runner {
         return v_cache_ + layer_v_elems_ * kv_index_[static_cast<size_t>(kv_layer)];
     }
     // Recurrent state (hybrid models, model::Program::recurrent): per recurrent layer the conv
-    // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; the position each
-    // slot's state is at (host side, for the checks); the step's sequence table (device, in
-    // the metadata: row offsets and slots).
+    // and DeltaNet state of n_state_slots_ slots, laid out as cpu::StatePool's; where each
+    // slot's state is (host side: the CPU tier's bookkeeping and checks, model::StateSlots); the
+    // step's sequence table (device, in the metadata: row offsets and slots).
+    // Checkpoints (n_ckpt_ > 0): per layer conv_ckpt / ssm_ckpt (n_state_slots_, n_ckpt_,
+    // floats), the state after each kept row (kernels.h SsmConvJob::ckpt); the step's keep flags
+    // travel in the metadata (d_seq_keep_), and step_keeps_ (a sequence of the step keeps) hands
+    // the pools to the kernels, so a step without keep_states reads and writes nothing more.
     struct RecurrentLayerState {
         float *conv = nullptr, *ssm = nullptr;
+        float *conv_ckpt = nullptr, *ssm_ckpt = nullptr;
         int64_t conv_floats = 0, ssm_floats = 0;
     };
     std::vector<RecurrentLayerState> rs_;
-    int n_state_slots_ = 0;
+    int n_state_slots_ = 0, n_ckpt_ = 0;
+    bool step_keeps_ = false;
     size_t state_bytes_ = 0;
-    std::vector<int64_t> slot_pos_;
+    model::StateSlots slots_{0, 0};
     int n_seqs_ = 0;  // sequences of the step being enqueued
-    int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr;
+    int32_t *d_seq_row0_ = nullptr, *d_seq_slot_ = nullptr, *d_seq_keep_ = nullptr;
 
     // activations (R = max_batch_tokens rows): one buffer per tensor of the op list that is
     // written to its own memory (null for those only ever staged in xf_); the logits tensor is
@@ -286,12 +294,12 @@ class CudaRunner final : public model::Runner {
     void* argmax_scratch_ = nullptr;
 
     // metadata: [tokens R][row_pos R][row_slot R][row_bt R][out_rows R][seq_row0 max_seqs + 1]
-    // [seq_slot max_seqs][bt max_bt]
+    // [seq_slot max_seqs][seq_keep max_seqs][bt max_bt]
     int32_t* meta_d_ = nullptr;
     int32_t* meta_h_ = nullptr;  // pinned
     // ints of the metadata before the block tables
     size_t meta_fixed() const {
-        return 5 * static_cast<size_t>(R_) + 2 * static_cast<size_t>(opts_.max_seqs) + 1;
+        return 5 * static_cast<size_t>(R_) + 3 * static_cast<size_t>(opts_.max_seqs) + 1;
     }
     // Pinned landing buffers for the step's results (a copy to pageable memory would block the
     // host until the copy, i.e. the whole step, is done): tokens (R), logits (max_seqs rows).

@@ -455,23 +455,34 @@ Result<void> CudaRunner::init() {
 
     // Recurrent state (hybrid models): per recurrent layer, n_state_slots_ slots of conv and
     // DeltaNet state; a slot's contents are only read after a step from position 0 wrote them.
+    // Checkpoints (speculative decoding): n_ckpt_ more states per slot and layer, the same
+    // layout (cpu::StatePool's), written only by steps with keep_states.
     n_state_slots_ = opts_.n_state_slots > 0 ? opts_.n_state_slots : opts_.max_seqs;
+    n_ckpt_ = prog_.recurrent.empty() ? 0 : opts_.n_state_checkpoints;
+    opts_.n_state_checkpoints = n_ckpt_;
     if (!prog_.recurrent.empty()) {
         opts_.n_state_slots = n_state_slots_;
-        slot_pos_.assign(static_cast<size_t>(n_state_slots_), 0);
+        slots_ = model::StateSlots(n_state_slots_, n_ckpt_);
+        const size_t ns = static_cast<size_t>(n_state_slots_);
+        const size_t nc = ns * static_cast<size_t>(n_ckpt_);
         for (const model::Program::RecurrentLayer& rl : prog_.recurrent) {
             RecurrentLayerState L;
             L.conv_floats = rl.conv_floats;
             L.ssm_floats = rl.ssm_floats;
-            const size_t ns = static_cast<size_t>(n_state_slots_);
             L.conv = static_cast<float*>(dalloc(ns * rl.conv_floats * sizeof(float), e));
             if (e == cudaSuccess)
                 L.ssm = static_cast<float*>(dalloc(ns * rl.ssm_floats * sizeof(float), e));
-            state_bytes_ += ns * (rl.conv_floats + rl.ssm_floats) * sizeof(float);
+            if (e == cudaSuccess && nc > 0)
+                L.conv_ckpt = static_cast<float*>(dalloc(nc * rl.conv_floats * sizeof(float), e));
+            if (e == cudaSuccess && nc > 0)
+                L.ssm_ckpt = static_cast<float*>(dalloc(nc * rl.ssm_floats * sizeof(float), e));
+            state_bytes_ += (ns + nc) * (rl.conv_floats + rl.ssm_floats) * sizeof(float);
             if (e != cudaSuccess)
                 return make_error("cuda: out of device memory for the recurrent state (" +
                                   fmt_mib(state_bytes_) + " so far for " +
-                                  std::to_string(n_state_slots_) + " sequences); lower --parallel");
+                                  std::to_string(n_state_slots_) + " sequences and " +
+                                  std::to_string(n_ckpt_) +
+                                  " checkpoint rows each); lower --parallel or --spec-max");
             rs_.push_back(L);
         }
     }
@@ -508,6 +519,7 @@ Result<void> CudaRunner::init() {
     d_out_ = meta_d_ + 4 * R;
     d_seq_row0_ = meta_d_ + 5 * R;
     d_seq_slot_ = d_seq_row0_ + opts_.max_seqs + 1;
+    d_seq_keep_ = d_seq_slot_ + opts_.max_seqs;
     d_bt_ = meta_d_ + meta_fixed();
     CU_TRY("attention shared memory", attention_prepare(opts_.max_seq_len, c.head_dim_v));
     {

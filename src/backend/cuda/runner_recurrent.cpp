@@ -23,28 +23,28 @@ RecurrentSeqs CudaRunner::recurrent_seqs() const {
     q.slot = d_seq_slot_;
     q.row_pos = d_pos_;
     q.n_seqs = n_seqs_;
+    q.keep = d_seq_keep_;
+    q.n_ckpt = n_ckpt_;
     return q;
 }
 
-Result<void> CudaRunner::check_state_slots(const model::Batch& batch) const {
-    for (size_t si = 0; si < batch.seqs.size(); ++si) {
-        const model::BatchSeq& s = batch.seqs[si];
-        const std::string where = "cuda forward: sequence " + std::to_string(si) + ": ";
-        if (s.state_slot < 0 || s.state_slot >= n_state_slots_)
-            return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                              " out of range [0, " + std::to_string(n_state_slots_) +
-                              ") (a recurrent model needs one per sequence)");
-        for (size_t sj = 0; sj < si; ++sj)
-            if (batch.seqs[sj].state_slot == s.state_slot)
-                return make_error(where + "state slot " + std::to_string(s.state_slot) +
-                                  " is also sequence " + std::to_string(sj) + "'s");
-        const int64_t at = slot_pos_[static_cast<size_t>(s.state_slot)];
-        if (s.pos0 != 0 && at != s.pos0)
-            return make_error(where + "the recurrent state of slot " +
-                              std::to_string(s.state_slot) + " is at position " +
-                              std::to_string(at) + ", the batch starts at " +
-                              std::to_string(s.pos0) +
-                              " (a recurrent state cannot be rewound: restart at 0)");
+Result<void> CudaRunner::rewind_state(int32_t slot, int64_t pos) {
+    if (rs_.empty()) return {};                    // attention only: nothing to rewind
+    Result<int32_t> r = slots_.rewind(slot, pos);  // the rule and its errors (model::StateSlots)
+    if (!r) return r.error();
+    if (r.value() < 0) return {};  // already there
+    // Checkpoint row r.value() of the slot back into its live state, every recurrent layer, on
+    // the stream (ordered before the next step, whose one synchronisation reports an error).
+    const size_t row =
+        static_cast<size_t>(slot) * static_cast<size_t>(n_ckpt_) + static_cast<size_t>(r.value());
+    for (const RecurrentLayerState& L : rs_) {
+        const auto cf = static_cast<size_t>(L.conv_floats), sf = static_cast<size_t>(L.ssm_floats);
+        CU_TRY("rewind_state",
+               cudaMemcpyAsync(L.conv + slot * cf, L.conv_ckpt + row * cf, cf * sizeof(float),
+                               cudaMemcpyDeviceToDevice, stream_));
+        CU_TRY("rewind_state",
+               cudaMemcpyAsync(L.ssm + slot * sf, L.ssm_ckpt + row * sf, sf * sizeof(float),
+                               cudaMemcpyDeviceToDevice, stream_));
     }
     return {};
 }
@@ -68,6 +68,7 @@ void CudaRunner::exec_recurrent(const model::Op& op) {
             j.ch = static_cast<int>(prog_.width(p.in));
             j.d_conv = static_cast<int>(p.w->ne[0]);
             j.seqs = recurrent_seqs();
+            j.ckpt = step_keeps_ ? L.conv_ckpt : nullptr;
             if (staged_ == o) staged_ = model::kNoTensor;
             ZINC_CHECK(ssm_conv(j, stream_));
             launched(runtime::Op::SsmConv, p.w->bytes(),
@@ -94,6 +95,7 @@ void CudaRunner::exec_recurrent(const model::Op& op) {
             j.head_v_dim = p.head_v_dim;
             j.eps = p.eps;
             j.seqs = recurrent_seqs();
+            j.ckpt = step_keeps_ ? L.ssm_ckpt : nullptr;
             if (staged_ == o) staged_ = model::kNoTensor;
             ZINC_CHECK(delta_net_recurrent(j, stream_));
             const uint64_t units = static_cast<uint64_t>(n_seqs_) * p.n_v_heads;

@@ -8,7 +8,9 @@
 // block's channels) and writing y; the window starts from the slot's conv state (zeros when the
 // sequence starts at position 0) and its last d_conv - 1 inputs are written back. The arithmetic
 // is the CPU tier's, operation for operation: s = 0, s = s + w_i x_i (one rounded multiply, one
-// rounded add) in tap order, y = canon::silu(s); so both tiers give the same bits.
+// rounded add) in tap order, y = canon::silu(s); so both tiers give the same bits. Checkpoints
+// (speculative decoding, SsmConvJob::ckpt): a kept sequence's thread also stores its window
+// after each row into the slot's checkpoint row; without a pool nothing more is read or written.
 #include "backend/canon.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
@@ -28,8 +30,12 @@ __global__ void __launch_bounds__(kThreads) ssm_conv_kernel(SsmConvJob j) {
     const int r0 = j.seqs.row0[si], r1 = j.seqs.row0[si + 1];
     if (r0 >= r1) return;  // a sequence without rows: row_pos[r0] is another's, the state stays
     const bool reset = j.seqs.row_pos && j.seqs.row_pos[r0] == 0;
-    float* st = j.state + static_cast<int64_t>(j.seqs.slot[si]) * j.slot_floats +
-                static_cast<int64_t>(c) * (K - 1);
+    const int64_t slot = j.seqs.slot[si];
+    float* st = j.state + slot * j.slot_floats + static_cast<int64_t>(c) * (K - 1);
+    // checkpoint row 0 of the slot (kept sequences only): the window after each row
+    float* ck = j.ckpt && j.seqs.keep[si] ? j.ckpt + slot * j.seqs.n_ckpt * j.slot_floats +
+                                                static_cast<int64_t>(c) * (K - 1)
+                                          : nullptr;
     float w[K], win[K];
 #pragma unroll
     for (int i = 0; i < K; ++i) w[i] = j.w[static_cast<int64_t>(c) * K + i];
@@ -44,6 +50,11 @@ __global__ void __launch_bounds__(kThreads) ssm_conv_kernel(SsmConvJob j) {
         j.y[at] = cn::silu(s);
 #pragma unroll
         for (int i = 0; i < K - 1; ++i) win[i] = win[i + 1];
+        if (ck && t - r0 < j.seqs.n_ckpt) {
+            float* row = ck + static_cast<int64_t>(t - r0) * j.slot_floats;
+#pragma unroll
+            for (int i = 0; i < K - 1; ++i) row[i] = win[i];
+        }
     }
 #pragma unroll
     for (int i = 0; i < K - 1; ++i) st[i] = win[i];

@@ -7,11 +7,13 @@
 // at position 0 over a NaN slot, or continuing a random state, on shuffled slots), and the
 // recurrence run as decode steps (one kernel call per token) against the CPU's one call over the
 // whole sequence, Qwen3.5-9B's head shape decoding one row (the device bench's case) and
-// sequences without rows. Outputs are poisoned (NaN) first; output and state pool lie between
-// guard bands (qt::Guarded) that a store out of bounds would change. Bound: max |gpu - cpu| /
-// max |cpu| <= 2e-6 for the outputs and the states (the orders of the dot products and L2 sums
-// differ; on the host the exp / log are the same libm calls). tests/cuda/test_deltanet.cpp checks
-// the same on the device.
+// sequences without rows, and the checkpoints of speculative decoding (the state after each
+// kept row, bit for bit the kernel's state after running the rows up to it alone; nothing
+// written for sequences without keep). Outputs are poisoned (NaN) first; output and state pool
+// lie between guard bands (qt::Guarded) that a store out of bounds would change. Bound:
+// max |gpu - cpu| / max |cpu| <= 2e-6 for the outputs and the states (the orders of the dot
+// products and L2 sums differ; on the host the exp / log are the same libm calls).
+// tests/cuda/test_deltanet.cpp checks the same on the device.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -160,6 +162,49 @@ TEST(CudaEmulDeltaNet, SequencesWithoutRows) {
     check_step(
         {"dk40 dv24 nk2 nv4, empty seqs", 2, 4, 40, 24, {{{3, 0}, {0, 2}, {7, 0}, {5, 1}, {9, 0}}}},
         6);
+}
+
+TEST(CudaEmulDeltaNet, CheckpointsAreThePrefixStates) {
+    // Speculative decoding's kept rows, on odd head dims (a partial key lane, a partial row
+    // tile): a continuing 4-row draft, a fresh prefill without keep, a fresh 2-row sequence and
+    // a decode row with keep, 4 checkpoint rows per slot. Each kept row must hold the state the
+    // kernel leaves after running the sequence's rows up to it alone, bit for bit.
+    const int n_ckpt = 4;
+    const qt::DeltaNetCase c{"dk40 dv24 nk2 nv4, kept rows",    2, 4, 40, 24,
+                             {{{5, 4}, {0, 3}, {0, 2}, {9, 1}}}};
+    const qt::DeltaNetData d = qt::make_delta_net(c, 8);
+    const std::vector<int32_t> keep = {1, 0, 1, 1};
+    const size_t sf = static_cast<size_t>(d.slot_floats);
+    // the same step without checkpoints: the outputs and states must not change
+    std::vector<float> out0(d.out_floats()), state0 = d.state0;
+    ASSERT_TRUE(cu::delta_net_recurrent(
+        job(d, d.qkv.data(), d.beta.data(), d.alpha.data(), out0.data(), state0.data(), d.t),
+        nullptr));
+    qt::Guarded og(d.out_floats(), static_cast<size_t>(d.out_ld));
+    qt::Guarded sg(d.state0.size(), sf, d.state0);
+    qt::Guarded cg(static_cast<size_t>(d.t.n_slots) * n_ckpt * sf, sf);
+    cu::DeltaNetJob j =
+        job(d, d.qkv.data(), d.beta.data(), d.alpha.data(), og.data(), sg.data(), d.t);
+    j.ckpt = cg.data();
+    j.seqs.keep = keep.data();
+    j.seqs.n_ckpt = n_ckpt;
+    ASSERT_TRUE(cu::delta_net_recurrent(j, nullptr));
+    EXPECT_TRUE(og.intact() && sg.intact() && cg.intact()) << "a store outside a buffer";
+    EXPECT_TRUE(qt::same_bits(og.inner(), out0));
+    EXPECT_TRUE(qt::same_bits(sg.inner(), state0));
+    EXPECT_LE(qt::rel_err(sg.inner(), d.state), kTol);  // and the CPU tier's, as check_step
+    const std::string err =
+        qt::check_checkpoints(cg.inner(), d.t, keep, n_ckpt, d.slot_floats, [&](size_t si, int n) {
+            std::vector<float> state = d.state0, out(static_cast<size_t>(n) * d.out_ld);
+            const int64_t r0 = d.t.row0[si];
+            EXPECT_TRUE(
+                cu::delta_net_recurrent(job(d, d.qkv.data() + r0 * d.qkv_ld,
+                                            d.beta.data() + r0 * c.n_v, d.alpha.data() + r0 * c.n_v,
+                                            out.data(), state.data(), qt::prefix_table(d.t, si, n)),
+                                        nullptr));
+            return state;
+        });
+    EXPECT_EQ(err, "");
 }
 
 TEST(CudaEmulDeltaNet, RefusesUncoveredShapes) {

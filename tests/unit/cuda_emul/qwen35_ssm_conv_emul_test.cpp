@@ -4,7 +4,9 @@
 // (tests/cuda/qwen35_ref.h), bit for bit (outputs and every slot's conv state): channel counts
 // below, at and past one block of 256, d_conv 2, 4 (Qwen 3.5's) and 7, sequences from position 0
 // over NaN slots and continuing random states, and a sequence split over two calls (the rolling
-// state carried) against one call, and sequences without rows (their states untouched). Outputs
+// state carried) against one call, sequences without rows (their states untouched), and the
+// checkpoints of speculative decoding (the state after each kept row, bit for bit the state
+// after running the sequence's rows up to it alone; nothing written for the others). Outputs
 // are poisoned (NaN) first; output and state pool lie between guard bands (qt::Guarded) that a
 // store out of bounds would change.
 // tests/cuda/test_deltanet.cpp checks the same on the device.
@@ -82,6 +84,38 @@ TEST(CudaEmulSsmConv, SplitCallsCarryTheState) {
     }
     EXPECT_TRUE(qt::same_bits(y, d.y));
     EXPECT_TRUE(qt::same_bits(state, d.state));
+}
+
+TEST(CudaEmulSsmConv, CheckpointsAreThePrefixStates) {
+    // Speculative decoding's kept rows: a continuing 4-row draft, a fresh prefill without keep,
+    // a fresh 2-row sequence and a decode row with keep, 4 checkpoint rows per slot.
+    const int n_ckpt = 4, ch = 37;
+    const qt::SsmConvData d =
+        qt::make_ssm_conv({"ch37 k4, kept rows", ch, 4, {{{5, 4}, {0, 3}, {0, 2}, {9, 1}}}}, 7);
+    const std::vector<int32_t> keep = {1, 0, 1, 1};
+    const size_t sf = static_cast<size_t>(d.slot_floats);
+    qt::Guarded yg(d.y_floats(), static_cast<size_t>(ch));
+    qt::Guarded sg(d.state0.size(), sf, d.state0);
+    qt::Guarded cg(static_cast<size_t>(d.t.n_slots) * n_ckpt * sf, sf);
+    cu::SsmConvJob j = job(d, d.x.data(), yg.data(), sg.data(), d.t);
+    j.ckpt = cg.data();
+    j.seqs.keep = keep.data();
+    j.seqs.n_ckpt = n_ckpt;
+    ASSERT_TRUE(cu::ssm_conv(j, nullptr));
+    EXPECT_TRUE(yg.intact() && sg.intact() && cg.intact()) << "a store outside a buffer";
+    // the outputs and states are the call's without checkpoints (the CPU tier's bits)
+    EXPECT_TRUE(qt::same_bits(yg.inner(), d.y));
+    EXPECT_TRUE(qt::same_bits(sg.inner(), d.state));
+    const std::string err =
+        qt::check_checkpoints(cg.inner(), d.t, keep, n_ckpt, d.slot_floats, [&](size_t si, int n) {
+            std::vector<float> state = d.state0, y(static_cast<size_t>(n) * ch);
+            const int64_t r0 = d.t.row0[si];
+            EXPECT_TRUE(cu::ssm_conv(
+                job(d, d.x.data() + r0 * ch, y.data(), state.data(), qt::prefix_table(d.t, si, n)),
+                nullptr));
+            return state;
+        });
+    EXPECT_EQ(err, "");
 }
 
 TEST(CudaEmulSsmConv, RefusesUncoveredTaps) {

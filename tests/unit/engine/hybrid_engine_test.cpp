@@ -552,7 +552,7 @@ TEST(HybridSpec, RunnerKeepStatesBounds) {
     EXPECT_EQ(e.error().message,
               "engine: speculative decoding on qwen35 (recurrent state) needs the state kept at "
               "each of a draft's 7 rows (1 + spec_max); this cpu tier Runner keeps 0 (the CPU "
-              "tier's Runner::create_cpu does; the CUDA tier does not yet)");
+              "and CUDA tiers' Runners keep RunnerOptions::n_state_checkpoints)");
 }
 
 TEST(HybridEngine, EmbeddingsRefused) {
