@@ -29,8 +29,39 @@ ZINC_HD bool before(float va, int a, float vb, int b) {
     return va > vb || (va == vb && a < b);
 }
 
+/// Whether entry (v, i) may be chosen in the selection pass after (prev_v, prev_i): it comes
+/// after the previous choice in the descending order (prev_i < 0: the first pass, all may).
+ZINC_HD bool eligible(float prev_v, int prev_i, float v, int i) {
+    return prev_i < 0 || before(prev_v, prev_i, v, i);
+}
+
+/// The k chosen values w[0..k) (probabilities, or logits for gpt-oss's order) -> the routing
+/// weights: gpt-oss's softmax over the k logits, then norm_w and w_scale. Every float operation
+/// is a canon:: one.
+ZINC_HD void finish_weights(int k, bool softmax_first, bool norm_w, float w_scale, float* w) {
+    if (!softmax_first) {        // softmax over the k selected logits (w[0] is their max)
+        const float top = w[0];  // (w[0] itself is overwritten first)
+        double sum = 0.0;
+        for (int s = 0; s < k; ++s) {
+            w[s] = canon::exp(canon::sub(w[s], top));
+            sum = canon::dadd(sum, static_cast<double>(w[s]));
+        }
+        const float kinv = static_cast<float>(canon::ddiv(1.0, sum));
+        for (int s = 0; s < k; ++s) w[s] = canon::mul(w[s], kinv);
+    }
+    if (norm_w) {
+        float sum = w[0];
+        for (int s = 1; s < k; ++s) sum = canon::add(sum, w[s]);
+        sum = canon::max_sse(sum, 6.103515625e-5f);
+        for (int s = 0; s < k; ++s) w[s] = canon::div(w[s], sum);
+    }
+    if (w_scale != 0.0f && w_scale != 1.0f)
+        for (int s = 0; s < k; ++s) w[s] = canon::mul(w[s], w_scale);
+}
+
 /// Route one row. logits: (n_expert); ids, w: (k). softmax_first: qwen3moe's order (else
-/// gpt-oss's). Every float operation is a canon:: one.
+/// gpt-oss's). Every float operation is a canon:: one. (The CUDA tier's route kernel computes
+/// the same values with a block per row: moe.cu.)
 ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_first, bool norm_w,
                        float w_scale, int32_t* ids, float* w) {
     float mx = logits[0];
@@ -51,7 +82,7 @@ ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_fi
         for (int i = 0; i < n_expert; ++i) {
             const float v =
                 softmax_first ? canon::mul(canon::exp(canon::sub(logits[i], mx)), inv) : logits[i];
-            if (prev_i >= 0 && !before(prev_v, prev_i, v, i)) continue;  // taken already
+            if (!eligible(prev_v, prev_i, v, i)) continue;  // taken already
             if (best < 0 || before(v, i, best_v, best)) {
                 best = i;
                 best_v = v;
@@ -63,24 +94,7 @@ ZINC_HD void route_row(const float* logits, int n_expert, int k, bool softmax_fi
         prev_v = best_v;
         prev_i = best;
     }
-    if (!softmax_first) {        // softmax over the k selected logits (w[0] is their max)
-        const float top = w[0];  // (w[0] itself is overwritten first)
-        double sum = 0.0;
-        for (int s = 0; s < k; ++s) {
-            w[s] = canon::exp(canon::sub(w[s], top));
-            sum = canon::dadd(sum, static_cast<double>(w[s]));
-        }
-        const float kinv = static_cast<float>(canon::ddiv(1.0, sum));
-        for (int s = 0; s < k; ++s) w[s] = canon::mul(w[s], kinv);
-    }
-    if (norm_w) {
-        float sum = w[0];
-        for (int s = 1; s < k; ++s) sum = canon::add(sum, w[s]);
-        sum = canon::max_sse(sum, 6.103515625e-5f);
-        for (int s = 0; s < k; ++s) w[s] = canon::div(w[s], sum);
-    }
-    if (w_scale != 0.0f && w_scale != 1.0f)
-        for (int s = 0; s < k; ++s) w[s] = canon::mul(w[s], w_scale);
+    finish_weights(k, softmax_first, norm_w, w_scale, w);
 }
 
 /// out (n) = sum over slots s of w[s] * y_s, y_s = ys + row(s) * ld, as llama.cpp adds the

@@ -16,9 +16,10 @@
 //  * rewind k = 1..4: a 23-token prefill, a 4-token draft chunk with keep_states (all logits),
 //    rewind_state(slot, 23 + k), one more token; its logits against a run that never went past
 //    position 23 + k (prefill, the draft's first k tokens, the same token). Fast mode: argmax
-//    equal and max |d| <= 1e-3 (the batch16 tolerance of cuda_test_parity; a k-row and a 4-row
-//    chunk may take other kernels); exact mode: bit for bit. The draft rows' own logits are also
-//    compared with the reference chunk's (the checkpoints change no output).
+//    equal and max |d| <= 1e-3 (the batch16 tolerance of cuda_test_parity); exact mode: bit for
+//    bit. Rows of steps of other row counts take other kernels in fast mode: kAcrossShapes. The
+//    draft rows' own logits are also compared with the reference chunk's (the checkpoints change no
+//    output).
 //  * two sequences in one step, on slots 2 and 1, only the first with keep_states: the first is
 //    rewound, the second (a plain prefill) continues; both against runs of each alone.
 //  * decode rows with keep_states (one row: the captured graph path, which also runs without
@@ -133,8 +134,14 @@ int argmax(const float* l, int n) {
 
 // Whether a (rows of n_vocab) is within the mode's tolerance of b: exact mode bit for bit, fast
 // mode argmax equal per row and max |d| <= 1e-3 (NaN never passes). `how` gets the numbers.
+// Rows computed by steps of different row counts (a 4-row draft chunk against a k-row one, two
+// sequences in one step against each alone) take other matrix-vector kernels in fast mode (dmmv
+// v3 for 1-2 activation rows, v2 from 3: sums in another order): there max |d| <= kAcrossShapes
+// with every argmax equal (H200 run 8: up to 0.10 on these models' logits, argmax always equal).
+constexpr double kAcrossShapes = 0.25;
+
 bool close(const std::vector<float>& a, const std::vector<float>& b, int n_vocab, bool exact,
-           std::string& how) {
+           std::string& how, double tol = 1e-3) {
     if (a.size() != b.size() || a.empty()) {
         how = "sizes " + std::to_string(a.size()) + " / " + std::to_string(b.size());
         return false;
@@ -149,7 +156,7 @@ bool close(const std::vector<float>& a, const std::vector<float>& b, int n_vocab
     const bool bitwise = worst == 0;
     how = fmt("max |d| %.2e, %d argmax differences%s", worst, n_argmax,
               bitwise ? ", bitwise equal" : "");
-    return exact ? bitwise : (n_argmax == 0 && worst <= 1e-3);
+    return exact ? bitwise : (n_argmax == 0 && worst <= tol);
 }
 
 std::vector<int32_t> random_tokens(int n, int32_t n_vocab, uint32_t seed) {
@@ -188,7 +195,7 @@ void rewind_each(const zm::Model& m, const Mode& mode, const Data& d, const std:
         std::string how, how_rows;
         const bool ok = close(la, lb, V, mode.exact, how);
         const std::vector<float> rows_a(chunk_a.begin(), chunk_a.begin() + int64_t{k} * V);
-        const bool ok_rows = close(rows_a, chunk_b, V, mode.exact, how_rows);
+        const bool ok_rows = close(rows_a, chunk_b, V, mode.exact, how_rows, kAcrossShapes);
         report(ok && ok_rows, tag + fmt(" keep 4 rows, rewind to %d (k=%d), continue: ", at, k) +
                                   how + "; the draft's first k rows: " + how_rows);
     }
@@ -218,7 +225,7 @@ void two_sequences(const zm::Model& m, const Mode& mode, const Data& d, const st
     if (!e) return report(false, tag + " two sequences, alone: " + e.error().message);
     ref0.insert(ref0.end(), ref1.begin(), ref1.end());
     std::string how;
-    report(close(l, ref0, V, mode.exact, how),
+    report(close(l, ref0, V, mode.exact, how, kAcrossShapes),
            tag +
                " two sequences in one step (slot 2 keeps and is rewound to 25, slot 1 does "
                "not keep): against each alone: " +

@@ -504,6 +504,48 @@ TEST(MmqEmul, ExpertGrouped) {
 // The repacked layouts of repack.h (fast mode's default upload of Q4_0 / Q8_0 / Q6_K): tile
 // variants 1-4 (variant 0 picks among them); the pipelined 5-7 refuse them. n0 = 16 rows keeps
 // the second job 16-byte aligned.
+// The block-per-row route kernel (moe.cu) against moe::route_row (the CPU tier's routine): ids,
+// weights bit for bit, the gather list and the load counters, for both gating orders, with and
+// without norm_w / w_scale, over rows with ties, -inf, a NaN and +inf (the serial fallback).
+TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.f, 2.f);
+    for (int n_expert : {8, 128, 256}) {
+        for (int k : {1, 4, 8}) {
+            for (int mode = 0; mode < 4; ++mode) {
+                const bool softmax_first = mode < 2, norm_w = mode % 2 == 1;
+                const float w_scale = mode == 3 ? 2.5f : 0.f;
+                SCOPED_TRACE("n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
+                             " mode " + std::to_string(mode));
+                const int n_rows = 6;
+                std::vector<float> l(static_cast<size_t>(n_rows) * n_expert);
+                for (auto& x : l) x = nd(rng);
+                for (int i = 0; i < n_expert; i += 3) l[n_expert + i] = 1.25f;  // row 1: ties
+                l[2 * n_expert + 1] = -INFINITY;                                // row 2: -inf
+                l[3 * n_expert + n_expert / 2] = NAN;                           // row 3: NaN
+                l[4 * n_expert + 2] = INFINITY;                                 // row 4: +inf
+                std::vector<int32_t> ids(n_rows * k, -1), src(n_rows * k, -1), ref_ids(n_rows * k);
+                std::vector<float> w(n_rows * k), ref_w(n_rows * k);
+                std::vector<uint32_t> load(n_expert, 0), ref_load(n_expert, 0);
+                cu::moe_route(l.data(), n_rows, n_expert, k, softmax_first, norm_w, w_scale,
+                              ids.data(), w.data(), src.data(), nullptr, load.data());
+                for (int t = 0; t < n_rows; ++t) {
+                    zinc::moe::route_row(l.data() + t * n_expert, n_expert, k, softmax_first,
+                                         norm_w, w_scale, ref_ids.data() + t * k,
+                                         ref_w.data() + t * k);
+                    for (int s = 0; s < k; ++s) {
+                        EXPECT_EQ(src[t * k + s], t);
+                        ++ref_load[ref_ids[t * k + s]];
+                    }
+                }
+                EXPECT_EQ(ids, ref_ids);
+                EXPECT_EQ(0, std::memcmp(w.data(), ref_w.data(), w.size() * sizeof(float)));
+                EXPECT_EQ(load, ref_load);
+            }
+        }
+    }
+}
+
 TEST(MmqEmul, Repacked) {
     uint32_t seed = 500;
     check(GgmlType::Q4_0, 256, 40, 16, 9, seed++, 0, true);
