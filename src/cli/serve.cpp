@@ -163,8 +163,20 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_threads = n_threads;
     for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
         if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+    // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
+    // thread they hit: every thread created below inherits the blocked mask (the NextN drafter's
+    // thread pool, started by open_spec, included). A write to a client
+    // that has gone must fail with EPIPE, not kill the process.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
     // Speculative decoding (--spec, ZINC_SPEC): docs/speculative.md.
-    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads);
+    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads, o.n_parallel);
     if (!spec_r) return report_error(spec_r.error().message);
     SpecSetup spec = std::move(spec_r.value());
     eo.drafter = spec.drafter;
@@ -178,17 +190,6 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         tenancy = std::move(t.value());
         eo.policy = tenancy->policy();
     }
-
-    // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
-    // thread they hit: every thread created below inherits the blocked mask. A write to a client
-    // that has gone must fail with EPIPE, not kill the process.
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
-    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-    signal(SIGPIPE, SIG_IGN);
 
     // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
     auto ropts =

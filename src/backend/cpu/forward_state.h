@@ -43,6 +43,7 @@ struct ForwardState {
     Workspace& ws;
     const model::DumpFilter& dump;
     const int32_t* tokens = nullptr;          // (n_tokens) token id of each row
+    const float* hidden_in = nullptr;         // (n_tokens, width) rows of an Input op, or null
     const int32_t* pos = nullptr;             // (n_tokens) position of each row in its sequence
     const int64_t* kv_slot = nullptr;         // (n_tokens) physical KV row each row's K/V goes to
     int n_tokens = 0;                         // rows still being computed (shrinks at KeepRows)
