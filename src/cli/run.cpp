@@ -162,7 +162,8 @@ int generate(const RunOptions& o) {
     // The NextN drafter reads the trunk's hidden state of each kept row (CPU tier).
     const bool spec_hidden = spec.drafter && spec.drafter->wants_hidden();
     if (spec_hidden)
-        if (auto r = ctx.keep_hidden(); !r) return report_error("--spec nextn: " + r.error().message);
+        if (auto r = ctx.keep_hidden(); !r)
+            return report_error("--spec nextn: " + r.error().message);
     const auto n_embd = static_cast<size_t>(m.model->config().n_embd);
     auto observe = [&](int pos0, int n_rows, int first_row) {
         if (spec_hidden)
@@ -250,7 +251,7 @@ int generate(const RunOptions& o) {
         n_accepted += v.n_accepted;
         draft_len.update(static_cast<int32_t>(draft.size()), v.n_accepted);
         ctx.truncate(base + 1 + v.n_accepted);  // rejected drafts' K/V are dropped
-        observe(base, 1 + v.n_accepted, 0);      // the rows kept: pending token, accepted drafts
+        observe(base, 1 + v.n_accepted, 0);     // the rows kept: pending token, accepted drafts
         next = std::move(v.tokens);
     }
     const bool interrupted = sigint.fired();

@@ -432,8 +432,9 @@ int serve_main(int argc, char** argv) {
                    "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
                    "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
-    app.add_flag("--strict-model", o.strict_model,
-                 "refuse requests naming another model (404) instead of serving them with the loaded one");
+    app.add_flag(
+        "--strict-model", o.strict_model,
+        "refuse requests naming another model (404) instead of serving them with the loaded one");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))
         ->capture_default_str();

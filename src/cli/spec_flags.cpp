@@ -90,7 +90,8 @@ Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedMod
         no.n_seqs = n_seqs;
         no.n_threads = n_threads;
         auto d = engine::make_nextn_drafter(*target.model, no);
-        if (!d) return make_error("--spec nextn: " + target.file->path() + ": " + d.error().message);
+        if (!d)
+            return make_error("--spec nextn: " + target.file->path() + ": " + d.error().message);
         s.drafter = std::move(d.value());
     }
     s.mode = mode;

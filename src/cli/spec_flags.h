@@ -1,6 +1,6 @@
 // zinc/cli/spec_flags.h — the speculative decoding flags of `zinc` (run) and `zinc serve`:
-// --spec lookup|draft|nextn|off, --draft FILE, --spec-max N, and ZINC_SPEC (0: off whatever the flags
-// say, for A/B runs; 1: lookup when --spec is not given). Parsed once here, at the edge; the
+// --spec lookup|draft|nextn|off, --draft FILE, --spec-max N, and ZINC_SPEC (0: off whatever the
+// flags say, for A/B runs; 1: lookup when --spec is not given). Parsed once here, at the edge; the
 // engine and the run loop get a Drafter or nothing (docs/speculative.md).
 #pragma once
 

@@ -379,8 +379,8 @@ class EngineImpl : public Engine {
                 continue;
             }
             const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
-            const float* h = want_hidden_ ? hidden_.data() + row * static_cast<size_t>(n_embd_)
-                                          : nullptr;
+            const float* h =
+                want_hidden_ ? hidden_.data() + row * static_cast<size_t>(n_embd_) : nullptr;
             if (ss.n_draft > 0) {
                 row += static_cast<size_t>(ss.n_tokens);
                 on_verified(*ss.seq, ss.n_draft,

@@ -73,9 +73,9 @@ class NextnDrafter : public Drafter {
             --st.n_fed;
             st.h.insert(st.h.begin(), st.h_last.begin(), st.h_last.end());
         }
-        const int32_t first = st.base + st.n_fed;  // first position to run
+        const int32_t first = st.base + st.n_fed;                   // first position to run
         if (st.base + st.n_fed + st.n_pending(ne) <= last) return;  // h_{last} not observed
-        if (last - st.base + max_draft > opts_.n_ctx) return;     // past the slot's positions
+        if (last - st.base + max_draft > opts_.n_ctx) return;       // past the slot's positions
         // The history: positions [first, last], in chunks of kMaxRows, logits of the last row.
         for (int32_t p = first; p <= last;) {
             const int32_t n = std::min(kMaxRows, last - p + 1);
@@ -113,9 +113,9 @@ class NextnDrafter : public Drafter {
   private:
     struct State {
         int32_t slot = 0;
-        int32_t base = -1;   // absolute position of the block's history position 0 (-1: none)
-        int32_t n_fed = 0;   // history positions [0, n_fed) are in the block's KV
-        std::vector<float> h;       // observed h rows for positions [base + n_fed, ...)
+        int32_t base = -1;     // absolute position of the block's history position 0 (-1: none)
+        int32_t n_fed = 0;     // history positions [0, n_fed) are in the block's KV
+        std::vector<float> h;  // observed h rows for positions [base + n_fed, ...)
         std::vector<float> h_last;  // h of the last position run, h_last_pos
         int32_t h_last_pos = -1;
         int32_t n_pending(size_t ne) const { return static_cast<int32_t>(h.size() / ne); }
@@ -177,8 +177,9 @@ Result<std::unique_ptr<Drafter>> make_nextn_drafter(const model::Model& model,
                                                     const NextnDrafterOptions& o) {
     const model::ModelConfig& c = model.config();
     if (model.n_nextn_layers() == 0)
-        return make_error("nextn drafter: this " + c.arch_name + " model has no NextN/MTP layers (" +
-                          c.arch_name + ".nextn_predict_layers is 0 or absent)");
+        return make_error("nextn drafter: this " + c.arch_name +
+                          " model has no NextN/MTP layers (" + c.arch_name +
+                          ".nextn_predict_layers is 0 or absent)");
     if (o.n_ctx < 2 || o.n_ctx > (1 << 24))
         return make_error("nextn drafter: n_ctx " + std::to_string(o.n_ctx) +
                           " out of range [2, 16777216]");

@@ -41,8 +41,9 @@ class ArchModel : public Model {
     /// The NextN/MTP block's op list (models/qwen35.cpp: embedding + enorm, h + hnorm, eh_proj,
     /// one decoder block with KV layer 0 of its own pool, head), or nullptr when the model has
     /// none. Run by a Runner with RunnerOptions::nextn.
-    const Program* nextn_program() const { return nextn_program_.ops.empty() ? nullptr
-                                                                            : &nextn_program_; }
+    const Program* nextn_program() const {
+        return nextn_program_.ops.empty() ? nullptr : &nextn_program_;
+    }
 
     /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr.
     const Weight* find_weight(std::string_view gguf_name) const {

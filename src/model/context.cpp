@@ -70,7 +70,8 @@ class RunnerContext : public Context {
                         std::span<const BatchSeq>(&seq, 1)};
             const size_t row = all_logits ? static_cast<size_t>(c0) : 0;
             float* out = logits_.data() + row * n_vocab_;
-            if (n_hidden_ > 0 && seq.want_logits) batch.hidden_out = hidden_.data() + row * n_hidden_;
+            if (n_hidden_ > 0 && seq.want_logits)
+                batch.hidden_out = hidden_.data() + row * n_hidden_;
             ZINC_TRY(runner_->forward(batch, out));
             n_past_ += chunk;
         }

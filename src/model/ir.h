@@ -119,8 +119,8 @@ struct AttentionP {
     Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
     int kv_layer = 0;
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
-    float scale = 1.0f;             // multiplies q.k
-    int window = 0;                 // sliding window (0: full causal)
+    float scale = 1.0f;  // multiplies q.k
+    int window = 0;      // sliding window (0: full causal)
     /// false: bidirectional (encoders): every row attends to all positions of its sequence in
     /// the step, [0, pos0 + n_tokens), not only to [0, its own position].
     bool causal = true;

@@ -22,8 +22,8 @@ DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c, bool den
 
 Result<void> check_moe_config(const gguf::File& file, const ModelConfig& c) {
     auto missing = [&](const char* key, const char* what) {
-        return make_error(file.path() + ": missing metadata key " + c.arch_name + "." + key +
-                          " (" + what + ", required for architecture " + c.arch_name + ")");
+        return make_error(file.path() + ": missing metadata key " + c.arch_name + "." + key + " (" +
+                          what + ", required for architecture " + c.arch_name + ")");
     };
     if (c.n_expert < 1) return missing("expert_count", "integer >= 1");
     if (c.n_expert_used < 1) return missing("expert_used_count", "integer >= 1");

@@ -28,8 +28,8 @@ struct AttentionWeights {
     const Weight* bq = nullptr;  // (n_head * head_dim_k) f32
     const Weight* bk = nullptr;
     const Weight* bv = nullptr;
-    const Weight* bo = nullptr;     // (n_embd) f32 bias of the output projection, or null
-    const Weight* sinks = nullptr;  // (n_head) f32 attention sink logits (gpt-oss), or null
+    const Weight* bo = nullptr;      // (n_embd) f32 bias of the output projection, or null
+    const Weight* sinks = nullptr;   // (n_head) f32 attention sink logits (gpt-oss), or null
     const Weight* q_norm = nullptr;  // (head_dim_k) f32, RMS norm per head before RoPE
     const Weight* k_norm = nullptr;
     const Weight* rope_freqs = nullptr;  // (n_rot / 2) f32 per-pair frequency divisors

@@ -55,7 +55,7 @@ struct ForwardState {
     /// An embedding forward: every row is an output row (n_out == n_tokens, logits null), and
     /// execution stops after Program::embd_op, leaving the hidden state in ws.t[prog.embd].
     bool embeddings = false;
-    int64_t dump_pos0 = 0;    // position of row 0 (for ZINC_DUMP lines)
+    int64_t dump_pos0 = 0;  // position of row 0 (for ZINC_DUMP lines)
     /// Optional (RunnerOptions::hooks): the executor counts each op it runs, captures the named
     /// intermediates for validation, and honours the debug/test switches there.
     runtime::ForwardHooks* hooks = nullptr;

@@ -192,8 +192,9 @@ class CpuRunner : public Runner {
             }
         }
         if (opts_.nextn && batch.hidden_in == nullptr)
-            return make_error("forward: the NextN block needs Batch::hidden_in (the trunk's "
-                              "hidden state of every row)");
+            return make_error(
+                "forward: the NextN block needs Batch::hidden_in (the trunk's "
+                "hidden state of every row)");
         if (batch.hidden_out && prog_.hidden == kNoTensor)
             return make_error("forward: " + cfg_.arch_name +
                               "'s op list marks no hidden state (Batch::hidden_out)");

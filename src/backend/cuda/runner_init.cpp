@@ -362,9 +362,8 @@ Result<void> CudaRunner::init() {
                               "relative-error bound, docs/cuda.md); run without --exact, or on "
                               "the CPU tier: --tier cpu");
         // BERT's ops and gemma4's scaled norms / V norm have CPU kernels only so far.
-        if (k == model::OpKind::LayerNorm ||
-            k == model::OpKind::AddEmbed || k == model::OpKind::Gelu ||
-            k == model::OpKind::Scale || k == model::OpKind::Input ||
+        if (k == model::OpKind::LayerNorm || k == model::OpKind::AddEmbed ||
+            k == model::OpKind::Gelu || k == model::OpKind::Scale || k == model::OpKind::Input ||
             k == model::OpKind::Concat ||
             (k == model::OpKind::RopeKv && op.as<model::RopeKvP>().v_norm) ||
             (k == model::OpKind::RmsNorm && op.as<model::RmsNormP>().scale != 1.0f))
@@ -375,8 +374,8 @@ Result<void> CudaRunner::init() {
             return make_error("cuda: bidirectional attention (" + model_.arch_name() +
                               ") has no CUDA kernel yet (run it on the CPU tier: --tier cpu)");
         // gpt-oss's experts (swiglu_oai, per-expert biases): CPU tier only so far.
-        const bool oai_glu = k == model::OpKind::Glu &&
-                             op.as<model::GluP>().act == model::GluAct::SwigluOai;
+        const bool oai_glu =
+            k == model::OpKind::Glu && op.as<model::GluP>().act == model::GluAct::SwigluOai;
         bool oai_moe = false;
         if (k == model::OpKind::Moe) {
             const auto& m = op.as<model::MoeP>();
@@ -405,8 +404,7 @@ Result<void> CudaRunner::init() {
     // dmmv's row limit: 8 when mmq covers every matrix (above it mmq with split-K is faster: H200
     // run 6, 8B Q4_K_M, 16 sequences 17.6 ms a step on dmmv, 10.3 ms on mmq; 8 sequences 9.8 on
     // dmmv, 10.1 on mmq), else 16 (above it dequantize + cuBLAS for the types mmq lacks)
-    if (!exact_)
-        dmmv_max_rows_ = dmmv_rows_env > 0 ? dmmv_rows_env : (mmq_all_ ? 8 : 16);
+    if (!exact_) dmmv_max_rows_ = dmmv_rows_env > 0 ? dmmv_rows_env : (mmq_all_ ? 8 : 16);
 
     // KV cache: the layers that attend only (kv_index_)
     cudaError_t e;
@@ -449,8 +447,7 @@ Result<void> CudaRunner::init() {
             if (e != cudaSuccess)
                 return make_error("cuda: out of device memory for the recurrent state (" +
                                   fmt_mib(state_bytes_) + " so far for " +
-                                  std::to_string(n_state_slots_) +
-                                  " sequences); lower --parallel");
+                                  std::to_string(n_state_slots_) + " sequences); lower --parallel");
             rs_.push_back(L);
         }
     }

@@ -120,7 +120,8 @@ struct Ref {
         const int hd = c.head_dim_k, nh = c.n_head;
         std::vector<Vec> ks, vs;
         for (size_t r = 0; r < toks.size(); ++r) {
-            const Vec e = rms(row("token_embd.weight", toks[r]), vec(b + "nextn.enorm.weight"), eps);
+            const Vec e =
+                rms(row("token_embd.weight", toks[r]), vec(b + "nextn.enorm.weight"), eps);
             const Vec hh = rms(hs[r], vec(b + "nextn.hnorm.weight"), eps);
             // the embedding half first (vLLM: torch.cat([inputs_embeds, hidden_states]))
             Vec cat = swap_halves ? hh : e;
@@ -132,7 +133,8 @@ struct Ref {
             for (int h = 0; h < nh; ++h)
                 for (int i = 0; i < hd; ++i) {
                     q[static_cast<size_t>(h * hd + i)] = qg[static_cast<size_t>(h * 2 * hd + i)];
-                    g[static_cast<size_t>(h * hd + i)] = qg[static_cast<size_t>(h * 2 * hd + hd + i)];
+                    g[static_cast<size_t>(h * hd + i)] =
+                        qg[static_cast<size_t>(h * 2 * hd + hd + i)];
                 }
             Vec k = mv(b + "attn_k.weight", xn), v = mv(b + "attn_v.weight", xn);
             const Vec qn = vec(b + "attn_q_norm.weight"), kn = vec(b + "attn_k_norm.weight");
@@ -157,7 +159,8 @@ struct Ref {
                 for (size_t j = 0; j < ks.size(); ++j) {
                     double s = 0;
                     for (int i = 0; i < hd; ++i)
-                        s += q[static_cast<size_t>(h * hd + i)] * ks[j][static_cast<size_t>(kvh * hd + i)];
+                        s += q[static_cast<size_t>(h * hd + i)] *
+                             ks[j][static_cast<size_t>(kvh * hd + i)];
                     sc[j] = s * c.attn_scale;
                     mx = std::max(mx, sc[j]);
                 }
@@ -178,12 +181,13 @@ struct Ref {
             const Vec d = mv(b + "ffn_down.weight", gt);
             for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
             out_h.push_back(x);
-            const Vec xo = rms(x, vec(own_head ? b + "nextn.shared_head_norm.weight"
-                                               : std::string("output_norm.weight")),
+            const Vec xo = rms(x,
+                               vec(own_head ? b + "nextn.shared_head_norm.weight"
+                                            : std::string("output_norm.weight")),
                                eps);
-            out_logits.push_back(mv(own_head ? b + "nextn.shared_head_head.weight"
-                                             : std::string("token_embd.weight"),
-                                    xo));
+            out_logits.push_back(mv(
+                own_head ? b + "nextn.shared_head_head.weight" : std::string("token_embd.weight"),
+                xo));
         }
     }
 };
@@ -230,9 +234,9 @@ TEST(NextnForward, MatchesHandComposedReference) {
         for (int i = 0; i < 9; ++i) {
             const float* h = ctx.value()->hidden(i);
             hs.emplace_back(h, h + ne);
-            const Vec lg = ref.mv("token_embd.weight",
-                                  Ref::rms(hs.back(), ref.vec("output_norm.weight"),
-                                           model.config().rms_eps));
+            const Vec lg =
+                ref.mv("token_embd.weight",
+                       Ref::rms(hs.back(), ref.vec("output_norm.weight"), model.config().rms_eps));
             // (token_embd is q8_0: the CPU tier quantizes the activations for that dot product)
             EXPECT_LT(rel_err(ctx.value()->logits(i), lg), 2e-2) << "trunk row " << i;
         }
@@ -432,10 +436,10 @@ class HiddenSpy : public ze::Drafter {
     void observe_hidden(uint64_t, int32_t pos0, std::span<const float> rows) override {
         for (size_t r = 0; r < rows.size() / kEmbd; ++r)
             seen_[pos0 + static_cast<int32_t>(r)].assign(rows.begin() + r * kEmbd,
-                                                          rows.begin() + (r + 1) * kEmbd);
+                                                         rows.begin() + (r + 1) * kEmbd);
     }
-    void propose(uint64_t, std::span<const int32_t> tokens, int32_t, std::vector<int32_t>& out)
-        override {
+    void propose(uint64_t, std::span<const int32_t> tokens, int32_t,
+                 std::vector<int32_t>& out) override {
         out.clear();
         // The hidden state of every position but the pending token's seen so far must be the
         // Context's (all-logits eval of the same tokens).
@@ -493,7 +497,9 @@ TEST(NextnErrors, EngineRefusesARunnerWithoutHiddenStates) {
     const zm::Model& model = *with_nextn().model;
     struct NoHidden : zm::Runner {
         std::unique_ptr<zm::Runner> in;
-        zinc::Result<void> forward(const zm::Batch& b, float* l) override { return in->forward(b, l); }
+        zinc::Result<void> forward(const zm::Batch& b, float* l) override {
+            return in->forward(b, l);
+        }
         void copy_block(int32_t s, int32_t d) override { in->copy_block(s, d); }
         const zm::RunnerOptions& options() const override { return in->options(); }
         std::string tier() const override { return "test"; }
