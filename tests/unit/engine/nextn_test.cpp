@@ -48,9 +48,16 @@ std::unique_ptr<Loaded> load(const Bad& b) {
     return l;
 }
 
+Bad nextn_bad(bool own_head) {
+    Bad b;
+    b.n_nextn = 1;
+    b.nextn_head = own_head;
+    return b;
+}
+
 const Loaded& with_nextn(bool head = false) {
-    static const Loaded* plain = load(Bad{.n_nextn = 1}).release();
-    static const Loaded* own_head = load(Bad{.n_nextn = 1, .nextn_head = true}).release();
+    static const Loaded* plain = load(nextn_bad(false)).release();
+    static const Loaded* own_head = load(nextn_bad(true)).release();
     return head ? *own_head : *plain;
 }
 
@@ -329,7 +336,9 @@ std::vector<int32_t> context_greedy(const zm::Model& model, const std::vector<in
     std::vector<int32_t> out;
     for (int i = 0; i < n_gen; ++i) {
         out.push_back(ze::draft_argmax({c.logits(-1), static_cast<size_t>(kVocab)}));
-        if (i + 1 < n_gen) EXPECT_TRUE(c.eval(std::span<const int32_t>(&out.back(), 1)).ok());
+        if (i + 1 < n_gen) {
+            EXPECT_TRUE(c.eval(std::span<const int32_t>(&out.back(), 1)).ok());
+        }
     }
     return out;
 }
@@ -391,6 +400,7 @@ void expect_nextn_exact(const zm::Model& model, const ze::EngineOptions& o, cons
         rp.prompt = p;
         rp.max_tokens = n_gen;
         rp.ignore_eos = true;
+        rp.sampling.temperature = 0.0f;
         ASSERT_TRUE(
             std::holds_alternative<ze::RequestId>(eng.value()->submit(rp, cs.back()->sink())));
     }
@@ -406,7 +416,9 @@ void expect_nextn_exact(const zm::Model& model, const ze::EngineOptions& o, cons
     EXPECT_GT(s.spec_steps, 0u) << what;
     EXPECT_GT(s.spec_drafted, s.spec_accepted) << what;  // random weights: drafts are rejected
     EXPECT_EQ(s.kv_blocks_used, 0) << what;
-    if (expect_preempt) EXPECT_GT(s.preemptions, 0u) << what;
+    if (expect_preempt) {
+        EXPECT_GT(s.preemptions, 0u) << what;
+    }
 }
 
 }  // namespace
@@ -485,6 +497,7 @@ TEST(NextnSpec, EngineHandsTheDrafterTheKeptRowsHiddenStates) {
     rp.prompt = prompt_of(7, 6);
     rp.max_tokens = 8;
     rp.ignore_eos = true;
+    rp.sampling.temperature = 0.0f;
     ASSERT_TRUE(std::holds_alternative<ze::RequestId>(eng.value()->submit(rp, c.sink())));
     ASSERT_TRUE(c.wait());
     EXPECT_EQ(c.ids, context_greedy(model, rp.prompt, 8));
