@@ -159,11 +159,23 @@ int generate(const RunOptions& o) {
         std::fprintf(stderr, "zinc: tier %s: %s\n", runtime::to_string(rc.choice.tier),
                      rc.choice.reason.c_str());
 
+    // The NextN drafter reads the trunk's hidden state of each kept row (CPU tier).
+    const bool spec_hidden = spec.drafter && spec.drafter->wants_hidden();
+    if (spec_hidden)
+        if (auto r = ctx.keep_hidden(); !r)
+            return report_error("--spec nextn: " + r.error().message);
+    const auto n_embd = static_cast<size_t>(m.model->config().n_embd);
+    auto observe = [&](int pos0, int n_rows, int first_row) {
+        if (spec_hidden)
+            spec.drafter->observe_hidden(0, pos0, {ctx.hidden(first_row), n_rows * n_embd});
+    };
+
     if (o.echo && !o.chat) write_out(o.prompt);
 
     SigintGuard sigint;  // Ctrl-C from here on: finish the token, flush, report, exit 130
     const auto t_prefill = Clock::now();
     if (auto r = ctx.eval(tokens); !r) return report_error(r.error().message, kExitFailure);
+    observe(ctx.n_past() - 1, 1, -1);
     const double s_prefill = seconds_since(t_prefill);
 
     engine::Sampler sampler(o.sampling);
@@ -227,6 +239,7 @@ int generate(const RunOptions& o) {
         }
         ++n_forward;
         if (draft.empty()) {
+            observe(base, 1, -1);
             next.assign(1, sampler.sample({ctx.logits(-1), n_vocab}, history));
             continue;
         }
@@ -238,6 +251,7 @@ int generate(const RunOptions& o) {
         n_accepted += v.n_accepted;
         draft_len.update(static_cast<int32_t>(draft.size()), v.n_accepted);
         ctx.truncate(base + 1 + v.n_accepted);  // rejected drafts' K/V are dropped
+        observe(base, 1 + v.n_accepted, 0);     // the rows kept: pending token, accepted drafts
         next = std::move(v.tokens);
     }
     const bool interrupted = sigint.fired();

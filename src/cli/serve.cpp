@@ -163,8 +163,20 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.n_threads = n_threads;
     for (int32_t id = 0; id < m.tok->n_vocab(); ++id)
         if (m.tok->is_eog(id)) eo.eog_tokens.push_back(id);
+    // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
+    // thread they hit: every thread created below inherits the blocked mask (the NextN drafter's
+    // thread pool, started by open_spec, included). A write to a client
+    // that has gone must fail with EPIPE, not kill the process.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
     // Speculative decoding (--spec, ZINC_SPEC): docs/speculative.md.
-    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads);
+    auto spec_r = open_spec(o.spec, std::getenv("ZINC_SPEC"), m, n_ctx, n_threads, o.n_parallel);
     if (!spec_r) return report_error(spec_r.error().message);
     SpecSetup spec = std::move(spec_r.value());
     eo.drafter = spec.drafter;
@@ -178,17 +190,6 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
         tenancy = std::move(t.value());
         eo.policy = tenancy->policy();
     }
-
-    // From here on SIGINT/SIGTERM are taken by one waiting thread (sigwait), not by whichever
-    // thread they hit: every thread created below inherits the blocked mask. A write to a client
-    // that has gone must fail with EPIPE, not kill the process.
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);  // reload the tenants config (ignored without one)
-    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-    signal(SIGPIPE, SIG_IGN);
 
     // The Runner on the chosen tier, with its evidence (/health, /metrics): runtime/.
     auto ropts =
@@ -431,8 +432,9 @@ int serve_main(int argc, char** argv) {
                    "tenants config (TOML): API keys per tenant, QoS class, weight, quotas, usage "
                    "ledger; reloaded on SIGHUP (docs/server.md, \"Tenants\")");
     app.add_option("--alias", o.alias, "model id clients use (default: the file name)");
-    app.add_flag("--strict-model", o.strict_model,
-                 "refuse requests naming another model (404) instead of serving them with the loaded one");
+    app.add_flag(
+        "--strict-model", o.strict_model,
+        "refuse requests naming another model (404) instead of serving them with the loaded one");
     app.add_option("--max-body", o.max_body_mib, "largest request body in MiB (larger: 413)")
         ->check(real_in(0.001, 1024))
         ->capture_default_str();

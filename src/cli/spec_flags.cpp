@@ -6,14 +6,15 @@
 
 #include "cli/validators.h"
 #include "engine/draft_model.h"
+#include "engine/nextn_drafter.h"
 
 namespace zinc::cli {
 
 void add_spec_flags(CLI::App& app, SpecFlags& f) {
     app.add_option("--spec", f.mode,
                    "speculative decoding: lookup (n-grams of the prompt and the text so far), "
-                   "draft (a smaller model, --draft FILE), nextn (the model's own NextN layers: "
-                   "not implemented yet, an error) or off; output is unchanged at "
+                   "draft (a smaller model, --draft FILE), nextn (the model's own NextN/MTP "
+                   "layers; CPU tier) or off; output is unchanged at "
                    "temperature 0 (default: off; ZINC_SPEC=0 forces off)");
     app.add_option("--draft", f.draft_path,
                    "draft model GGUF for --spec draft (same vocabulary as the model)");
@@ -51,7 +52,7 @@ Result<void> check_draft_vocab(const LoadedModel& target, const LoadedModel& dra
 }
 
 Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedModel& target,
-                            int n_ctx, int n_threads) {
+                            int n_ctx, int n_threads, int n_seqs) {
     SpecSetup s;
     s.spec_max = f.spec_max;
     engine::SpecMode mode = engine::SpecMode::Off;
@@ -80,14 +81,18 @@ Result<SpecSetup> open_spec(const SpecFlags& f, const char* env, const LoadedMod
     if (mode == engine::SpecMode::NextN) {
         const std::string arch = target.model->arch_name();
         if (target.model->n_nextn_layers() == 0)
-            return make_error("--spec nextn: this " + arch + " model has no NextN/MTP layers (" +
-                              arch +
+            return make_error("--spec nextn: " + target.file->path() + ": this " + arch +
+                              " model has no NextN/MTP layers (" + arch +
                               ".nextn_predict_layers is 0 or absent); use --spec lookup or "
                               "--spec draft --draft FILE");
-        return make_error("--spec nextn: the model has " +
-                          std::to_string(target.model->n_nextn_layers()) +
-                          " NextN/MTP layer(s), but the NextN drafter is not implemented yet "
-                          "(docs/speculative.md); use --spec lookup or --spec draft --draft FILE");
+        engine::NextnDrafterOptions no;
+        no.n_ctx = n_ctx;
+        no.n_seqs = n_seqs;
+        no.n_threads = n_threads;
+        auto d = engine::make_nextn_drafter(*target.model, no);
+        if (!d)
+            return make_error("--spec nextn: " + target.file->path() + ": " + d.error().message);
+        s.drafter = std::move(d.value());
     }
     s.mode = mode;
     if (mode == engine::SpecMode::Lookup) s.drafter = engine::make_lookup_drafter();

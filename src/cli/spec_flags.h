@@ -1,6 +1,6 @@
 // zinc/cli/spec_flags.h — the speculative decoding flags of `zinc` (run) and `zinc serve`:
-// --spec lookup|draft|off, --draft FILE, --spec-max N, and ZINC_SPEC (0: off whatever the flags
-// say, for A/B runs; 1: lookup when --spec is not given). Parsed once here, at the edge; the
+// --spec lookup|draft|nextn|off, --draft FILE, --spec-max N, and ZINC_SPEC (0: off whatever the
+// flags say, for A/B runs; 1: lookup when --spec is not given). Parsed once here, at the edge; the
 // engine and the run loop get a Drafter or nothing (docs/speculative.md).
 #pragma once
 
@@ -38,8 +38,10 @@ struct SpecSetup {
 /// Errors (one line): an unknown --spec, --spec draft without --draft, --draft with another
 /// mode, a bad ZINC_SPEC, a draft file that does not load, a draft vocabulary that is not the
 /// target's (size, or the text of a sampled token). `env` is ZINC_SPEC's value or null.
+/// --spec nextn: a model without NextN layers is an error naming the file and
+/// `<arch>.nextn_predict_layers`. `n_seqs`: sequences drafted for at once (n_parallel; 1 for run).
 Result<SpecSetup> open_spec(const SpecFlags& flags, const char* env, const LoadedModel& target,
-                            int n_ctx, int n_threads);
+                            int n_ctx, int n_threads, int n_seqs = 1);
 
 /// Ok when `draft` can draft for `target`: same vocabulary size (tokenizer and model) and the
 /// same text for a sample of ids (the first and last 32 and 256 spread evenly). The error

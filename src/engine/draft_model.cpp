@@ -12,13 +12,6 @@ namespace zinc::engine {
 
 namespace {
 
-int32_t argmax(const float* l, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; ++i)
-        if (l[i] > l[best]) best = i;
-    return best;
-}
-
 class DraftModelDrafter : public Drafter {
   public:
     DraftModelDrafter(const model::Model& m, const DraftModelOptions& o) : model_(m), opts_(o) {}
@@ -51,7 +44,7 @@ class DraftModelDrafter : public Drafter {
                        tokens.end());
         const int32_t nv = model_.n_vocab();
         for (int32_t i = 0; i < n_draft; ++i) {
-            const int32_t d = argmax(ctx.logits(-1), nv);
+            const int32_t d = draft_argmax({ctx.logits(-1), static_cast<size_t>(nv)});
             out.push_back(d);
             if (i + 1 == n_draft) break;
             const int32_t one[1] = {d};

@@ -1,4 +1,5 @@
-// zinc/engine/drafter.cpp — the prompt lookup drafter and the adaptive draft length.
+// zinc/engine/drafter.cpp — the prompt lookup drafter, the adaptive draft length and the
+// model drafters' greedy pick.
 #include "engine/drafter.h"
 
 #include <algorithm>
@@ -25,6 +26,13 @@ std::optional<SpecMode> parse_spec_mode(std::string_view s) {
     if (s == "draft") return SpecMode::Draft;
     if (s == "nextn") return SpecMode::NextN;
     return std::nullopt;
+}
+
+int32_t draft_argmax(std::span<const float> l) {
+    int32_t best = 0;
+    for (size_t i = 1; i < l.size(); ++i)
+        if (l[i] > l[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+    return best;
 }
 
 void DraftLength::update(int32_t n_drafted, int32_t n_accepted) {

@@ -13,10 +13,8 @@
 //           the draft. No model, no state.
 //   draft   a second, smaller GGUF with the same vocabulary (engine/draft_model.h), drafting
 //           greedily with its own KV per sequence.
-//   nextn   the target's own NextN/MTP layers (`<arch>.nextn_predict_layers`, loaded by
-//           models/qwen35.cpp): not implemented yet (docs/speculative.md, "NextN / MTP": it needs
-//           the target's last hidden state per sequence from the verifying forward, which a
-//           Drafter does not see today). `--spec nextn` is a precise error.
+//   nextn   the target's own NextN/MTP block (`<arch>.nextn_predict_layers`, models/qwen35.cpp;
+//           engine/nextn_drafter.h): reads the target's hidden states (observe_hidden), CPU tier.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +27,7 @@
 
 namespace zinc::engine {
 
-/// NextN: the target's own NextN/MTP layers. Parsed so that `--spec nextn` gets a precise error
-/// (no NextN layers in the model, or the drafter not implemented yet: docs/speculative.md); no
-/// Drafter implements it yet.
+/// NextN: the target's own NextN/MTP layers (engine/nextn_drafter.h).
 enum class SpecMode { Off, Lookup, Draft, NextN };
 const char* to_string(SpecMode m);
 /// "off", "lookup", "draft", "nextn" -> the mode; nullopt for anything else.
@@ -43,7 +39,7 @@ inline constexpr int32_t kSpecMaxDraft = 16;
 class Drafter {
   public:
     virtual ~Drafter() = default;
-    /// "lookup" or "draft" (the metrics label and the evidence's name).
+    /// "lookup", "draft" or "nextn" (the metrics label and the evidence's name).
     virtual const char* name() const = 0;
     /// Propose up to max_draft (>= 1) tokens continuing `tokens` (prompt + generated, the last
     /// one not yet run through the target) into `out` (cleared first; empty: no proposal).
@@ -52,7 +48,21 @@ class Drafter {
                          std::vector<int32_t>& out) = 0;
     /// The sequence is gone: drop whatever is kept for it. Unknown ids are ignored.
     virtual void release(uint64_t seq) { (void)seq; }
+    /// true for a drafter that reads the target's hidden states (NextN): the caller then asks
+    /// the Runner for them (model::Batch::hidden_out) and passes each sequence's kept rows to
+    /// observe_hidden() before its next propose().
+    virtual bool wants_hidden() const { return false; }
+    /// The target's last hidden state before the output norm (Program::hidden, n_embd f32 a
+    /// row) at positions [pos0, pos0 + n) of `seq`, rows.size() == n * n_embd: the rows of
+    /// tokens the sequence keeps (a prompt's last row, a decode, a verification's pending token
+    /// and accepted drafts). Replaces whatever was observed at positions >= pos0.
+    virtual void observe_hidden(uint64_t seq, int32_t pos0, std::span<const float> rows) {
+        (void)seq, (void)pos0, (void)rows;
+    }
 };
+
+/// The greedy draft token of a logits row: argmax, lowest id on ties (the model drafters').
+int32_t draft_argmax(std::span<const float> logits);
 
 /// Prompt lookup: n-grams of max_ngram down to 1 tokens.
 std::unique_ptr<Drafter> make_lookup_drafter(int32_t max_ngram = 3);

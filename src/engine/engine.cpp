@@ -58,6 +58,8 @@ class EngineImpl : public Engine {
           embed_opts_{opts.max_batch_tokens, 0, model.config().n_embd, model.bidirectional()},
           runner_(std::move(runner)),
           drafter_(opts.drafter),
+          want_hidden_(opts.drafter && opts.drafter->wants_hidden()),
+          n_embd_(model.config().n_embd),
           // Hybrid (recurrent) models: no prefix reuse. A cached block holds K/V, not the
           // recurrent state after it, so a prefix hit could not resume the state; every prompt
           // block then counts as prefix_miss_disabled (docs/engine.md).
@@ -331,11 +333,16 @@ class EngineImpl : public Engine {
         }
         if (logits_.size() < n_logit_rows * static_cast<size_t>(n_vocab_))
             logits_.resize(n_logit_rows * static_cast<size_t>(n_vocab_));
-        const model::Batch batch{batch_tokens_, batch_seqs_};
+        model::Batch batch{batch_tokens_, batch_seqs_};
+        if (want_hidden_) {  // the NextN drafter reads the trunk's hidden state of these rows
+            if (hidden_.size() < n_logit_rows * static_cast<size_t>(n_embd_))
+                hidden_.resize(n_logit_rows * static_cast<size_t>(n_embd_));
+            batch.hidden_out = hidden_.data();
+        }
         // Sampling on the Runner's device when it can and no request of the step needs its
         // logits on the host (logprobs): only token ids come back (model/batch.h).
         const bool on_device =
-            device_sampling_ && plan.n_draft_rows == 0 &&
+            device_sampling_ && plan.n_draft_rows == 0 && !want_hidden_ &&
             std::none_of(plan.seqs.begin(), plan.seqs.end(), [](const ScheduledSeq& ss) {
                 return ss.want_logits && (ss.seq->params.top_logprobs >= 0 || ss.seq->grammar);
             });
@@ -372,14 +379,19 @@ class EngineImpl : public Engine {
                 continue;
             }
             const float* l = logits_.data() + row * static_cast<size_t>(n_vocab_);
+            const float* h =
+                want_hidden_ ? hidden_.data() + row * static_cast<size_t>(n_embd_) : nullptr;
             if (ss.n_draft > 0) {
                 row += static_cast<size_t>(ss.n_tokens);
                 on_verified(*ss.seq, ss.n_draft,
                             std::span<const float>(l, static_cast<size_t>(ss.n_tokens) *
-                                                          static_cast<size_t>(n_vocab_)));
+                                                          static_cast<size_t>(n_vocab_)),
+                            h);
                 continue;
             }
             ++row;
+            // (the row's position: commit() has made it computed)
+            if (h) observe_hidden(*ss.seq, ss.seq->n_computed - 1, h, 1);
             on_logits(*ss.seq, std::span<const float>(l, static_cast<size_t>(n_vocab_)));
         }
         return true;
@@ -502,10 +514,14 @@ class EngineImpl : public Engine {
     // Speculative decoding: s ran its pending token and ss.n_draft draft tokens; `rows` holds
     // their 1 + n_draft logits rows. Keep what the target agrees with (engine/spec_verify.h),
     // report the tokens, and let the scheduler make the kept drafts computed.
-    void on_verified(Sequence& s, int32_t n_draft, std::span<const float> rows) {
+    // `hidden`: the rows' hidden states (a drafter that reads them), or null.
+    void on_verified(Sequence& s, int32_t n_draft, std::span<const float> rows,
+                     const float* hidden) {
         const std::span<const int32_t> draft(s.draft.data(), static_cast<size_t>(n_draft));
         VerifyResult v =
             verify_draft(s.sampler, rows, n_vocab_, s.tokens, draft, {}, opts_.spec_fault);
+        // The pending token (commit() made it computed) and the kept drafts: the rows it keeps.
+        if (hidden) observe_hidden(s, s.n_computed - 1, hidden, 1 + v.n_accepted);
         ++s.usage.spec_steps;
         s.usage.spec_drafted += n_draft;
         s.usage.spec_accepted += v.n_accepted;
@@ -522,6 +538,12 @@ class EngineImpl : public Engine {
         if (recurrent_ && opts_.spec_fault != SpecFault::NoStateRollback)
             if (auto r = runner_->rewind_state(s.state_slot, s.n_computed); !r)
                 finish(s, FinishReason::Error, r.error().message);
+    }
+
+    // The drafter's view of the target's hidden states: n rows of s from position pos0.
+    void observe_hidden(const Sequence& s, int32_t pos0, const float* h, int32_t n) {
+        drafter_->observe_hidden(s.id, pos0,
+                                 std::span<const float>(h, static_cast<size_t>(n) * n_embd_));
     }
 
     // Before planning: each running decode's draft for this step (engine/drafter.h), at most its
@@ -607,6 +629,8 @@ class EngineImpl : public Engine {
     EmbeddingStepOptions embed_opts_;
     std::unique_ptr<model::Runner> runner_;
     std::shared_ptr<Drafter> drafter_;  // speculative decoding; null: off
+    const bool want_hidden_;            // the drafter reads the trunk's hidden states (NextN)
+    const int32_t n_embd_;
 
     // Step thread only.
     BlockManager bm_;
@@ -617,6 +641,7 @@ class EngineImpl : public Engine {
     std::vector<int32_t> batch_tokens_;
     std::vector<model::BatchSeq> batch_seqs_;
     std::vector<float> logits_;                    // (max_seqs, n_vocab)
+    std::vector<float> hidden_;                    // (logits rows, n_embd) when want_hidden_
     bool device_sampling_ = false;                 // runner_->samples_on_device()
     std::vector<model::RowSampling> sample_rows_;  // the step's rows, forward_sample
     std::vector<model::SampledToken> sampled_;     // its results
@@ -704,6 +729,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
                           std::to_string(runner.value()->state_checkpoints()) +
                           " (the CPU and CUDA tiers' Runners keep "
                           "RunnerOptions::n_state_checkpoints)");
+    if (opts.drafter && opts.drafter->wants_hidden() &&
+        runner.value()->hidden_width() != model.config().n_embd)
+        return make_error(std::string("engine: the ") + opts.drafter->name() +
+                          " drafter reads the model's hidden states, which this " +
+                          runner.value()->tier() +
+                          " tier Runner does not return (NextN drafting runs on the CPU tier: "
+                          "--tier cpu, without --tensor-parallel)");
     const model::RunnerOptions& got = runner.value()->options();
     if (got.n_blocks != ro.n_blocks || got.block_size != ro.block_size ||
         got.max_batch_tokens < ro.max_batch_tokens || got.max_seqs < ro.max_seqs ||

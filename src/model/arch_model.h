@@ -38,6 +38,13 @@ class ArchModel : public Model {
     /// The forward pass of a step batch as an op list, built once at load by the arch file.
     const Program& program() const { return program_; }
 
+    /// The NextN/MTP block's op list (models/qwen35.cpp: embedding + enorm, h + hnorm, eh_proj,
+    /// one decoder block with KV layer 0 of its own pool, head), or nullptr when the model has
+    /// none. Run by a Runner with RunnerOptions::nextn.
+    const Program* nextn_program() const {
+        return nextn_program_.ops.empty() ? nullptr : &nextn_program_;
+    }
+
     /// The bound weight whose GGUF tensor name is `gguf_name`, or nullptr.
     const Weight* find_weight(std::string_view gguf_name) const {
         for (const Weight& w : weights_)
@@ -49,6 +56,7 @@ class ArchModel : public Model {
     ModelConfig cfg_;
     std::deque<Weight> weights_;  // bound tensors (pointers into the GGUF mapping)
     Program program_;
+    Program nextn_program_;  // empty unless the architecture builds one
 };
 
 }  // namespace zinc::model

@@ -56,6 +56,13 @@ struct BatchSeq {
 struct Batch {
     std::span<const int32_t> tokens;  // (n_rows) token ids
     std::span<const BatchSeq> seqs;   // rows of seqs[i] follow those of seqs[i-1]
+    /// Optional (Runner::hidden_width): receives Program::hidden, the trunk's last hidden
+    /// state before the output norm, (n_embd) f32 per logits row, in the order of the logits
+    /// rows (NextN/MTP drafting). nullptr (the default): not copied, nothing else changes.
+    float* hidden_out = nullptr;
+    /// The rows of a NextN program's Input op (RunnerOptions::nextn): (n_rows, n_embd) f32, one
+    /// per batch row. Required there, ignored elsewhere.
+    const float* hidden_in = nullptr;
 };
 
 struct RunnerOptions {
@@ -77,6 +84,10 @@ struct RunnerOptions {
     /// batch_invariant). The CPU tier is batch-invariant always (docs/engine.md); a tier whose
     /// fast kernels are not must switch to ones that are when this is set.
     bool batch_invariant = false;
+    /// Run the model's NextN/MTP block (its second op list, model/arch_model.h) instead of the
+    /// trunk: every row also reads its Batch::hidden_in row, and the KV pool holds the block's
+    /// one attention layer. CPU tier only; an error for a model without NextN layers.
+    bool nextn = false;
     /// Optional (not owned, must outlive the Runner): the forward pass counts every op it runs
     /// here, captures named intermediates for validation and honours the runtime's debug/test
     /// switches (runtime/forward_hooks.h). nullptr: no accounting.
@@ -163,6 +174,11 @@ class Runner {
         (void)batch, (void)hidden;
         return make_error("embeddings: the " + tier() + " tier does not compute embeddings");
     }
+
+    /// Width (n_embd) of the Batch::hidden_out rows forward() fills (the CPU tier, for a model
+    /// whose op list marks Program::hidden); 0, the default: this Runner does not fill them and
+    /// must never be given hidden_out.
+    virtual int64_t hidden_width() const { return 0; }
 
     /// Whether forward_sample is implemented (the CUDA tier samples on the device).
     virtual bool samples_on_device() const { return false; }

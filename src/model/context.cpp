@@ -48,6 +48,7 @@ class RunnerContext : public Context {
         }
         const size_t need = (all_logits ? static_cast<size_t>(n) : 1) * n_vocab_;
         if (logits_.size() < need) logits_.resize(need);
+        if (n_hidden_ > 0) hidden_.resize((all_logits ? static_cast<size_t>(n) : 1) * n_hidden_);
         all_logits_ = all_logits;
         n_last_ = static_cast<int>(n);
 
@@ -65,10 +66,12 @@ class RunnerContext : public Context {
             // Recurrent models: an all-logits eval (a speculative draft) keeps the state of
             // every row when it fits, so truncate() can go back to any of them.
             seq.keep_states = all_logits && chunk <= runner_->state_checkpoints();
-            const Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
-                              std::span<const BatchSeq>(&seq, 1)};
-            float* out =
-                all_logits ? logits_.data() + static_cast<size_t>(c0) * n_vocab_ : logits_.data();
+            Batch batch{tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(chunk)),
+                        std::span<const BatchSeq>(&seq, 1)};
+            const size_t row = all_logits ? static_cast<size_t>(c0) : 0;
+            float* out = logits_.data() + row * n_vocab_;
+            if (n_hidden_ > 0 && seq.want_logits)
+                batch.hidden_out = hidden_.data() + row * n_hidden_;
             ZINC_TRY(runner_->forward(batch, out));
             n_past_ += chunk;
         }
@@ -83,6 +86,24 @@ class RunnerContext : public Context {
         }
         ZINC_CHECK(i >= 0 && i < n_last_);
         return logits_.data() + static_cast<size_t>(i) * n_vocab_;
+    }
+    Result<void> keep_hidden() override {
+        if (runner_->hidden_width() == 0)
+            return make_error("context: the " + runner_->tier() +
+                              " tier Runner does not return the trunk's hidden states (NextN "
+                              "drafting runs on the CPU tier: --tier cpu)");
+        n_hidden_ = static_cast<size_t>(runner_->hidden_width());
+        return {};
+    }
+    const float* hidden(int i) const override {
+        ZINC_CHECK(n_hidden_ > 0);
+        if (i < 0) i = n_last_ - 1;
+        if (!all_logits_) {
+            ZINC_CHECK(i == n_last_ - 1);
+            return hidden_.data();
+        }
+        ZINC_CHECK(i >= 0 && i < n_last_);
+        return hidden_.data() + static_cast<size_t>(i) * n_hidden_;
     }
     int n_past() const override { return n_past_; }
     int n_ctx() const override { return n_ctx_; }
@@ -104,6 +125,8 @@ class RunnerContext : public Context {
     int32_t n_vocab_;
     std::vector<int32_t> block_table_;  // 0, 1, 2, ...: the whole pool, in order
     std::vector<float> logits_;
+    std::vector<float> hidden_;  // keep_hidden(): as logits_, n_hidden_ floats a row
+    size_t n_hidden_ = 0;
     int n_past_ = 0;
     int n_last_ = 0;
     bool all_logits_ = false;

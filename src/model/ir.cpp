@@ -15,7 +15,7 @@ const char* op_kind_name(OpKind k) {
         "glu",      "add",        "add_rms_norm",   "keep_rows",  "softcap",
         "ssm_conv", "delta_net",  "gated_rms_norm", "split_gate", "sigmoid_mul",
         "moe",      "all_reduce", "layer_norm",     "add_embed",  "gelu",
-        "scale"};
+        "scale",    "input",      "concat"};
     return kNames[static_cast<int>(k)];
 }
 
@@ -92,6 +92,12 @@ void inputs(const Op& op, std::vector<Tid>& in, bool& reads_outs) {
         case OpKind::Gelu:
         case OpKind::Scale:
             reads_outs = true;
+            break;
+        case OpKind::Input:
+            break;
+        case OpKind::Concat:
+            in.push_back(op.as<ConcatP>().a);
+            in.push_back(op.as<ConcatP>().b);
             break;
         case OpKind::kCount:
             break;
@@ -392,6 +398,15 @@ void ProgramBuilder::gelu(Tid x, const char* name) {
 void ProgramBuilder::scale(Tid x, const Weight& w, const char* name) {
     ZINC_CHECK(w.ne[0] == 1 && w.n_rows == 1);
     out(emit(ScaleP{&w}), x, name);
+}
+
+void ProgramBuilder::input(Tid x, const char* name) {
+    out(emit(InputP{}), x, name);
+}
+
+void ProgramBuilder::concat(Tid a, Tid b, Tid o, const char* name) {
+    ZINC_CHECK(prog_.width(o) == prog_.width(a) + prog_.width(b) && a != o && b != o);
+    out(emit(ConcatP{a, b}), o, name);
 }
 
 void ProgramBuilder::mark_embeddings(Tid t) {

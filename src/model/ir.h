@@ -73,6 +73,9 @@ enum class OpKind : uint8_t {
     AddEmbed,   // out += table[position of the row] (absolute positions), or table[row] (fixed)
     Gelu,       // out = gelu(out) (erf form), elementwise
     Scale,      // out *= w[0]: one learned scalar (gemma4's layer_output_scale)
+    // NextN / MTP (models/qwen35.cpp's NextN program; CPU tier only, docs/speculative.md).
+    Input,   // out = the caller's rows (Batch::hidden_in): the trunk's hidden state per row
+    Concat,  // out = [a | b] per row
     kCount
 };
 const char* op_kind_name(OpKind k);
@@ -116,8 +119,8 @@ struct AttentionP {
     Tid q = kNoTensor;  // (rows, n_head * head_dim_k)
     int kv_layer = 0;
     int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
-    float scale = 1.0f;             // multiplies q.k
-    int window = 0;                 // sliding window (0: full causal)
+    float scale = 1.0f;  // multiplies q.k
+    int window = 0;      // sliding window (0: full causal)
     /// false: bidirectional (encoders): every row attends to all positions of its sequence in
     /// the step, [0, pos0 + n_tokens), not only to [0, its own position].
     bool causal = true;
@@ -164,6 +167,13 @@ struct AddEmbedP {
 struct GeluP {};
 struct ScaleP {
     const Weight* w = nullptr;  // (1) f32: the scalar
+};
+/// out = the step's caller-provided rows (model::Batch::hidden_in, (n_rows, width of out)), row
+/// for row: the NextN block's input h (the trunk's last hidden state before the output norm).
+struct InputP {};
+/// out = [a | b] per row: width(out) = width(a) + width(b).
+struct ConcatP {
+    Tid a = kNoTensor, b = kNoTensor;
 };
 /// How a Moe op turns a row's router logits into its k experts and their weights (llama.cpp's
 /// build_moe_ffn gating): SoftmaxTopK (qwen3moe: softmax over all experts, the k most probable,
@@ -236,7 +246,7 @@ struct SigmoidMulP {
 using OpParams =
     std::variant<EmbedP, RmsNormP, MatmulP, RopeKvP, AttentionP, GluP, AddP, AddRmsNormP, KeepRowsP,
                  SoftcapP, SsmConvP, DeltaNetP, GatedRmsNormP, SplitGateP, SigmoidMulP, MoeP,
-                 AllReduceP, LayerNormP, AddEmbedP, GeluP, ScaleP>;
+                 AllReduceP, LayerNormP, AddEmbedP, GeluP, ScaleP, InputP, ConcatP>;
 
 /// A value an op writes. `name` (a string literal, or null) is the intermediate's name as in
 /// llama.cpp's graph callbacks: validation captures it and ZINC_TEST_CORRUPT / ZINC_DUMP address
@@ -285,6 +295,10 @@ struct Program {
     /// [0, embd_op] on every row and stops there (no LM head).
     Tid embd = kNoTensor;
     int embd_op = -1;
+    /// The hidden state a NextN/MTP block reads (model::Batch::hidden_out): (rows, n_embd), the
+    /// residual stream after the last layer and before the output norm, valid after a forward
+    /// for the output rows (those kept by KeepRows). kNoTensor: the arch marks none.
+    Tid hidden = kNoTensor;
     /// Some attention op is bidirectional (AttentionP::causal false): a sequence's embedding
     /// must then be computed in one forward from position 0.
     bool bidirectional = false;
@@ -343,6 +357,12 @@ class ProgramBuilder {
     /// The value the op just emitted wrote to t is the hidden state embeddings pool
     /// (Program::embd, embd_op).
     void mark_embeddings(Tid t);
+    /// x = the caller's rows (InputP), width(x) wide.
+    void input(Tid x, const char* name);
+    /// out = [a | b] per row (width(out) == width(a) + width(b)).
+    void concat(Tid a, Tid b, Tid out, const char* name);
+    /// t holds Program::hidden once the forward is done (the head does not write it).
+    void mark_hidden(Tid t) { prog_.hidden = t; }
 
     /// The Program; `logits` is the head's result tensor (kNoTensor: an encoder, which must
     /// have marked its embeddings).

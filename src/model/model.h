@@ -84,6 +84,12 @@ class Context {
     virtual Result<void> eval(std::span<const int32_t> tokens, bool all_logits = false) = 0;
     /// (n_vocab) f32 logits of the i-th token of the last eval (-1 = last token).
     virtual const float* logits(int i = -1) const = 0;
+    /// NextN drafting: from the next eval on, keep the trunk's hidden state before the output
+    /// norm (Program::hidden, n_embd f32) of every row whose logits are kept; hidden(i) as
+    /// logits(i). Error: the Runner does not return it (Runner::hidden_width: the CPU tier).
+    virtual Result<void> keep_hidden() = 0;
+    /// (n_embd) f32 hidden state of the i-th token of the last eval (-1 = last); keep_hidden().
+    virtual const float* hidden(int i = -1) const = 0;
     virtual int n_past() const = 0;
     virtual int n_ctx() const = 0;
     /// Drop positions >= n (n <= n_past); reset() is truncate(0). A recurrent model's state

@@ -22,8 +22,8 @@ DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& c, bool den
 
 Result<void> check_moe_config(const gguf::File& file, const ModelConfig& c) {
     auto missing = [&](const char* key, const char* what) {
-        return make_error(file.path() + ": missing metadata key " + c.arch_name + "." + key +
-                          " (" + what + ", required for architecture " + c.arch_name + ")");
+        return make_error(file.path() + ": missing metadata key " + c.arch_name + "." + key + " (" +
+                          what + ", required for architecture " + c.arch_name + ")");
     };
     if (c.n_expert < 1) return missing("expert_count", "integer >= 1");
     if (c.n_expert_used < 1) return missing("expert_used_count", "integer >= 1");
@@ -112,11 +112,11 @@ void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const Atten
 }
 
 void ffn_gated(ProgramBuilder& b, const ModelConfig& c, const FfnWeights& w, Activation act,
-               const DecoderTensors& t, Tid out) {
+               const DecoderTensors& t, Tid out, const char* out_name) {
     b.matmul(t.xn, {{w.gate, nullptr, t.gate, "ffn_gate"}, {w.up, nullptr, t.up, "ffn_up"}});
     b.glu(t.gate, t.up, act == Activation::SiLU ? model::GluAct::SiLU : model::GluAct::GeluTanh,
           t.gate, "ffn_glu");
-    b.matmul(t.gate, {{w.down, nullptr, out, "ffn_out"}});
+    b.matmul(t.gate, {{w.down, nullptr, out, out_name}});
 }
 
 void output_head(ProgramBuilder& b, const ModelConfig& c, const DecoderTensors& t,

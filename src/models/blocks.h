@@ -28,8 +28,8 @@ struct AttentionWeights {
     const Weight* bq = nullptr;  // (n_head * head_dim_k) f32
     const Weight* bk = nullptr;
     const Weight* bv = nullptr;
-    const Weight* bo = nullptr;     // (n_embd) f32 bias of the output projection, or null
-    const Weight* sinks = nullptr;  // (n_head) f32 attention sink logits (gpt-oss), or null
+    const Weight* bo = nullptr;      // (n_embd) f32 bias of the output projection, or null
+    const Weight* sinks = nullptr;   // (n_head) f32 attention sink logits (gpt-oss), or null
     const Weight* q_norm = nullptr;  // (head_dim_k) f32, RMS norm per head before RoPE
     const Weight* k_norm = nullptr;
     const Weight* rope_freqs = nullptr;  // (n_rot / 2) f32 per-pair frequency divisors
@@ -62,9 +62,10 @@ void self_attention(ProgramBuilder& b, const ModelConfig& cfg, int il, const Att
                     const DecoderTensors& t, Tid out);
 
 enum class Activation { SiLU, GeluTanh };
-/// out = down(act(gate xn) * (up xn)): ffn_gate, ffn_up, ffn_glu (in place in t.gate), ffn_out.
+/// out = down(act(gate xn) * (up xn)): ffn_gate, ffn_up, ffn_glu (in place in t.gate), and the
+/// down projection named `out_name` (ffn_out; a shared expert's is ffn_shexp).
 void ffn_gated(ProgramBuilder& b, const ModelConfig& cfg, const FfnWeights& w, Activation act,
-               const DecoderTensors& t, Tid out);
+               const DecoderTensors& t, Tid out, const char* out_name = "ffn_out");
 
 /// Final norm (result_norm, into t.xn) and LM head (into t.logits) on the output rows of t.x;
 /// softcap > 0 applies cap * tanh(logit / cap).

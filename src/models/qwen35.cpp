@@ -34,8 +34,10 @@
 // carry the same MoE FFN.
 //
 // NextN / MTP: <arch>.nextn_predict_layers blocks after the trunk (block_count includes them)
-// are bound and kept (Model::n_nextn_layers() counts them) for speculative decoding; the forward
-// pass does not run them, as llama.cpp's main graph does not.
+// are bound (Model::n_nextn_layers() counts them); the trunk's op list does not run them, as
+// llama.cpp's main graph does not. The first is a second op list (build_nextn, below;
+// ArchModel::nextn_program) for the NextN drafter (engine/nextn_drafter.h); it reuses the
+// trunk's block builder.
 #include <array>
 #include <vector>
 
@@ -185,6 +187,15 @@ class Qwen35 : public model::ArchModel {
             m.sh.up = b.require(tn::layer(il, "ffn_up_shexp"), {e, fs}, TypeClass::Matmul);
             m.sh.down = b.require(tn::layer(il, "ffn_down_shexp"), {fs, e}, TypeClass::Matmul);
         };
+        // Block il's gated full attention (the trunk's attention layers and the NextN blocks).
+        auto bind_attention = [&](int il, Layer& L) {
+            L.wq = b.require(tn::layer(il, tn::kAttnQ), {e, 2 * c.q_dim()}, TypeClass::Matmul);
+            L.wk = b.require(tn::layer(il, tn::kAttnK), {e, c.kv_dim_k()}, TypeClass::Matmul);
+            L.wv = b.require(tn::layer(il, tn::kAttnV), {e, c.kv_dim_v()}, TypeClass::Matmul);
+            L.wo = b.require(tn::layer(il, tn::kAttnOut), {c.attn_out_dim(), e}, TypeClass::Matmul);
+            L.q_norm = b.require(tn::layer(il, tn::kAttnQNorm), {hd}, TypeClass::F32);
+            L.k_norm = b.require(tn::layer(il, tn::kAttnKNorm), {hd}, TypeClass::F32);
+        };
         layers_.resize(c.n_layer);
         for (int il = 0; il < c.n_layer; ++il) {
             Layer& L = layers_[il];
@@ -203,31 +214,20 @@ class Qwen35 : public model::ArchModel {
                     b.require(tn::layer(il, "ssm_norm"), {h_.head_v_dim()}, TypeClass::F32);
                 L.ssm_out = b.require(tn::layer(il, "ssm_out"), {vd, e}, TypeClass::Matmul);
             } else {
-                L.wq = b.require(tn::layer(il, tn::kAttnQ), {e, 2 * c.q_dim()}, TypeClass::Matmul);
-                L.wk = b.require(tn::layer(il, tn::kAttnK), {e, c.kv_dim_k()}, TypeClass::Matmul);
-                L.wv = b.require(tn::layer(il, tn::kAttnV), {e, c.kv_dim_v()}, TypeClass::Matmul);
-                L.wo = b.require(tn::layer(il, tn::kAttnOut), {c.attn_out_dim(), e},
-                                 TypeClass::Matmul);
-                L.q_norm = b.require(tn::layer(il, tn::kAttnQNorm), {hd}, TypeClass::F32);
-                L.k_norm = b.require(tn::layer(il, tn::kAttnKNorm), {hd}, TypeClass::F32);
+                bind_attention(il, L);
             }
             bind_ffn(il, L.ffn, L.moe);
             if (!b.status().ok()) break;
         }
         // The NextN / MTP blocks (a full-attention decoder block plus eh_proj, enorm, hnorm and
-        // optional own embedding / head), kept for speculative decoding.
+        // optional own embedding / head), for speculative decoding (build_nextn).
         for (int j = 0; j < h_.n_nextn && b.status().ok(); ++j) {
             const int il = c.n_layer + j;
             Nextn n;
-            n.attn_norm = b.require(tn::layer(il, tn::kAttnNorm), {e}, TypeClass::F32);
-            n.post_norm = b.require(tn::layer(il, tn::kAttnPostNorm), {e}, TypeClass::F32);
-            n.wq = b.require(tn::layer(il, tn::kAttnQ), {e, 2 * c.q_dim()}, TypeClass::Matmul);
-            n.wk = b.require(tn::layer(il, tn::kAttnK), {e, c.kv_dim_k()}, TypeClass::Matmul);
-            n.wv = b.require(tn::layer(il, tn::kAttnV), {e, c.kv_dim_v()}, TypeClass::Matmul);
-            n.wo = b.require(tn::layer(il, tn::kAttnOut), {c.attn_out_dim(), e}, TypeClass::Matmul);
-            n.q_norm = b.require(tn::layer(il, tn::kAttnQNorm), {hd}, TypeClass::F32);
-            n.k_norm = b.require(tn::layer(il, tn::kAttnKNorm), {hd}, TypeClass::F32);
-            bind_ffn(il, n.ffn, n.moe);
+            n.blk.attn_norm = b.require(tn::layer(il, tn::kAttnNorm), {e}, TypeClass::F32);
+            n.blk.post_norm = b.require(tn::layer(il, tn::kAttnPostNorm), {e}, TypeClass::F32);
+            bind_attention(il, n.blk);
+            bind_ffn(il, n.blk.ffn, n.blk.moe);
             n.eh_proj = b.require(tn::layer(il, "nextn.eh_proj"), {2 * e, e}, TypeClass::Matmul);
             n.enorm = b.require(tn::layer(il, "nextn.enorm"), {e}, TypeClass::F32);
             n.hnorm = b.require(tn::layer(il, "nextn.hnorm"), {e}, TypeClass::F32);
@@ -240,6 +240,7 @@ class Qwen35 : public model::ArchModel {
         }
         ZINC_TRY(b.status());
         program_ = build();
+        if (!nextn_.empty()) nextn_program_ = build_nextn();
         return {};
     }
 
@@ -250,112 +251,6 @@ class Qwen35 : public model::ArchModel {
         const Weight* sh_gate = nullptr;  // ffn_gate_inp_shexp (n_embd -> 1)
         FfnWeights sh;                    // the shared expert (n_ff_shexp wide)
     };
-    model::Program build() const {
-        const ModelConfig& c = cfg_;
-        ProgramBuilder b;
-        const DecoderTensors t = decoder_tensors(b, c, !h_.moe);
-        const Tid qkv = b.tensor("qkv", h_.conv_dim());
-        const Tid conv = b.tensor("conv", h_.conv_dim());
-        const Tid z = b.tensor("z", h_.d_inner);
-        const Tid o = b.tensor("o", h_.d_inner);
-        const Tid beta = b.tensor("beta", h_.n_v_heads);
-        const Tid alpha = b.tensor("alpha", h_.n_v_heads);
-        const Tid qg = b.tensor("qg", 2 * int64_t{c.q_dim()});
-        const Tid agate = b.tensor("agate", c.attn_out_dim());
-        // qwen35moe: the router's logits, the shared expert's intermediates, output and gate
-        DecoderTensors ts = t;
-        Tid router = model::kNoTensor, shexp = model::kNoTensor, shg = model::kNoTensor;
-        if (h_.moe) {
-            router = b.tensor("router", c.n_expert);
-            ts.gate = b.tensor("sh_gate", h_.n_ff_shexp);
-            ts.up = b.tensor("sh_up", h_.n_ff_shexp);
-            shexp = b.tensor("shexp", c.n_embd);
-            shg = b.tensor("shexp_gate", 1);
-        }
-        b.embed(*tok_embd_, 1.0f, t.x, "inp_embd");
-        int rs = 0;
-        for (int il = 0; il < c.n_layer; ++il) {
-            const Layer& L = layers_[il];
-            b.set_layer(il);
-            b.rms_norm(t.x, *L.attn_norm, c.rms_eps, t.xn, "attn_norm");
-            if (h_.recurrent(il)) {
-                b.matmul(t.xn, {{L.wqkv, nullptr, qkv, "linear_attn_qkv_mixed"},
-                                {L.wgate, nullptr, z, "z"},
-                                {L.wbeta, nullptr, beta, "beta"}});
-                b.matmul(t.xn, {{L.walpha, nullptr, alpha, "alpha"}});
-                model::SsmConvP cp;
-                cp.in = qkv;
-                cp.w = L.conv;
-                cp.rs_layer = rs;
-                b.ssm_conv(qkv, cp, conv, "conv_output_silu");
-                model::DeltaNetP dp;
-                dp.qkv = conv;
-                dp.beta = beta;
-                dp.alpha = alpha;
-                dp.dt_bias = L.dt_bias;
-                dp.a = L.ssm_a;
-                dp.rs_layer = rs;
-                dp.n_k_heads = h_.n_k_heads;
-                dp.n_v_heads = h_.n_v_heads;
-                dp.head_k_dim = h_.head_k_dim;
-                dp.head_v_dim = h_.head_v_dim();
-                dp.eps = c.rms_eps;
-                b.delta_net(dp, o, "attn_output");
-                model::GatedRmsNormP gp;
-                gp.z = z;
-                gp.w = L.ssm_norm;
-                gp.head_dim = h_.head_v_dim();
-                gp.eps = c.rms_eps;
-                b.gated_rms_norm(o, gp, "final_output");
-                b.matmul(o, {{L.ssm_out, nullptr, t.proj, "linear_attn_out"}});
-                ++rs;
-            } else {
-                b.matmul(t.xn, {{L.wq, nullptr, qg, "Qcur_full"},
-                                {L.wk, nullptr, t.k, "Kcur"},
-                                {L.wv, nullptr, t.v, "Vcur"}});
-                b.split_gate(model::SplitGateP{qg, c.n_head, c.head_dim_k}, t.q, agate);
-                model::RopeKvP r;
-                r.q_norm = L.q_norm;
-                r.k_norm = L.k_norm;
-                r.rope = c.rope(il);
-                r.kv_layer = il;
-                r.n_head = c.n_head;
-                r.n_head_kv = c.n_head_kv;
-                r.head_dim_k = c.head_dim_k;
-                r.head_dim_v = c.head_dim_v;
-                r.eps = c.rms_eps;
-                b.rope_kv(t.q, t.k, t.v, r);
-                model::AttentionP ap;
-                ap.q = t.q;
-                ap.kv_layer = il;
-                ap.n_head = c.n_head;
-                ap.n_head_kv = c.n_head_kv;
-                ap.head_dim_k = c.head_dim_k;
-                ap.head_dim_v = c.head_dim_v;
-                ap.scale = c.attn_scale;
-                b.attention(t.attn, ap, "attn_pregate");
-                b.sigmoid_mul(t.attn, agate, "attn_gated");
-                b.matmul(t.attn, {{L.wo, nullptr, t.proj, "attn_output"}});
-            }
-            if (il == c.n_layer - 1) b.keep_rows({t.x, t.proj});  // only the output rows now
-            b.add(t.x, t.proj, "attn_residual");
-            b.rms_norm(t.x, *L.post_norm, c.rms_eps, t.xn, "attn_post_norm");
-            if (!h_.moe) {
-                ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
-            } else {
-                routed_experts(b, c, L.moe.experts, {model::MoeGating::SoftmaxTopK, true}, t.xn,
-                               router, t.proj);
-                ffn_gated(b, c, L.moe.sh, Activation::SiLU, ts, shexp);
-                b.matmul(t.xn, {{L.moe.sh_gate, nullptr, shg, "shared_expert_gate"}});
-                b.sigmoid_mul(shexp, shg, "ffn_shexp_gated");
-                b.add(t.proj, shexp, "ffn_out");
-            }
-            b.add(t.x, t.proj, "l_out");
-        }
-        output_head(b, c, t, *output_norm_, *output_, 0.0f);
-        return b.finish(c.n_layer, t.logits);
-    }
-
     struct Layer {
         const Weight* attn_norm = nullptr;
         const Weight* post_norm = nullptr;  // post_attention_norm: the FFN's input norm
@@ -376,19 +271,189 @@ class Qwen35 : public model::ArchModel {
         FfnWeights ffn;  // dense (qwen35)
         MoeWeights moe;  // or qwen35moe's
     };
-    /// One NextN / MTP block (not executed by the forward pass).
+    /// One NextN / MTP block: a full-attention decoder block plus its input projection, norms
+    /// and optional own embedding and head (its op list: build_nextn).
     struct Nextn {
-        const Weight *attn_norm = nullptr, *post_norm = nullptr;
-        const Weight *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
-        const Weight *q_norm = nullptr, *k_norm = nullptr;
-        FfnWeights ffn;
-        MoeWeights moe;
+        Layer blk;                        // the decoder block (attention + FFN weights)
         const Weight* eh_proj = nullptr;  // (2 * n_embd -> n_embd)
         const Weight *enorm = nullptr, *hnorm = nullptr;
         const Weight* embed_tokens = nullptr;  // optional (else token_embd)
         const Weight* head = nullptr;          // optional shared_head_head (else output)
         const Weight* head_norm = nullptr;     // optional shared_head_norm (else output_norm)
     };
+    /// The activation tensors of one op list (the trunk's, or the NextN block's).
+    struct Tensors {
+        DecoderTensors t;   // x, xn, proj, q, k, v, attn, (gate, up), logits
+        DecoderTensors ts;  // qwen35moe: t with gate/up the shared expert's
+        Tid qkv, conv, z, o, beta, alpha, qg, agate;
+        Tid router = model::kNoTensor, shexp = model::kNoTensor, shg = model::kNoTensor;
+    };
+    Tensors tensors(ProgramBuilder& b) const {
+        const ModelConfig& c = cfg_;
+        Tensors T;
+        T.t = decoder_tensors(b, c, !h_.moe);
+        T.qkv = b.tensor("qkv", h_.conv_dim());
+        T.conv = b.tensor("conv", h_.conv_dim());
+        T.z = b.tensor("z", h_.d_inner);
+        T.o = b.tensor("o", h_.d_inner);
+        T.beta = b.tensor("beta", h_.n_v_heads);
+        T.alpha = b.tensor("alpha", h_.n_v_heads);
+        T.qg = b.tensor("qg", 2 * int64_t{c.q_dim()});
+        T.agate = b.tensor("agate", c.attn_out_dim());
+        T.ts = T.t;
+        if (h_.moe) {  // the router's logits, the shared expert's intermediates, output, gate
+            T.router = b.tensor("router", c.n_expert);
+            T.ts.gate = b.tensor("sh_gate", h_.n_ff_shexp);
+            T.ts.up = b.tensor("sh_up", h_.n_ff_shexp);
+            T.shexp = b.tensor("shexp", c.n_embd);
+            T.shg = b.tensor("shexp_gate", 1);
+        }
+        return T;
+    }
+
+    /// One decoder block on T.t.x: the token mixer (DeltaNet layer rs, or gated attention over
+    /// KV layer kv_layer), its residual, the FFN and its residual. `last`: KeepRows before the
+    /// first residual (only the output rows matter from there).
+    void block(ProgramBuilder& b, const Tensors& T, const Layer& L, int il, int kv_layer, int rs,
+               bool last) const {
+        const ModelConfig& c = cfg_;
+        const DecoderTensors& t = T.t;
+        b.set_layer(il);
+        b.rms_norm(t.x, *L.attn_norm, c.rms_eps, t.xn, "attn_norm");
+        if (L.wqkv) {
+            delta_net_mixer(b, T, L, rs);
+        } else {
+            gated_attention(b, T, L, il, kv_layer);
+        }
+        if (last) b.keep_rows({t.x, t.proj});
+        b.add(t.x, t.proj, "attn_residual");
+        b.rms_norm(t.x, *L.post_norm, c.rms_eps, t.xn, "attn_post_norm");
+        if (!h_.moe) {
+            ffn_gated(b, c, L.ffn, Activation::SiLU, t, t.proj);
+        } else {
+            routed_experts(b, c, L.moe.experts, {model::MoeGating::SoftmaxTopK, true}, t.xn,
+                           T.router, t.proj);
+            ffn_gated(b, c, L.moe.sh, Activation::SiLU, T.ts, T.shexp, "ffn_shexp");
+            b.matmul(t.xn, {{L.moe.sh_gate, nullptr, T.shg, "shared_expert_gate"}});
+            b.sigmoid_mul(T.shexp, T.shg, "ffn_shexp_gated");
+            b.add(t.proj, T.shexp, "ffn_out");
+        }
+        b.add(t.x, t.proj, "l_out");
+    }
+
+    void delta_net_mixer(ProgramBuilder& b, const Tensors& T, const Layer& L, int rs) const {
+        const ModelConfig& c = cfg_;
+        b.matmul(T.t.xn, {{L.wqkv, nullptr, T.qkv, "linear_attn_qkv_mixed"},
+                          {L.wgate, nullptr, T.z, "z"},
+                          {L.wbeta, nullptr, T.beta, "beta"}});
+        b.matmul(T.t.xn, {{L.walpha, nullptr, T.alpha, "alpha"}});
+        model::SsmConvP cp;
+        cp.in = T.qkv;
+        cp.w = L.conv;
+        cp.rs_layer = rs;
+        b.ssm_conv(T.qkv, cp, T.conv, "conv_output_silu");
+        model::DeltaNetP dp;
+        dp.qkv = T.conv;
+        dp.beta = T.beta;
+        dp.alpha = T.alpha;
+        dp.dt_bias = L.dt_bias;
+        dp.a = L.ssm_a;
+        dp.rs_layer = rs;
+        dp.n_k_heads = h_.n_k_heads;
+        dp.n_v_heads = h_.n_v_heads;
+        dp.head_k_dim = h_.head_k_dim;
+        dp.head_v_dim = h_.head_v_dim();
+        dp.eps = c.rms_eps;
+        b.delta_net(dp, T.o, "attn_output");
+        model::GatedRmsNormP gp;
+        gp.z = T.z;
+        gp.w = L.ssm_norm;
+        gp.head_dim = h_.head_v_dim();
+        gp.eps = c.rms_eps;
+        b.gated_rms_norm(T.o, gp, "final_output");
+        b.matmul(T.o, {{L.ssm_out, nullptr, T.t.proj, "linear_attn_out"}});
+    }
+
+    // Gated full attention of block il (RoPE as layer il) over KV layer kv_layer.
+    void gated_attention(ProgramBuilder& b, const Tensors& T, const Layer& L, int il,
+                         int kv_layer) const {
+        const ModelConfig& c = cfg_;
+        const DecoderTensors& t = T.t;
+        b.matmul(t.xn, {{L.wq, nullptr, T.qg, "Qcur_full"},
+                        {L.wk, nullptr, t.k, "Kcur"},
+                        {L.wv, nullptr, t.v, "Vcur"}});
+        b.split_gate(model::SplitGateP{T.qg, c.n_head, c.head_dim_k}, t.q, T.agate);
+        model::RopeKvP r;
+        r.q_norm = L.q_norm;
+        r.k_norm = L.k_norm;
+        r.rope = c.rope(il < c.n_layer ? il : c.n_layer - 1);  // NextN: the trunk's RoPE
+        r.kv_layer = kv_layer;
+        r.n_head = c.n_head;
+        r.n_head_kv = c.n_head_kv;
+        r.head_dim_k = c.head_dim_k;
+        r.head_dim_v = c.head_dim_v;
+        r.eps = c.rms_eps;
+        b.rope_kv(t.q, t.k, t.v, r);
+        model::AttentionP ap;
+        ap.q = t.q;
+        ap.kv_layer = kv_layer;
+        ap.n_head = c.n_head;
+        ap.n_head_kv = c.n_head_kv;
+        ap.head_dim_k = c.head_dim_k;
+        ap.head_dim_v = c.head_dim_v;
+        ap.scale = c.attn_scale;
+        b.attention(t.attn, ap, "attn_pregate");
+        b.sigmoid_mul(t.attn, T.agate, "attn_gated");
+        b.matmul(t.attn, {{L.wo, nullptr, t.proj, "attn_output"}});
+    }
+
+    model::Program build() const {
+        const ModelConfig& c = cfg_;
+        ProgramBuilder b;
+        const Tensors T = tensors(b);
+        b.embed(*tok_embd_, 1.0f, T.t.x, "inp_embd");
+        int rs = 0;
+        for (int il = 0; il < c.n_layer; ++il) {
+            const Layer& L = layers_[il];
+            block(b, T, L, il, il, rs, il == c.n_layer - 1);
+            if (h_.recurrent(il)) ++rs;
+        }
+        b.mark_hidden(T.t.x);
+        output_head(b, c, T.t, *output_norm_, *output_, 0.0f);
+        return b.finish(c.n_layer, T.t.logits);
+    }
+
+    /// The first NextN/MTP block as its own op list (DeepSeek-V3 section 2.2's MTP module, as
+    /// vLLM's qwen3_next_mtp.py and deepseek_mtp.py compute it): for the row at position i with
+    /// h_i (Batch::hidden_in: the trunk's last hidden state, before output_norm) and token
+    /// t_{i+1},
+    ///   x = eh_proj [rms_norm(embed(t_{i+1})) * enorm ; rms_norm(h_i) * hnorm]  (embedding first)
+    ///   x = the block (gated attention over its own KV layer 0, FFN), as a trunk attention layer
+    ///   logits = head(rms_norm(x) * head_norm);  Program::hidden = x (the next draft's h)
+    /// head_norm / head: shared_head_norm / shared_head_head, else output_norm / output.
+    model::Program build_nextn() const {
+        const ModelConfig& c = cfg_;
+        const Nextn& n = nextn_.front();
+        const int il = c.n_layer;  // its GGUF block index: blk.<n_layer>.*
+        ProgramBuilder b;
+        const Tensors T = tensors(b);
+        const Tid e = b.tensor("e", c.n_embd);
+        const Tid hh = b.tensor("h", c.n_embd);
+        const Tid cat = b.tensor("eh", 2 * int64_t{c.n_embd});
+        b.set_layer(il);
+        b.embed(n.embed_tokens ? *n.embed_tokens : *tok_embd_, 1.0f, e, "nextn_inp_embd");
+        b.rms_norm(e, *n.enorm, c.rms_eps, e, "nextn_enorm");
+        b.input(hh, "nextn_hidden");
+        b.rms_norm(hh, *n.hnorm, c.rms_eps, hh, "nextn_hnorm");
+        b.concat(e, hh, cat, "nextn_eh");
+        b.matmul(cat, {{n.eh_proj, nullptr, T.t.x, "nextn_eh_proj"}});
+        block(b, T, n.blk, il, 0, 0, true);
+        b.mark_hidden(T.t.x);
+        output_head(b, c, T.t, n.head_norm ? *n.head_norm : *output_norm_,
+                    n.head ? *n.head : *output_, 0.0f);
+        return b.finish(c.n_layer + 1, T.t.logits);
+    }
+
     HybridParams h_;
     const Weight* tok_embd_ = nullptr;
     const Weight* output_norm_ = nullptr;

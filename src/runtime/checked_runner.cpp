@@ -65,7 +65,10 @@ class CheckedRunner final : public model::Runner {
         if (validate) {
             oracle_logits_.resize(n_logits);
             oracle_hooks_->begin_step(true);
-            ZINC_TRY(oracle_->forward(batch, n_out > 0 ? oracle_logits_.data() : nullptr));
+            // The hidden rows (NextN drafting) are the serving tier's; only drafts depend on them.
+            model::Batch ob = batch;
+            ob.hidden_out = nullptr;
+            ZINC_TRY(oracle_->forward(ob, n_out > 0 ? oracle_logits_.data() : nullptr));
             if (n_out > 0)
                 oracle_hooks_->capture_host("result_output", -1, oracle_logits_.data(), n_out,
                                             n_vocab_);
@@ -158,6 +161,12 @@ class CheckedRunner final : public model::Runner {
         if (!fell_back_) ZINC_TRY(primary_->rewind_state(slot, pos));
         if (oracle_) ZINC_TRY(oracle_->rewind_state(slot, pos));
         return {};
+    }
+    int64_t hidden_width() const override {
+        if (fell_back_) return oracle_->hidden_width();
+        return oracle_ && oracle_->hidden_width() != primary_->hidden_width()
+                   ? 0
+                   : primary_->hidden_width();
     }
     const model::RunnerOptions& options() const override { return primary_->options(); }
     std::string tier() const override { return fell_back_ ? "cpu" : primary_->tier(); }

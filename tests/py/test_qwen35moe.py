@@ -69,3 +69,18 @@ def test_matches_llama_cpp(tiny, text, report):  # noqa: F811
 
 def test_missing_expert_count_is_a_precise_error(tiny, tmp):
     missing_expert_count(tiny, tmp, "qwen35moe")
+
+
+def test_validation_is_clean_on_the_cpu_tier(tiny):
+    """ZINC_VALIDATE compares every named intermediate with the CPU oracle. The shared expert's
+    down projection is `ffn_shexp` (llama.cpp's name) and the sum `ffn_out`; when both were named
+    ffn_out, the capture of one was compared with the other and every validated step failed."""
+    import os
+    import subprocess
+    from test_synth import ZINC
+    r = subprocess.run([ZINC, "-m", tiny, "-t", "2", "--temp", "0", "-p", SHORT, "-n", "4",
+                        "--tier", "cpu"], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "ZINC_VALIDATE": "2"})
+    assert r.returncode == 0, r.stderr
+    assert "validated=2/2 failures=0 trust=promoted" in r.stderr, r.stderr
+    assert "validation failed" not in r.stderr

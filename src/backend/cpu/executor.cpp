@@ -182,6 +182,10 @@ class Executor {
                 return gelu(op);
             case OpKind::Scale:
                 return scale(op);
+            case OpKind::Input:
+                return input(op);
+            case OpKind::Concat:
+                return concat(op);
             case OpKind::kCount:
                 break;
         }
@@ -221,6 +225,28 @@ class Executor {
             parallel_rows(st_, st_.n_tokens, rows);
         }
         count(Op::RmsNorm, kF32 * dim, 2 * kF32 * st_.n_tokens * dim);
+    }
+
+    // out = the caller's rows (Batch::hidden_in), before any KeepRows: one per batch row.
+    void input(const model::Op& op) {
+        const int64_t w = width(op.outs[0].t);
+        ZINC_CHECK(st_.hidden_in != nullptr && st_.tokens != nullptr);
+        std::memcpy(buf(op.outs[0].t), st_.hidden_in, kF32 * st_.n_tokens * w);
+        count(Op::Gather, 0, 2 * kF32 * st_.n_tokens * w);
+    }
+
+    // out = [a | b] per row.
+    void concat(const model::Op& op) {
+        const auto& p = op.as<model::ConcatP>();
+        const int64_t wa = width(p.a), wb = width(p.b), wo = width(op.outs[0].t);
+        const float* a = buf(p.a);
+        const float* b = buf(p.b);
+        float* o = buf(op.outs[0].t);
+        for (int64_t r = 0; r < st_.n_tokens; ++r) {
+            std::memcpy(o + r * wo, a + r * wa, kF32 * wa);
+            std::memcpy(o + r * wo + wa, b + r * wb, kF32 * wb);
+        }
+        count(Op::Gather, 0, 2 * kF32 * st_.n_tokens * wo);
     }
 
     // x *= w[0] (one learned scalar).

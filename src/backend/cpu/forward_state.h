@@ -43,6 +43,7 @@ struct ForwardState {
     Workspace& ws;
     const model::DumpFilter& dump;
     const int32_t* tokens = nullptr;          // (n_tokens) token id of each row
+    const float* hidden_in = nullptr;         // (n_tokens, width) rows of an Input op, or null
     const int32_t* pos = nullptr;             // (n_tokens) position of each row in its sequence
     const int64_t* kv_slot = nullptr;         // (n_tokens) physical KV row each row's K/V goes to
     int n_tokens = 0;                         // rows still being computed (shrinks at KeepRows)
@@ -54,7 +55,7 @@ struct ForwardState {
     /// An embedding forward: every row is an output row (n_out == n_tokens, logits null), and
     /// execution stops after Program::embd_op, leaving the hidden state in ws.t[prog.embd].
     bool embeddings = false;
-    int64_t dump_pos0 = 0;    // position of row 0 (for ZINC_DUMP lines)
+    int64_t dump_pos0 = 0;  // position of row 0 (for ZINC_DUMP lines)
     /// Optional (RunnerOptions::hooks): the executor counts each op it runs, captures the named
     /// intermediates for validation, and honours the debug/test switches there.
     runtime::ForwardHooks* hooks = nullptr;

@@ -108,14 +108,14 @@ namespace {
 
 class CpuRunner : public Runner {
   public:
-    CpuRunner(const ArchModel& model, const RunnerOptions& opts)
-        : model_(model),
+    CpuRunner(const ArchModel& model, const Program& prog, const RunnerOptions& opts)
+        : prog_(prog),
           cfg_(model.config()),
           opts_(opts),
           pool_(opts.n_threads),
-          kv_(cfg_, opts.n_blocks, opts.block_size),
-          ws_(model.program(), opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
-          rs_(model.program(), opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs,
+          kv_(opts.nextn ? nextn_kv_config(cfg_) : cfg_, opts.n_blocks, opts.block_size),
+          ws_(prog, opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
+          rs_(prog, opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs,
               opts.n_state_checkpoints) {
         opts_.n_state_slots = rs_.n_slots();
         opts_.n_state_checkpoints = rs_.n_checkpoints();
@@ -127,13 +127,13 @@ class CpuRunner : public Runner {
         out_rows_.resize(rows);
         seqs_.reserve(static_cast<size_t>(opts.max_seqs));
         seq_slot_.reserve(static_cast<size_t>(opts.max_seqs));
-        for (const model::Op& op : model.program().ops)
+        for (const model::Op& op : prog.ops)
             if (op.kind() == model::OpKind::AddEmbed && op.as<model::AddEmbedP>().by_position)
                 max_positions_ = std::min(max_positions_, op.as<model::AddEmbedP>().table->n_rows);
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
-        if (model_.program().logits == kNoTensor)
+        if (prog_.logits == kNoTensor)
             return make_error("forward: " + cfg_.arch_name +
                               " is an embedding model (no LM head): it computes embeddings "
                               "only, not logits");
@@ -141,7 +141,8 @@ class CpuRunner : public Runner {
     }
 
     Result<void> forward_embed(const Batch& batch, float* hidden) override {
-        const Program& prog = model_.program();
+        const Program& prog = prog_;
+        if (opts_.nextn) return make_error("embeddings: a NextN Runner computes none");
         if (prog.embd_op < 0)
             return make_error("embeddings: " + cfg_.arch_name + " marks no embeddings value");
         if (prog.bidirectional) {
@@ -185,9 +186,17 @@ class CpuRunner : public Runner {
                     out_rows_[n_out++] = r;
             }
         }
+        if (opts_.nextn && batch.hidden_in == nullptr)
+            return make_error(
+                "forward: the NextN block needs Batch::hidden_in (the trunk's "
+                "hidden state of every row)");
+        if (batch.hidden_out && prog_.hidden == kNoTensor)
+            return make_error("forward: " + cfg_.arch_name +
+                              "'s op list marks no hidden state (Batch::hidden_out)");
         cpu::ForwardState st{pool_, mm_, kv_, ws_, dump_};
         st.embeddings = embeddings;
         st.tokens = batch.tokens.data();
+        st.hidden_in = batch.hidden_in;
         st.pos = pos_.data();
         st.kv_slot = slot_.data();
         st.n_tokens = static_cast<int>(batch.tokens.size());
@@ -203,7 +212,12 @@ class CpuRunner : public Runner {
         }
         if (n_out > 0 && !embeddings && logits == nullptr)
             return make_error("forward: logits buffer is null");
-        cpu::execute(model_.program(), st);
+        cpu::execute(prog_, st);
+        if (batch.hidden_out && n_out > 0 && !embeddings) {
+            const int64_t w = prog_.width(prog_.hidden);
+            const float* src = ws_.t[static_cast<size_t>(prog_.hidden)].data();
+            std::copy(src, src + int64_t{n_out} * w, batch.hidden_out);
+        }
         return {};
     }
 
@@ -211,6 +225,9 @@ class CpuRunner : public Runner {
     void copy_block(int32_t src, int32_t dst) override { kv_.copy_block(src, dst); }
     const RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cpu"; }
+    int64_t hidden_width() const override {
+        return prog_.hidden == kNoTensor ? 0 : prog_.width(prog_.hidden);
+    }
     size_t kv_bytes() const override { return kv_.bytes(); }
     size_t state_bytes() const override { return rs_.empty() ? 0 : rs_.bytes(); }
     int32_t state_checkpoints() const override { return rs_.n_checkpoints(); }
@@ -234,7 +251,16 @@ class CpuRunner : public Runner {
         return rs_.slots().check(batch, "forward: ");
     }
 
-    const ArchModel& model_;
+    // The NextN block's pool: one attention layer (the block's ops use KV layer 0).
+    static ModelConfig nextn_kv_config(const ModelConfig& c) {
+        ModelConfig k = c;
+        k.n_layer = 1;
+        k.layer_kv_k.clear();
+        k.layer_kv_v.clear();
+        return k;
+    }
+
+    const Program& prog_;  // the trunk's op list, or the NextN block's
     const ModelConfig& cfg_;
     RunnerOptions opts_;
     cpu::ThreadPool pool_;
@@ -257,7 +283,11 @@ Result<std::unique_ptr<Runner>> Runner::create_cpu(const Model& model, const Run
     ZINC_TRY(cpu::validate_options(opts));
     const auto* am = dynamic_cast<const ArchModel*>(&model);
     ZINC_CHECK(am != nullptr);
-    return std::unique_ptr<Runner>(std::make_unique<CpuRunner>(*am, opts));
+    if (opts.nextn && am->nextn_program() == nullptr)
+        return make_error("cpu runner: " + model.arch_name() +
+                          " has no NextN/MTP block to run (nextn_predict_layers)");
+    const Program& prog = opts.nextn ? *am->nextn_program() : am->program();
+    return std::unique_ptr<Runner>(std::make_unique<CpuRunner>(*am, prog, opts));
 }
 
 }  // namespace zinc::model

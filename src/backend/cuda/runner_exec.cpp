@@ -198,6 +198,8 @@ void CudaRunner::exec(const model::Op& op, int idx) {
         case OpKind::AddEmbed:
         case OpKind::Gelu:
         case OpKind::Scale:
+        case OpKind::Input:  // the NextN program: CPU tier only (never given to this tier)
+        case OpKind::Concat:
         case OpKind::kCount:
             ZINC_CHECK(false && "unknown op");
     }

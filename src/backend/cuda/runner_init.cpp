@@ -388,7 +388,8 @@ Result<void> CudaRunner::init() {
                               "the CPU tier: --tier cpu");
         // BERT's ops and gemma4's scaled norms / V norm have CPU kernels only so far.
         if (k == model::OpKind::LayerNorm || k == model::OpKind::AddEmbed ||
-            k == model::OpKind::Gelu || k == model::OpKind::Scale ||
+            k == model::OpKind::Gelu || k == model::OpKind::Scale || k == model::OpKind::Input ||
+            k == model::OpKind::Concat ||
             (k == model::OpKind::RopeKv && op.as<model::RopeKvP>().v_norm) ||
             (k == model::OpKind::RmsNorm && op.as<model::RmsNormP>().scale != 1.0f))
             return make_error(std::string("cuda: op ") + model::op_kind_name(k) + " of " +
