@@ -308,9 +308,9 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
 // ---- moe.cu (Mixture of experts; docs/cuda.md "MoE")
 /// Per row t of logits (n_rows, n_expert): its k experts and weights (backend/moe_route.h, the
 /// CPU tier's routine, same bits) into ids / w (n_rows * k, slot-major per row), and
-/// src_row[t * k + s] = t (the gather list of the experts' input rows). One thread per row.
-/// load: (n_expert) device counters of this layer, or null: each slot adds 1 to its expert's
-/// (atomics; the expert load a run spread, RunnerStats::expert_load).
+/// src_row[t * k + s] = t (the gather list of the experts' input rows). One block per row
+/// (n_expert <= 1024). load: (n_expert) device counters of this layer, or null: each slot adds 1
+/// to its expert's (atomics; the expert load a run spread, cuda::expert_load).
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
                bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, cudaStream_t s,
                uint32_t* load = nullptr);
