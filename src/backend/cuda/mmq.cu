@@ -40,6 +40,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/mmq_jobs.cuh"
 #include "backend/cuda/mmq_mma.cuh"
 #include "backend/cuda/mmq_split.cuh"
 
@@ -48,47 +49,11 @@ namespace {
 
 using namespace dev;
 using mmq_split::Split;
+using namespace mmq_jobs;
 
 constexpr int kThreads = 256;
 constexpr int kMagicBits = 0x4B400000;  // 1.5 * 2^23 as float bits
 constexpr float kMagic = 12582912.0f;   // 1.5 * 2^23
-
-struct Jobs {
-    MatJob m[3];
-    int n_jobs;
-    int row_end[3];  // cumulative row counts
-    MmqGroups g;     // expert-grouped launch (mmq_grouped): g.tile_expert non-null
-};
-
-// The activation rows of block column blockIdx.y: [n0, lim), and the expert whose matrices the
-// block multiplies (-1: ungrouped, every job's w). A grouped block past the launch's tile count
-// has nothing to do (false; uniform per block, before any barrier).
-struct Cols {
-    int n0, lim, e;
-};
-template <int BN>
-__device__ __forceinline__ bool block_cols(const Jobs& J, int n_act, Cols& c) {
-    if (J.g.tile_expert == nullptr) {
-        c.n0 = static_cast<int>(blockIdx.y) * BN;
-        c.lim = n_act;
-        c.e = -1;
-        return true;
-    }
-    const int t = static_cast<int>(blockIdx.y);
-    if (t >= *J.g.n_tiles) return false;
-    c.e = J.g.tile_expert[t];
-    c.n0 = J.g.tile_c0[t];
-    c.lim = J.g.tile_c1[t];
-    return true;
-}
-
-__device__ __forceinline__ int pick_job(const Jobs& J, int& row) {
-    int j = 0;
-    if (J.n_jobs > 1 && row >= J.row_end[0]) j = 1;
-    if (J.n_jobs > 2 && row >= J.row_end[1]) j = 2;
-    if (j > 0) row -= J.row_end[j - 1];
-    return j;
-}
 
 // How a type's chunk scales are applied: one scale per 32 (k32 mma) or one per 16 (two k16
 // mmas); no offset, one per chunk (m_lo == m_hi), or one per half (Q2_K).
@@ -273,18 +238,6 @@ __device__ __forceinline__ void store_tile(const Jobs& J, const float (&acc)[G::
 #define ZINC_MMQ_SMEM(bytes) extern __shared__ __align__(16) uint8_t smem[]
 #endif
 
-// Shared layout and the row pointers (rows past the end repeat the last row; never stored).
-template <class G>
-__device__ __forceinline__ void set_rows(const Jobs& J, const uint8_t** sRow, int m0, int e) {
-    const int total = J.row_end[J.n_jobs - 1];
-    for (int i = threadIdx.x; i < G::BM; i += kThreads) {
-        int r = min(m0 + i, total - 1);
-        const int jj = pick_job(J, r);
-        const size_t base = e < 0 ? 0 : static_cast<size_t>(e) * J.m[jj].expert_stride;
-        sRow[i] = J.m[jj].w + base + static_cast<size_t>(r) * J.m[jj].row_bytes;
-    }
-}
-
 // Variants 1-4: each stage's weight chunks decoded straight from global memory.
 // Blocks per SM the register allocation of mmq_kernel must allow (its stages are single-buffered:
 // a second block overlaps one's loads with the other's mmas); 128 x 128 cannot.
@@ -309,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks<G>())
     if (!block_cols<BN>(J, n_act, cl)) return;
     const int m0 = blockIdx.x * BM, n0 = cl.n0, lim = cl.lim;
     const int nch = k / 32, nb = k / Y::qk;
-    set_rows<G>(J, sRow, m0, cl.e);
+    set_rows<G::BM, kThreads>(J, sRow, m0, cl.e);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
     float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];  // part: the super-block's (fold)
@@ -397,7 +350,7 @@ __global__ void __launch_bounds__(kThreads)
     if (!block_cols<BN>(J, n_act, cl)) return;
     const int m0 = blockIdx.x * BM, n0 = cl.n0, lim = cl.lim;
     const int nch = k / 32, nst = (nch + KC - 1) / KC;
-    set_rows<G>(J, sRow, m0, cl.e);
+    set_rows<G::BM, kThreads>(J, sRow, m0, cl.e);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm0 = (warp % G::WM) * G::TM, wn0 = (warp / G::WM) * G::TN;
     float acc[G::MT][G::NT][4], part[G::MT][G::NT][4];
