@@ -79,31 +79,42 @@ void routed_experts(ProgramBuilder& b, const ModelConfig& c, const ExpertWeights
     b.moe(m, out, "ffn_moe_out");
 }
 
-void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const AttentionWeights& w,
-                    const DecoderTensors& t, Tid out) {
-    b.matmul(t.xn,
-             {{w.wq, w.bq, t.q, "Qcur"}, {w.wk, w.bk, t.k, "Kcur"}, {w.wv, w.bv, t.v, "Vcur"}});
+model::RopeKvP rope_kv_params(const ModelConfig& c, int rope_layer, int kv_layer,
+                              const Weight* q_norm, const Weight* k_norm) {
     model::RopeKvP r;
-    r.q_norm = w.q_norm;
-    r.k_norm = w.k_norm;
-    r.rope = c.rope(il);
-    if (w.rope_freqs) r.rope.freq_factors = w.rope_freqs->f32();
-    r.kv_layer = il;
+    r.q_norm = q_norm;
+    r.k_norm = k_norm;
+    r.rope = c.rope(rope_layer);
+    r.kv_layer = kv_layer;
     r.n_head = c.n_head;
     r.n_head_kv = c.n_head_kv;
     r.head_dim_k = c.head_dim_k;
     r.head_dim_v = c.head_dim_v;
     r.eps = c.rms_eps;
-    r.v_norm = w.v_norm;
-    b.rope_kv(t.q, t.k, t.v, r);
+    return r;
+}
+
+model::AttentionP attention_params(const ModelConfig& c, int kv_layer) {
     model::AttentionP a;
-    a.q = t.q;
-    a.kv_layer = il;
+    a.kv_layer = kv_layer;
     a.n_head = c.n_head;
     a.n_head_kv = c.n_head_kv;
     a.head_dim_k = c.head_dim_k;
     a.head_dim_v = c.head_dim_v;
     a.scale = c.attn_scale;
+    return a;
+}
+
+void self_attention(ProgramBuilder& b, const ModelConfig& c, int il, const AttentionWeights& w,
+                    const DecoderTensors& t, Tid out) {
+    b.matmul(t.xn,
+             {{w.wq, w.bq, t.q, "Qcur"}, {w.wk, w.bk, t.k, "Kcur"}, {w.wv, w.bv, t.v, "Vcur"}});
+    model::RopeKvP r = rope_kv_params(c, il, il, w.q_norm, w.k_norm);
+    if (w.rope_freqs) r.rope.freq_factors = w.rope_freqs->f32();
+    r.v_norm = w.v_norm;
+    b.rope_kv(t.q, t.k, t.v, r);
+    model::AttentionP a = attention_params(c, il);
+    a.q = t.q;
     a.window = c.window(il);
     a.causal = c.causal;
     a.sinks = w.sinks;

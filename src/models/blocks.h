@@ -55,6 +55,15 @@ struct DecoderTensors {
 /// in the tiers' moe op) leaves gate and up out.
 DecoderTensors decoder_tensors(ProgramBuilder& b, const ModelConfig& cfg, bool dense_ffn = true);
 
+/// The rope_kv op's parameters from the config: RoPE of layer rope_layer, KV cache layer
+/// kv_layer, the head counts and dims, rms_eps for the Q/K norms (null: none). The caller adds
+/// what its architecture has beyond that (freq factors, the V norm).
+model::RopeKvP rope_kv_params(const ModelConfig& cfg, int rope_layer, int kv_layer,
+                              const Weight* q_norm, const Weight* k_norm);
+/// The attention op's parameters over KV cache layer kv_layer: head counts and dims, the
+/// config's scale; causal, no window and no sinks unless the caller sets them.
+model::AttentionP attention_params(const ModelConfig& cfg, int kv_layer);
+
 /// Self-attention of layer il on t.xn: Q/K/V projections (+bias) -> Qcur/Kcur/Vcur, optional
 /// per-head Q/K RMS norm, RoPE, K/V appended to the cache (rope_kv), causal (optionally
 /// sliding-window) attention -> kqv_out, output projection into `out` -> attn_out.

@@ -383,25 +383,11 @@ class Qwen35 : public model::ArchModel {
                         {L.wk, nullptr, t.k, "Kcur"},
                         {L.wv, nullptr, t.v, "Vcur"}});
         b.split_gate(model::SplitGateP{T.qg, c.n_head, c.head_dim_k}, t.q, T.agate);
-        model::RopeKvP r;
-        r.q_norm = L.q_norm;
-        r.k_norm = L.k_norm;
-        r.rope = c.rope(il < c.n_layer ? il : c.n_layer - 1);  // NextN: the trunk's RoPE
-        r.kv_layer = kv_layer;
-        r.n_head = c.n_head;
-        r.n_head_kv = c.n_head_kv;
-        r.head_dim_k = c.head_dim_k;
-        r.head_dim_v = c.head_dim_v;
-        r.eps = c.rms_eps;
-        b.rope_kv(t.q, t.k, t.v, r);
-        model::AttentionP ap;
+        // (NextN: the trunk's RoPE)
+        const int rope_layer = il < c.n_layer ? il : c.n_layer - 1;
+        b.rope_kv(t.q, t.k, t.v, rope_kv_params(c, rope_layer, kv_layer, L.q_norm, L.k_norm));
+        model::AttentionP ap = attention_params(c, kv_layer);
         ap.q = t.q;
-        ap.kv_layer = kv_layer;
-        ap.n_head = c.n_head;
-        ap.n_head_kv = c.n_head_kv;
-        ap.head_dim_k = c.head_dim_k;
-        ap.head_dim_v = c.head_dim_v;
-        ap.scale = c.attn_scale;
         b.attention(t.attn, ap, "attn_pregate");
         b.sigmoid_mul(t.attn, T.agate, "attn_gated");
         b.matmul(t.attn, {{L.wo, nullptr, t.proj, "attn_output"}});
