@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collector.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
@@ -82,28 +83,7 @@ std::vector<int32_t> context_greedy(const std::vector<int32_t>& prompt, int n_ge
     return out;
 }
 
-struct Collector {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<int32_t> ids;
-    bool finished = false;
-    ze::FinishReason reason = ze::FinishReason::Error;
-    ze::EventSink sink() {
-        return [this](const ze::Event& ev) {
-            std::lock_guard<std::mutex> lk(mu);
-            for (const auto& t : ev.tokens) ids.push_back(t.id);
-            if (ev.finished) {
-                finished = true;
-                reason = ev.reason;
-                cv.notify_all();
-            }
-        };
-    }
-    bool wait() {
-        std::unique_lock<std::mutex> lk(mu);
-        return cv.wait_for(lk, std::chrono::seconds(120), [&] { return finished; });
-    }
-};
+using zinc::engine::test::Collector;
 
 std::vector<std::vector<int32_t>> run_all(const ze::EngineOptions& o,
                                           const std::vector<std::vector<int32_t>>& prompts,

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "collector.h"
 #include "engine/engine.h"
 #include "engine/nextn_drafter.h"
 #include "gguf/gguf.h"
@@ -343,30 +344,7 @@ std::vector<int32_t> context_greedy(const zm::Model& model, const std::vector<in
     return out;
 }
 
-struct Collector {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<int32_t> ids;
-    bool finished = false;
-    ze::FinishReason reason = ze::FinishReason::Error;
-    std::string error;
-    ze::EventSink sink() {
-        return [this](const ze::Event& ev) {
-            std::lock_guard<std::mutex> lk(mu);
-            for (const auto& t : ev.tokens) ids.push_back(t.id);
-            if (ev.finished) {
-                finished = true;
-                reason = ev.reason;
-                error = ev.error;
-                cv.notify_all();
-            }
-        };
-    }
-    bool wait() {
-        std::unique_lock<std::mutex> lk(mu);
-        return cv.wait_for(lk, std::chrono::seconds(120), [&] { return finished; });
-    }
-};
+using zinc::engine::test::Collector;
 
 ze::EngineOptions nextn_engine(const zm::Model& model, int n_parallel) {
     ze::EngineOptions o;
