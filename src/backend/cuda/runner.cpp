@@ -78,23 +78,20 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
     // instead (a router's top-k choice flips on small changes of its logits: H200 run 4,
     // qwen3moe-tiny prefill), each on its own; the group's other matrices keep their path (their
     // activations were packed for it: H200 run 7, qwen35's beta beside Q/K/V and z).
-    auto small_f32 = [&](const DevMat& m) {
-        return m.type == 0 && m.n * static_cast<int64_t>(k) <= (int64_t{1} << 22);
-    };
     bool all_small_f32 = true;
-    for (int i = 0; i < n_mats; ++i) all_small_f32 &= small_f32(*mats[i]);
+    for (int i = 0; i < n_mats; ++i) all_small_f32 &= mats[i]->small_f32();
     if (all_small_f32) use_blas = false;
     if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
         bool all = true;
         for (int i = 0; i < n_mats; ++i)
-            all &= small_f32(*mats[i]) || (mmq_supports(mats[i]->type) &&
+            all &= mats[i]->small_f32() || (mmq_supports(mats[i]->type) &&
                                            pack_mode_for(mats[i]->type) == packed_mode_);
         use_blas = !all;
     }
     if (use_blas) {
         for (int i = 0; i < n_mats; ++i) {
             const DevMat& m = *mats[i];
-            if (small_f32(m)) {  // (no bias here: biases on this path are added later, pending)
+            if (m.small_f32()) {  // (no bias here: biases on this path are added later, pending)
                 MatJob j;
                 j.w = m.d;
                 j.row_bytes = m.row_bytes;

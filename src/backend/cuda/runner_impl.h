@@ -66,6 +66,9 @@ struct DevMat {
     size_t row_bytes = 0;
     uint8_t* d = nullptr;
     bool valid() const { return d != nullptr; }
+    /// A small F32 matrix (MoE router, qwen35's beta / alpha): always dmmv's f32 kernel on the
+    /// f32 activations, never rounded to f16 for cuBLAS nor packed for mmq (CudaRunner::proj).
+    bool small_f32() const { return type == 0 && n * k <= (int64_t{1} << 22); }
 };
 
 // Where a tensor's named value was last written (for the deferred output-row capture).

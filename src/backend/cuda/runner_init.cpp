@@ -421,11 +421,15 @@ Result<void> CudaRunner::init() {
     CU_TRY("create stream", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ZINC_TRY(plan());
     // mmq_all_: every matrix of the model is covered by mmq with one activation packing, so the
-    // f16 activation copy for cuBLAS is never needed below mmq_max_rows_.
+    // f16 activation copy for cuBLAS is never needed below mmq_max_rows_. Small F32 matrices
+    // (MoE routers) do not count: proj() gives them dmmv's f32 kernel at every row count.
     mmq_all_ = mmq_ && !mats_.empty();
-    for (const auto& [w, m] : mats_)
-        mmq_all_ = mmq_all_ && mmq_supports(m.type) &&
-                   pack_mode_for(m.type) == pack_mode_for(mats_.begin()->second.type);
+    int mmq_mode = -1;
+    for (const auto& [w, m] : mats_) {
+        if (m.small_f32()) continue;
+        if (mmq_mode < 0) mmq_mode = pack_mode_for(m.type);
+        mmq_all_ = mmq_all_ && mmq_supports(m.type) && pack_mode_for(m.type) == mmq_mode;
+    }
     // dmmv's row limit: 8 when mmq covers every matrix (above it mmq with split-K is faster: H200
     // run 6, 8B Q4_K_M, 16 sequences 17.6 ms a step on dmmv, 10.3 ms on mmq; 8 sequences 9.8 on
     // dmmv, 10.1 on mmq), else 16 (above it dequantize + cuBLAS for the types mmq lacks)
