@@ -104,10 +104,11 @@ def test_max_context_counts_embedding_inputs(tmp_path):
 
 
 def test_prefill_bucket_paces_embeddings(tmp_path):
-    # 50 prompt tokens a second, a bucket of 25: 8 inputs of 50 tokens (400) need at least
-    # (400 - 25) / 50 = 7.5 s; the unlimited tenant embeds the same in far less.
+    # 20 prompt tokens a second, a bucket of 10: 8 inputs of 50 tokens (400) need at least
+    # (400 - 10) / 20 = 19.5 s; the unlimited tenant embeds the same in far less (a loaded
+    # 2-core CI machine: ~5 s, so the pacing stays well above the machine's own time).
     tenants = [{"id": "slow", "key": "key-slow",
-                "quotas": {"prefill_tokens_per_s": 50, "burst_s": 0.5}},
+                "quotas": {"prefill_tokens_per_s": 20, "burst_s": 0.5}},
                {"id": "fast", "key": "key-fast"}]
     s, _ = start(tmp_path, tenants, "--parallel", 2, "-c", "512")
     try:
@@ -119,10 +120,10 @@ def test_prefill_bucket_paces_embeddings(tmp_path):
         slow = embed(s, "key-slow", inputs)
         t_slow = time.monotonic() - t0
         assert slow.usage.prompt_tokens == fast.usage.prompt_tokens == 400
-        if t_fast > 3.0:
+        if t_fast > 12.0:
             pytest.skip(f"this machine embeds 400 tokens in {t_fast:.1f} s: too slow to tell")
-        assert t_slow >= 6.5, (t_slow, t_fast)
-        assert t_slow < 30, t_slow  # paced, not stalled
+        assert t_slow >= 17.5, (t_slow, t_fast)
+        assert t_slow < 45, t_slow  # paced, not stalled
         # Same vectors: pacing changes when rows run, not what they compute.
         for a, b in zip(fast.data, slow.data):
             assert max(abs(x - y) for x, y in zip(a.embedding, b.embedding)) < 1e-5
