@@ -30,9 +30,9 @@
 #include "backend/canon.h"
 #include "backend/cuda/cuda_tier.h"
 #include "backend/cuda/kernels.h"
+#include "gpu_test.h"
 #include "quant/quant.h"
 #include "quant/types.h"
-#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
@@ -58,7 +58,6 @@ void report(bool ok, const std::string& what) {
     std::fflush(stdout);
     ok ? ++g_pass : ++g_fail;
 }
-
 
 std::string tname(GgmlType t) {
     return std::string(quant::type_name(t));
@@ -91,8 +90,8 @@ uint16_t rand_half(std::mt19937& rng) {
     const uint32_t r = rng();
     const uint16_t sign = (r & 1) ? 0x8000 : 0;
     const uint16_t mant = static_cast<uint16_t>((r >> 1) & 0x3FF);
-    if ((r >> 11) % 16 == 0) return sign | mant;                 // subnormal or zero
-    const int e = 1 + static_cast<int>((r >> 15) % 22);          // up to 2^6
+    if ((r >> 11) % 16 == 0) return sign | mant;         // subnormal or zero
+    const int e = 1 + static_cast<int>((r >> 15) % 22);  // up to 2^6
     return static_cast<uint16_t>(sign | (e << 10) | mant);
 }
 
@@ -126,14 +125,36 @@ std::vector<uint8_t> make_weights(GgmlType t, int n_out, int k, std::mt19937& rn
         for (int64_t b = 0; b < k / bs; ++b) {
             uint8_t* q = p + b * blk;
             switch (t) {
-                case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: set_h(q); break;
-                case GgmlType::Q4_1: case GgmlType::Q5_1: set_h(q); set_h(q + 2); break;
-                case GgmlType::Q2_K: set_h(q + 80); set_h(q + 82); break;
-                case GgmlType::Q3_K: set_h(q + 108); break;
-                case GgmlType::Q4_K: case GgmlType::Q5_K: set_h(q); set_h(q + 2); break;
-                case GgmlType::Q6_K: set_h(q + 208); break;
-                case GgmlType::MXFP4: q[0] = static_cast<uint8_t>(100 + rng() % 40); break;
-                default: break;
+                case GgmlType::Q4_0:
+                case GgmlType::Q5_0:
+                case GgmlType::Q8_0:
+                    set_h(q);
+                    break;
+                case GgmlType::Q4_1:
+                case GgmlType::Q5_1:
+                    set_h(q);
+                    set_h(q + 2);
+                    break;
+                case GgmlType::Q2_K:
+                    set_h(q + 80);
+                    set_h(q + 82);
+                    break;
+                case GgmlType::Q3_K:
+                    set_h(q + 108);
+                    break;
+                case GgmlType::Q4_K:
+                case GgmlType::Q5_K:
+                    set_h(q);
+                    set_h(q + 2);
+                    break;
+                case GgmlType::Q6_K:
+                    set_h(q + 208);
+                    break;
+                case GgmlType::MXFP4:
+                    q[0] = static_cast<uint8_t>(100 + rng() % 40);
+                    break;
+                default:
+                    break;
             }
         }
     }
@@ -152,7 +173,8 @@ std::vector<float> make_acts(int n_act, int k, std::mt19937& rng) {
         for (int i = static_cast<int>(rng() % 97); i < k; i += 97) r[i] *= 50.f;
         if (j % 4 == 1 && k >= 512) std::fill(r + 256, r + 512, 0.f);
         if (j % 4 == 2 && k >= 32) {  // a block whose max is 127 * 0.25: codes land on .5 ties
-            for (int i = 0; i < 32; ++i) r[i] = 0.125f * static_cast<float>(static_cast<int>(rng() % 255) - 127);
+            for (int i = 0; i < 32; ++i)
+                r[i] = 0.125f * static_cast<float>(static_cast<int>(rng() % 255) - 127);
             r[5] = 127 * 0.25f;
         }
     }
@@ -187,7 +209,8 @@ size_t pack_mismatches(GgmlType vt, const std::vector<uint8_t>& cpu, const std::
             const float4 gd = d[static_cast<size_t>(j) * (k / 32) + c];
             uint32_t sums;
             std::memcpy(&sums, &gd.w, 4);
-            const int g_lo = static_cast<int16_t>(sums & 0xffff), g_hi = static_cast<int16_t>(sums >> 16);
+            const int g_lo = static_cast<int16_t>(sums & 0xffff),
+                      g_hi = static_cast<int16_t>(sums >> 16);
             const int8_t* cq;
             int lo = 0, hi = 0;
             if (vt == GgmlType::Q8_K) {
@@ -248,8 +271,9 @@ void test_dmmv(std::mt19937& rng, GgmlType t, int k, int n_act) {
     if (!fl && n_act == kActs[std::size(kActs) - 2]) {
         const size_t bad = pack_mismatches(vt, packed, host_copy(o.q, x.size()),
                                            host_copy(o.d, x.size() / 32), n_act, k);
-        report(bad == 0, fmt("exact pack_rows for %-5s (%s), %d rows: %zu fields differ, bitwise equal: %s",
-                             tname(t).c_str(), tname(vt).c_str(), n_act, bad, bad ? "no" : "yes"));
+        report(bad == 0,
+               fmt("exact pack_rows for %-5s (%s), %d rows: %zu fields differ, bitwise equal: %s",
+                   tname(t).c_str(), tname(vt).c_str(), n_act, bad, bad ? "no" : "yes"));
     }
     float* y0 = dev_poisoned<float>(static_cast<size_t>(n_act) * n0);
     float* y1 = dev_poisoned<float>(static_cast<size_t>(n_act) * (n_out - n0));
@@ -280,8 +304,9 @@ void test_dmmv(std::mt19937& rng, GgmlType t, int k, int n_act) {
                        : g1[static_cast<size_t>(j) * (n_out - n0) + (r - n0)];
         }
     const Cmp c = compare(got.data(), want.data(), want.size());
-    report(c.equal, fmt("exact dmmv %-5s x %3d rows (k %d, %d out, 2 jobs, bias): ", tname(t).c_str(),
-                        n_act, k, n_out) + verdict(c));
+    report(c.equal, fmt("exact dmmv %-5s x %3d rows (k %d, %d out, 2 jobs, bias): ",
+                        tname(t).c_str(), n_act, k, n_out) +
+                        verdict(c));
     // accumulate: y = y + (W x + b), one rounded add, as the CPU's residual x += y
     cu::dmmv_exact(static_cast<int>(t), jobs, 2, k, o.q, o.d, o.f, n_act, true, nullptr);
     auto a0 = host_copy(y0, g0.size());
@@ -295,8 +320,8 @@ void test_dmmv(std::mt19937& rng, GgmlType t, int k, int n_act) {
                              : a1[static_cast<size_t>(j) * (n_out - n0) + (r - n0)];
         }
     const Cmp c2 = compare(got2.data(), want2.data(), want2.size());
-    report(c2.equal, fmt("exact dmmv %-5s x %3d rows accumulate: ", tname(t).c_str(), n_act) +
-                         verdict(c2));
+    report(c2.equal,
+           fmt("exact dmmv %-5s x %3d rows accumulate: ", tname(t).c_str(), n_act) + verdict(c2));
     for (void* p : {static_cast<void*>(dw), static_cast<void*>(dx), static_cast<void*>(dbias),
                     static_cast<void*>(o.f), static_cast<void*>(o.q), static_cast<void*>(o.d),
                     static_cast<void*>(y0), static_cast<void*>(y1)})
@@ -345,7 +370,8 @@ void test_dmmv_gathered(std::mt19937& rng, GgmlType t, int k, int n_act) {
         }
     const Cmp c = compare(got.data(), want.data(), want.size());
     report(c.equal, fmt("exact dmmv %-5s x %3d rows gathered over %d experts: ", tname(t).c_str(),
-                        n_act, n_exp) + verdict(c));
+                        n_act, n_exp) +
+                        verdict(c));
     for (void* p : {static_cast<void*>(dw), static_cast<void*>(dx), static_cast<void*>(dids),
                     static_cast<void*>(o.f), static_cast<void*>(o.q), static_cast<void*>(o.d),
                     static_cast<void*>(y)})
@@ -388,10 +414,12 @@ void test_dmmv_float_tail(std::mt19937& rng, GgmlType t, int k, int n_act) {
 void test_packings(std::mt19937& rng, int mode, int dim) {
     const int n = 5;
     const float eps = 1e-6f;
-    const GgmlType vt = mode == cu::kPackQ8_0 ? GgmlType::Q8_0
-                        : mode == cu::kPackQ8_1 ? GgmlType::Q8_1 : GgmlType::Q8_K;
-    const GgmlType wt = mode == cu::kPackQ8_0 ? GgmlType::Q8_0
-                        : mode == cu::kPackQ8_1 ? GgmlType::Q4_1 : GgmlType::Q4_K;
+    const GgmlType vt = mode == cu::kPackQ8_0   ? GgmlType::Q8_0
+                        : mode == cu::kPackQ8_1 ? GgmlType::Q8_1
+                                                : GgmlType::Q8_K;
+    const GgmlType wt = mode == cu::kPackQ8_0   ? GgmlType::Q8_0
+                        : mode == cu::kPackQ8_1 ? GgmlType::Q4_1
+                                                : GgmlType::Q4_K;
     auto x = make_acts(n, dim, rng);
     auto u = make_acts(n, dim, rng);
     std::vector<float> w(dim);
@@ -404,8 +432,9 @@ void test_packings(std::mt19937& rng, int mode, int dim) {
         const char* name;
         int kind;  // 0 norm with w, 1 norm without w, 2 pack, 3 swiglu, 4 geglu
     };
-    for (const Case& cs : {Case{"rms_norm_out(w)", 0}, Case{"rms_norm_out", 1}, Case{"pack_rows", 2},
-                           Case{"glu_out swiglu", 3}, Case{"glu_out geglu", 4}}) {
+    for (const Case& cs :
+         {Case{"rms_norm_out(w)", 0}, Case{"rms_norm_out", 1}, Case{"pack_rows", 2},
+          Case{"glu_out swiglu", 3}, Case{"glu_out geglu", 4}}) {
         cu::RowOut o;
         o.f = dev_poisoned<float>(x.size());
         o.q = dev_poisoned<int8_t>(x.size());
@@ -419,42 +448,61 @@ void test_packings(std::mt19937& rng, int mode, int dim) {
             const float sc = canon::rms_scale(xr, dim, eps);
             for (int i = 0; i < dim; ++i) {
                 switch (cs.kind) {
-                    case 0: yr[i] = canon::rms_apply(xr[i], sc, w[i]); break;
-                    case 1: yr[i] = canon::rms_apply(xr[i], sc); break;
-                    case 2: yr[i] = xr[i]; break;
-                    case 3: yr[i] = canon::mul(canon::silu(xr[i]), ur[i]); break;
-                    default: yr[i] = canon::mul(canon::gelu_tanh(xr[i]), ur[i]); break;
+                    case 0:
+                        yr[i] = canon::rms_apply(xr[i], sc, w[i]);
+                        break;
+                    case 1:
+                        yr[i] = canon::rms_apply(xr[i], sc);
+                        break;
+                    case 2:
+                        yr[i] = xr[i];
+                        break;
+                    case 3:
+                        yr[i] = canon::mul(canon::silu(xr[i]), ur[i]);
+                        break;
+                    default:
+                        yr[i] = canon::mul(canon::gelu_tanh(xr[i]), ur[i]);
+                        break;
                 }
             }
         }
         switch (cs.kind) {
-            case 0: cu::rms_norm_out(dx, dw, eps, n, dim, o, nullptr); break;
-            case 1: cu::rms_norm_out(dx, nullptr, eps, n, dim, o, nullptr); break;
-            case 2: cu::pack_rows(dx, n, dim, o, nullptr); break;
-            default: cu::glu_out(dx, du, dim, cs.kind == 4, n, dim, o, nullptr); break;
+            case 0:
+                cu::rms_norm_out(dx, dw, eps, n, dim, o, true, nullptr);
+                break;
+            case 1:
+                cu::rms_norm_out(dx, nullptr, eps, n, dim, o, true, nullptr);
+                break;
+            case 2:
+                cu::pack_rows(dx, n, dim, o, nullptr);
+                break;
+            default:
+                cu::glu_out(dx, du, dim, cs.kind == 4, n, dim, o, nullptr);
+                break;
         }
         const auto f = host_copy(o.f, x.size());
         const Cmp c = compare(f.data(), want.data(), want.size());
         const size_t bad = pack_mismatches(vt, cpu_pack(wt, want, n, dim), host_copy(o.q, x.size()),
                                            host_copy(o.d, x.size() / 32), n, dim);
-        report(c.equal && bad == 0,
-               fmt("exact %-16s -> %-4s dim %d: f32 ", cs.name, tname(vt).c_str(), dim) + verdict(c) +
-                   fmt("; packed fields differing %zu, bitwise equal: %s", bad, bad ? "no" : "yes"));
+        report(
+            c.equal && bad == 0,
+            fmt("exact %-16s -> %-4s dim %d: f32 ", cs.name, tname(vt).c_str(), dim) + verdict(c) +
+                fmt("; packed fields differing %zu, bitwise equal: %s", bad, bad ? "no" : "yes"));
         cudaFree(o.f);
         cudaFree(o.q);
         cudaFree(o.d);
     }
     if (mode == cu::kPackQ8_0) {  // Gemma's post-norm: x += rms_apply(h, scale, w)
         float* dacc = dev_copy(u);
-        cu::add_rms_norm(dacc, dx, dw, eps, n, dim, nullptr);
+        cu::add_rms_norm(dacc, dx, dw, eps, n, dim, true, nullptr);
         const auto got = host_copy(dacc, u.size());
         std::vector<float> want(u);
         for (int r = 0; r < n; ++r) {
             const float* xr = x.data() + static_cast<size_t>(r) * dim;
             const float sc = canon::rms_scale(xr, dim, eps);
             for (int i = 0; i < dim; ++i)
-                want[static_cast<size_t>(r) * dim + i] =
-                    canon::add(want[static_cast<size_t>(r) * dim + i], canon::rms_apply(xr[i], sc, w[i]));
+                want[static_cast<size_t>(r) * dim + i] = canon::add(
+                    want[static_cast<size_t>(r) * dim + i], canon::rms_apply(xr[i], sc, w[i]));
         }
         const Cmp c = compare(got.data(), want.data(), want.size());
         report(c.equal, fmt("exact add_rms_norm dim %d: ", dim) + verdict(c));
@@ -488,19 +536,21 @@ void test_get_rows(std::mt19937& rng, GgmlType t, int k) {
                 for (int i = 0; i < k; ++i) y[i] *= scale;
         }
         const Cmp c = compare(got.data(), want.data(), want.size());
-        report(c.equal, fmt("exact get_rows %-5s k %d scale %g: ", tname(t).c_str(), k, scale) + verdict(c));
+        report(c.equal,
+               fmt("exact get_rows %-5s k %d scale %g: ", tname(t).c_str(), k, scale) + verdict(c));
         cudaFree(dout);
     }
     cudaFree(dw);
     cudaFree(did);
 }
 
-// ---- whole matrices to f16 (the cuBLAS prefill path) ---------------------------------------------
+// ---- whole matrices to f16 (the cuBLAS prefill path)
+// ---------------------------------------------
 
 // dequant_f16 writes each element as f16 of the decoded value; the decode's float operations may
 // be contracted differently from dequantize_row, so each element may be one f16 step off the
-// CPU value rounded to f16 (never more; a zero may differ in sign), and every element must be written: 37 rows so that the
-// chunk count is no multiple of a warp (the staged stores' tail).
+// CPU value rounded to f16 (never more; a zero may differ in sign), and every element must be
+// written: 37 rows so that the chunk count is no multiple of a warp (the staged stores' tail).
 void test_dequant_f16(std::mt19937& rng, GgmlType t, int k) {
     const int n = 37;
     const size_t rb = quant::row_size(t, k);
@@ -514,7 +564,8 @@ void test_dequant_f16(std::mt19937& rng, GgmlType t, int k) {
     for (int r = 0; r < n; ++r) {
         quant::dequantize_row(t, w.data() + rb * r, row.data(), k);
         for (int i = 0; i < k; ++i) {
-            const uint16_t want = quant::fp32_to_fp16(row[i]), g = got[static_cast<size_t>(r) * k + i];
+            const uint16_t want = quant::fp32_to_fp16(row[i]),
+                           g = got[static_cast<size_t>(r) * k + i];
             if (g == want || ((g | want) & 0x7fff) == 0) continue;  // (+0 and -0 alike)
             ++off;
             const int d = static_cast<int>(g) - static_cast<int>(want);
@@ -547,8 +598,9 @@ int main(int, char**) {
                 T::Q3_K, T::Q4_K, T::Q5_K, T::Q6_K, T::MXFP4}) {
         if (only && tname(t) != only) continue;
         const bool kq = quant::type_traits(t).block_size == 256;
-        for (int n_act : kActs) test_dmmv(rng, t, kq ? kKQuantK : kLegacyK, n_act);  // odd block counts
-        test_dmmv(rng, t, kq ? kEvenKQuantK : kEvenLegacyK, 2);                     // even
+        for (int n_act : kActs)
+            test_dmmv(rng, t, kq ? kKQuantK : kLegacyK, n_act);  // odd block counts
+        test_dmmv(rng, t, kq ? kEvenKQuantK : kEvenLegacyK, 2);  // even
         if (is_float_type(t))
             for (int k : {8, 40, 77, 2085}) test_dmmv_float_tail(rng, t, k, 3);
         test_get_rows(rng, t, kq ? 768 : 576);

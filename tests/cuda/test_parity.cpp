@@ -32,13 +32,13 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/repack.h"
 #include "gguf/gguf.h"
+#include "gpu_model.h"
+#include "gpu_test.h"
 #include "model/batch.h"
 #include "model/model.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "tokenizer/tokenizer.h"
-#include "gpu_model.h"
-#include "gpu_test.h"
 
 using namespace zinc;
 namespace cu = zinc::cuda;
@@ -53,7 +53,6 @@ void report(bool ok, const std::string& what) {
     std::fflush(stdout);
     if (!ok) ++g_fail;
 }
-
 
 // ||a - b|| / ||b||; NaN or Inf anywhere in a gives +inf.
 double rel_err(const std::vector<float>& a, const std::vector<double>& b) {
@@ -73,10 +72,10 @@ std::vector<float> randn(std::mt19937& rng, size_t n, float sigma = 1.0f, float 
     return v;
 }
 
-
 // ---------------------------------------------------------------------------------------- ops
 
-void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm, bool repacked_off = false) {
+void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm,
+               bool repacked_off = false) {
     const int k = 2048, n_out = 384;
     const size_t rb = quant::row_size(t, k);
     std::vector<uint8_t> w(rb * n_out);
@@ -92,13 +91,15 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm, bool 
         for (int r = 0; r < n_out; ++r) {
             double s = 0;
             for (int i = 0; i < k; ++i)
-                s += static_cast<double>(wf[static_cast<size_t>(r) * k + i]) * x[static_cast<size_t>(j) * k + i];
+                s += static_cast<double>(wf[static_cast<size_t>(r) * k + i]) *
+                     x[static_cast<size_t>(j) * k + i];
             ref[static_cast<size_t>(j) * n_out + r] = s;
         }
     // the device layout (repack.h), as the runner uploads it
     const int dt = cu::repacked_type(static_cast<int>(t), k, !repacked_off);
     std::vector<uint8_t> wd(w);
-    if (dt != static_cast<int>(t)) cu::repack_rows(static_cast<int>(t), w.data(), wd.data(), n_out, k);
+    if (dt != static_cast<int>(t))
+        cu::repack_rows(static_cast<int>(t), w.data(), wd.data(), n_out, k);
     uint8_t* dw = dev_copy(wd);
     float* dx = dev_copy(x);
     float* dy = dev_poisoned<float>(ref.size());
@@ -145,18 +146,20 @@ void test_dmmv(std::mt19937& rng, quant::GgmlType t, int n_act, bool gemm, bool 
             const size_t prb = quant::row_size(vt, k);
             std::vector<uint8_t> packed(prb * n_act);
             for (int j = 0; j < n_act; ++j)
-                quant::quantize_row(vt, x.data() + static_cast<size_t>(j) * k, packed.data() + j * prb, k);
+                quant::quantize_row(vt, x.data() + static_cast<size_t>(j) * k,
+                                    packed.data() + j * prb, k);
             std::vector<double> cref(ref.size());
             for (int j = 0; j < n_act; ++j)
                 for (int r = 0; r < n_out; ++r)
                     cref[static_cast<size_t>(j) * n_out + r] =
                         quant::vec_dot(t, k, w.data() + r * rb, packed.data() + j * prb);
             const double ec = rel_err(y, cref);
-            report(ec < 1e-5, fmt("dmmv %-5s x %2d rows vs CPU vec_dot (same codes): rel err %.2e (tol 1e-5)",
-                                  std::string(quant::type_name(t)).c_str(), n_act, ec));
+            report(ec < 1e-5,
+                   fmt("dmmv %-5s x %2d rows vs CPU vec_dot (same codes): rel err %.2e (tol 1e-5)",
+                       std::string(quant::type_name(t)).c_str(), n_act, ec));
         }
-        const bool fl = t == quant::GgmlType::F32 || t == quant::GgmlType::F16 ||
-                        t == quant::GgmlType::BF16;
+        const bool fl =
+            t == quant::GgmlType::F32 || t == quant::GgmlType::F16 || t == quant::GgmlType::BF16;
         tol = fl ? 1e-5 : 1.5e-2;  // int8 activations: ~0.5% per element, averaged
         const double e = rel_err(y, ref);
         report(e < tol, fmt("dmmv %-5s%s x %2d rows: rel err %.2e (tol %.0e)",
@@ -192,30 +195,38 @@ void test_rows_ops(std::mt19937& rng) {
     o.f = dev_poisoned<float>(x.size());
     o.q = dev_poisoned<int8_t>(x.size());
     o.d = dev_poisoned<float4>(x.size() / 32);
-    cu::rms_norm_out(dx, dw, 1e-6f, n, dim, o, nullptr);
-    auto y = host_copy(o.f, x.size());
-    auto q = host_copy(o.q, x.size());
-    auto d = host_copy(o.d, x.size() / 32);
-    std::vector<double> ref(x.size()), deq(x.size());
-    for (int r = 0; r < n; ++r) {
-        double ss = 0;
-        for (int i = 0; i < dim; ++i) ss += static_cast<double>(x[r * dim + i]) * x[r * dim + i];
-        const double sc = 1.0 / std::sqrt(ss / dim + 1e-6);
-        for (int i = 0; i < dim; ++i) ref[r * dim + i] = x[r * dim + i] * sc * w[i];
+    // exact: canon's f64 chains (bitwise in test_exact_ops); fast: the block-wide f32 tree
+    for (bool exact : {true, false}) {
+        CK(cudaMemset(o.f, 0xff, x.size() * 4));
+        cu::rms_norm_out(dx, dw, 1e-6f, n, dim, o, exact, nullptr);
+        const char* mode = exact ? "exact" : "fast";
+        auto y = host_copy(o.f, x.size());
+        auto q = host_copy(o.q, x.size());
+        auto d = host_copy(o.d, x.size() / 32);
+        std::vector<double> ref(x.size()), deq(x.size());
+        for (int r = 0; r < n; ++r) {
+            double ss = 0;
+            for (int i = 0; i < dim; ++i)
+                ss += static_cast<double>(x[r * dim + i]) * x[r * dim + i];
+            const double sc = 1.0 / std::sqrt(ss / dim + 1e-6);
+            for (int i = 0; i < dim; ++i) ref[r * dim + i] = x[r * dim + i] * sc * w[i];
+        }
+        for (size_t i = 0; i < x.size(); ++i) deq[i] = d[i / 32].x * q[i];
+        report(rel_err(y, ref) < 1e-5,
+               fmt("rms_norm (%s) f32 rel err %.2e (tol 1e-5)", mode, rel_err(y, ref)));
+        std::vector<float> deqf(deq.begin(), deq.end());
+        report(rel_err(deqf, ref) < 1e-2,
+               fmt("rms_norm (%s) int8 pack rel err %.2e (tol 1e-2)", mode, rel_err(deqf, ref)));
+        // half sums
+        double worst = 0;
+        for (size_t c = 0; c < d.size(); ++c) {
+            double s0 = 0, s1 = 0;
+            for (int i = 0; i < 16; ++i) s0 += q[c * 32 + i], s1 += q[c * 32 + 16 + i];
+            worst =
+                std::max({worst, std::fabs(d[c].y - d[c].x * s0), std::fabs(d[c].z - d[c].x * s1)});
+        }
+        report(worst < 1e-3, fmt("pack (%s) half sums max err %.2e", mode, worst));
     }
-    for (size_t i = 0; i < x.size(); ++i) deq[i] = d[i / 32].x * q[i];
-    report(rel_err(y, ref) < 1e-5, fmt("rms_norm f32 rel err %.2e (tol 1e-5)", rel_err(y, ref)));
-    std::vector<float> deqf(deq.begin(), deq.end());
-    report(rel_err(deqf, ref) < 1e-2,
-           fmt("rms_norm int8 pack rel err %.2e (tol 1e-2)", rel_err(deqf, ref)));
-    // half sums
-    double worst = 0;
-    for (size_t c = 0; c < d.size(); ++c) {
-        double s0 = 0, s1 = 0;
-        for (int i = 0; i < 16; ++i) s0 += q[c * 32 + i], s1 += q[c * 32 + 16 + i];
-        worst = std::max({worst, std::fabs(d[c].y - d[c].x * s0), std::fabs(d[c].z - d[c].x * s1)});
-    }
-    report(worst < 1e-3, fmt("pack half sums max err %.2e", worst));
 
     for (bool gelu : {false, true}) {
         CK(cudaMemset(o.f, 0xff, x.size() * 4));
@@ -224,12 +235,13 @@ void test_rows_ops(std::mt19937& rng) {
         std::vector<double> gr(x.size());
         for (size_t i = 0; i < x.size(); ++i) {
             const double a = x[i];
-            const double act = gelu ? 0.5 * a * (1 + std::tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
-                                    : a / (1 + std::exp(-a));
+            const double act =
+                gelu ? 0.5 * a * (1 + std::tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+                     : a / (1 + std::exp(-a));
             gr[i] = act * u[i];
         }
-        report(rel_err(g, gr) < 1e-5, fmt("%s rel err %.2e (tol 1e-5)", gelu ? "geglu" : "swiglu",
-                                          rel_err(g, gr)));
+        report(rel_err(g, gr) < 1e-5,
+               fmt("%s rel err %.2e (tol 1e-5)", gelu ? "geglu" : "swiglu", rel_err(g, gr)));
     }
     // argmax with a planted tie (first index wins)
     const int V = 50000;
@@ -298,7 +310,8 @@ void test_attention(std::mt19937& rng, int hd, int window) {
                 const size_t slot = static_cast<size_t>(bt[row_bt[r] + j / bs]) * bs + j % bs;
                 double d = 0;
                 for (int i = 0; i < hd; ++i)
-                    d += static_cast<double>(q[(r * n_head + h) * hd + i]) * kc[slot * kvd + hk * hd + i];
+                    d += static_cast<double>(q[(r * n_head + h) * hd + i]) *
+                         kc[slot * kvd + hk * hd + i];
                 sc.push_back(d * scale);
             }
             const double mx = *std::max_element(sc.begin(), sc.end());
@@ -335,8 +348,9 @@ void test_attention(std::mt19937& rng, int hd, int window) {
     cu::attention(j, n_rows, nullptr);
     auto o = host_copy(out, ref.size());
     const double e = rel_err(o, ref);
-    report(e < 1e-5, fmt("paged attention hd %d window %d, %d rows of 3 seqs: rel err %.2e (tol 1e-5)",
-                         hd, window, n_rows, e));
+    report(e < 1e-5,
+           fmt("paged attention hd %d window %d, %d rows of 3 seqs: rel err %.2e (tol 1e-5)", hd,
+               window, n_rows, e));
 }
 
 int run_ops() {
@@ -361,15 +375,12 @@ int run_ops() {
 
 const char* kPrompts[5] = {
     "The capital of France is",
-    "def fibonacci(n):",
-    "Once upon a time, in a small village by the sea,",
-    "1, 2, 3, 4, 5,",
+    "def fibonacci(n):", "Once upon a time, in a small village by the sea,", "1, 2, 3, 4, 5,",
     // long enough to take the prefill GEMM path (> 16 rows)
     "In the beginning of the twentieth century, the rapid spread of railways and telegraph lines "
     "changed how people in small towns thought about distance, time and news. Farmers who had "
     "never left their county could now read about events in distant capitals the next morning, "
     "and merchants planned shipments by timetables rather than by the seasons. Historians"};
-
 
 using Loaded = LoadedModel;
 bool load(const std::string& path, Loaded& L) {
@@ -382,8 +393,8 @@ int argmax(const float* l, int n) {
     return static_cast<int>(std::max_element(l, l + n) - l);
 }
 
-constexpr float kNearTie = 0.5f;      // logits
-constexpr double kLogitRel = 5e-2;    // ||gpu - cpu|| / ||cpu|| per step (runtime's threshold)
+constexpr float kNearTie = 0.5f;    // logits
+constexpr double kLogitRel = 5e-2;  // ||gpu - cpu|| / ||cpu|| per step (runtime's threshold)
 
 void set_optouts(bool off) {
     for (const char* v : {"ZINC_CUDA_GRAPH", "ZINC_FUSED_PROJ", "ZINC_FUSED_NORM"})
@@ -453,8 +464,10 @@ void e2e(const std::string& path, bool optouts) {
             if (a != b) {
                 std::vector<float> s(lc, lc + V);
                 std::nth_element(s.begin(), s.begin() + 1, s.end(), std::greater<float>());
-                if (s[0] - s[1] < kNearTie) ++ties;
-                else ++mismatches;
+                if (s[0] - s[1] < kNearTie)
+                    ++ties;
+                else
+                    ++mismatches;
                 notes += fmt(" [step %d: cpu %d gpu %d, cpu top-2 margin %.4f]", steps, a, b,
                              s[0] - s[1]);
             }
@@ -488,7 +501,8 @@ void e2e(const std::string& path, bool optouts) {
                "%d/5 prompts give the same 64 tokens; logits max |d| %.4f (tol %.1f), worst rel "
                "err %.2e (tol %.0e)",
                base.c_str(), optouts ? " [opt-outs]" : "", steps, mismatches, ties, kNearTie,
-               same_free, worst_abs, kNearTie, worst_rel, kLogitRel) + notes);
+               same_free, worst_abs, kNearTie, worst_rel, kLogitRel) +
+               notes);
 }
 
 // 16 sequences decoded together == each alone.
@@ -528,7 +542,8 @@ void batch16(const std::string& path) {
     }
     // solo
     std::vector<std::vector<int32_t>> solo_tok(S);
-    std::vector<std::vector<float>> solo_logits(S, std::vector<float>(static_cast<size_t>(steps) * V));
+    std::vector<std::vector<float>> solo_logits(S,
+                                                std::vector<float>(static_cast<size_t>(steps) * V));
     for (int s = 0; s < S; ++s) {
         int pos = 0;
         std::vector<int32_t> cur = prompts[s];
@@ -561,7 +576,9 @@ void batch16(const std::string& path) {
     auto compare = [&](int s, int t, const float* l) {
         const float* ref = solo_logits[s].data() + static_cast<size_t>(t) * V;
         for (int i = 0; i < V; ++i)
-            worst = std::max(worst, std::isfinite(l[i]) ? static_cast<double>(std::fabs(l[i] - ref[i])) : INFINITY);
+            worst =
+                std::max(worst, std::isfinite(l[i]) ? static_cast<double>(std::fabs(l[i] - ref[i]))
+                                                    : INFINITY);
         diff += argmax(l, V) != solo_tok[s][t];
     };
     for (int s = 0; s < S; ++s) {
@@ -614,7 +631,8 @@ int main(int argc, char** argv) {
     }
     const auto& d = p.devices.front();
     std::printf("device: %s, cc %d.%d, %zu MiB, driver %s, runtime %s\n", d.name.c_str(),
-                d.cc_major, d.cc_minor, d.mem_total >> 20, cu::version_string(p.driver_version).c_str(),
+                d.cc_major, d.cc_minor, d.mem_total >> 20,
+                cu::version_string(p.driver_version).c_str(),
                 cu::version_string(p.runtime_version).c_str());
     bool any = false;
     for (int i = 1; i < argc; ++i) {

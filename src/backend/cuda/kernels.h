@@ -38,17 +38,20 @@ struct RowOut {
 };
 
 // ---- pack.cu
-/// out = rms_norm(x) * w (w may be null), per row; eps as the model's.
+/// out = rms_norm(x) * w (w may be null), per row; eps as the model's. exact: the RMS scale is
+/// canon.h's (32 f64 chains, the CPU tier's bits; one warp's serial chains, ~5 us a 4096-wide
+/// row on the H200); else a block-wide f32 tree over the row (same order whatever the batch: no
+/// batch dependence; relative error ~1e-7, the fast path's, docs/cuda.md).
 void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out,
-                  cudaStream_t s);
+                  bool exact, cudaStream_t s);
 /// out = x (pack only).
 void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s);
 /// out = act(gate) * up, act = SiLU (gelu = false) or tanh-GELU (gelu = true).
 void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim, RowOut out,
              cudaStream_t s);
-/// x += rms_norm(h) * w (Gemma 3's post-norms), per row.
+/// x += rms_norm(h) * w (Gemma 3's post-norms), per row; exact as rms_norm_out's.
 void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim,
-                  cudaStream_t s);
+                  bool exact, cudaStream_t s);
 /// x += h over n elements.
 void add_inplace(float* x, const float* h, int64_t n, cudaStream_t s);
 
@@ -310,10 +313,13 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
 /// CPU tier's routine, same bits) into ids / w (n_rows * k, slot-major per row), and
 /// src_row[t * k + s] = t (the gather list of the experts' input rows). One block per row
 /// (n_expert <= 1024). load: (n_expert) device counters of this layer, or null: each slot adds 1
-/// to its expert's (atomics; the expert load a run spread, cuda::expert_load).
+/// to its expert's (atomics; the expert load a run spread, cuda::expert_load). exact = false
+/// (the fast path): the logits' maximum and the softmax's sum are block-wide trees instead of
+/// thread 0's passes in index order (the selections are the same unless two probabilities are
+/// within an ulp; the weights within a few ulp).
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
-               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, cudaStream_t s,
-               uint32_t* load = nullptr);
+               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, bool exact,
+               cudaStream_t s, uint32_t* load = nullptr);
 /// out[t] = sum_s w[t k + s] * ys[pos(t k + s)] (rows of dim floats), slots added in order;
 /// pos = slot_pos (moe_group's sorted position of each slot) or the identity when null.
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,

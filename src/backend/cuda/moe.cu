@@ -31,7 +31,7 @@ constexpr int kRouteThreads = 128;
 __global__ void __launch_bounds__(kRouteThreads)
     route_kernel(const float* __restrict__ logits, int n_rows, int n_expert, int k,
                  bool softmax_first, bool norm_w, float w_scale, int32_t* __restrict__ ids,
-                 float* __restrict__ w, int32_t* __restrict__ src_row,
+                 float* __restrict__ w, int32_t* __restrict__ src_row, bool exact,
                  uint32_t* __restrict__ load) {
     __shared__ float v[1024];
     __shared__ float s_mx, s_inv;
@@ -45,16 +45,51 @@ __global__ void __launch_bounds__(kRouteThreads)
     float* row_w = w + static_cast<size_t>(t) * k;
     for (int i = tid; i < n_expert; i += nthreads) v[i] = l[i];
     __syncthreads();
-    if (tid == 0) {
-        float mx = v[0];
-        for (int i = 1; i < n_expert; ++i) mx = canon::max_sse(v[i], mx);
-        s_mx = mx;
+    // A block-wide tree of f (fmaxf or +) over x: the fast path's maximum and sum.
+    auto block_tree = [&](float x, bool is_max) {
+        for (int off = 16; off > 0; off >>= 1) {
+            const float o = __shfl_xor_sync(0xffffffffu, x, off);
+            x = is_max ? fmaxf(x, o) : x + o;
+        }
+        if (lane == 0) red_v[warp] = x;
+        __syncthreads();
+        x = red_v[0];
+        for (int j = 1; j < nwarps; ++j) x = is_max ? fmaxf(x, red_v[j]) : x + red_v[j];
+        __syncthreads();  // (red_v is written again by the next tree)
+        return x;
+    };
+    if (!exact) {  // fast path: trees; a NaN still sends the row to the serial fallback
+        float mx = -INFINITY;
+        for (int i = tid; i < n_expert; i += nthreads) mx = fmaxf(mx, v[i]);
+        mx = block_tree(mx, true);
+        float sum = 0.f;
+        int nan = 0;
+        for (int i = tid; i < n_expert; i += nthreads) {
+            nan |= v[i] != v[i];
+            if (softmax_first) {
+                v[i] = canon::exp(canon::sub(v[i], mx));
+                sum += v[i];
+            }
+        }
+        nan = block_tree(nan ? 1.f : 0.f, true) > 0.f;
+        sum = block_tree(sum, false);
+        if (tid == 0) {
+            s_inv = softmax_first ? 1.0f / sum : 1.0f;
+            s_nan = nan;
+        }
+    } else {
+        if (tid == 0) {
+            float mx = v[0];
+            for (int i = 1; i < n_expert; ++i) mx = canon::max_sse(v[i], mx);
+            s_mx = mx;
+        }
+        __syncthreads();
+        if (softmax_first)
+            for (int i = tid; i < n_expert; i += nthreads)
+                v[i] = canon::exp(canon::sub(v[i], s_mx));
     }
     __syncthreads();
-    if (softmax_first)
-        for (int i = tid; i < n_expert; i += nthreads) v[i] = canon::exp(canon::sub(v[i], s_mx));
-    __syncthreads();
-    if (tid == 0) {
+    if (exact && tid == 0) {
         double sum = 0.0;
         int nan = 0;
         for (int i = 0; i < n_expert; ++i) {
@@ -194,11 +229,11 @@ __global__ void __launch_bounds__(kGroupThreads)
 }  // namespace
 
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
-               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, cudaStream_t s,
-               uint32_t* load) {
+               bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, bool exact,
+               cudaStream_t s, uint32_t* load) {
     if (n_rows < 1) return;
     ZINC_MOE_LAUNCH(route_kernel, dim3(n_rows), kRouteThreads, s, logits, n_rows, n_expert, k,
-                    softmax_first, norm_w, w_scale, ids, w, src_row, load);
+                    softmax_first, norm_w, w_scale, ids, w, src_row, exact, load);
 }
 
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,

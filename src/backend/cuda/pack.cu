@@ -1,7 +1,8 @@
 // zinc/backend/cuda/pack.cu — row-finishing kernels: RMS norm, gated activations (SwiGLU,
 // GeGLU) and residual adds, each fused with the int8 activation packing that the quantized
 // matrix-vector kernels read (kernels.h), and/or f32 / f16 outputs. The arithmetic is canon.h's
-// (RMS scale: 32 f64 chains, lane l of one warp owning chain l, the xor butterfly as tree32;
+// (exact mode's RMS scale: 32 f64 chains, lane l of one warp owning chain l, the xor butterfly
+// as tree32; the fast path's: a block-wide f32 tree, row_rms_scale_fast;
 // rms_apply; silu / gelu_tanh; each op a correctly rounded intrinsic), and the packings are the
 // CPU quantizers' (quant::quantize_row Q8_0 / Q8_1 / Q8_K) operation for operation, so both tiers
 // feed the same bytes to their dot products (docs/exactness.md; tests/cuda/test_parity.cpp checks
@@ -33,8 +34,8 @@ __device__ __forceinline__ float sums_bits(int s_lo, int s_hi) {
 }
 
 template <int NV>
-__device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int dim, int g0,
-                                           int mode, const RowOut& o) {
+__device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int dim, int g0, int mode,
+                                           const RowOut& o) {
     const int lane = threadIdx.x & 31;
     const size_t base = static_cast<size_t>(row) * dim + g0;
 #pragma unroll
@@ -57,8 +58,9 @@ __device__ __forceinline__ void emit_group(const float (&v)[NV], int row, int di
         if (lane == 0) {
             float4 r;
             if (mode == kPackQ8_1)
-                r = make_float4(dh, __half2float(__float2half_rn(cn::mul(static_cast<float>(s_lo + s_hi), d))),
-                                0.f, sums_bits(s_lo, s_hi));
+                r = make_float4(
+                    dh, __half2float(__float2half_rn(cn::mul(static_cast<float>(s_lo + s_hi), d))),
+                    0.f, sums_bits(s_lo, s_hi));
             else
                 r = make_float4(dh, cn::mul(dh, static_cast<float>(s_lo)),
                                 cn::mul(dh, static_cast<float>(s_hi)), sums_bits(s_lo, s_hi));
@@ -139,7 +141,9 @@ inline dim3 pack_grid(int n_rows, int dim) {
 // Rows of up to kStagedDim elements are first staged in shared memory by the whole block (one
 // round of loads instead of warp 0's dim / 32 dependent ones); the chains are the same.
 constexpr int kStagedDim = 8192;
-__device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps) {
+__device__ float row_rms_scale_fast(const float* __restrict__ xr, int dim, float eps);
+__device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps, bool exact) {
+    if (!exact) return row_rms_scale_fast(xr, dim, eps);
     __shared__ float s_scale;
     __shared__ float s_x[kStagedDim];
     const bool staged = dim <= kStagedDim;
@@ -154,7 +158,8 @@ __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps)
         for (int i = threadIdx.x; i < dim; i += 32)
             ch = cn::dadd(ch, static_cast<double>(cn::mul(src[i], src[i])));
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) ch = cn::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, off));
+        for (int off = 16; off > 0; off >>= 1)
+            ch = cn::dadd(ch, __shfl_xor_sync(0xffffffffu, ch, off));
         const float mean = static_cast<float>(cn::ddiv(ch, static_cast<double>(dim)));
         if (threadIdx.x == 0) s_scale = cn::div(1.0f, cn::sqrt(cn::add(mean, eps)));
     }
@@ -162,12 +167,34 @@ __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps)
     return s_scale;
 }
 
-__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                                float eps, int dim, int mode, RowOut o) {
+// The fast path's RMS scale: each thread's strided elements summed in f32, then the warps'
+// xor butterflies and warp 0's over their sums (a fixed order for a given dim and block size).
+__device__ float row_rms_scale_fast(const float* __restrict__ xr, int dim, float eps) {
+    __shared__ float s_part[kThreads / 32];
+    __shared__ float s_scale;
+    float acc = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) acc = fmaf(xr[i], xr[i], acc);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if ((threadIdx.x & 31) == 0) s_part[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const int nw = static_cast<int>(blockDim.x) >> 5;
+        float v = static_cast<int>(threadIdx.x) < nw ? s_part[threadIdx.x] : 0.f;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+        if (threadIdx.x == 0) s_scale = 1.0f / sqrtf(v / static_cast<float>(dim) + eps);
+    }
+    __syncthreads();
+    return s_scale;
+}
+
+__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float eps,
+                                int dim, int mode, bool exact, RowOut o) {
     dev::launch_dependents();  // the projection after it may start streaming its weights
     const int row = blockIdx.x;
     const float* xr = x + static_cast<size_t>(row) * dim;
-    const float scale = row_rms_scale(xr, dim, eps);
+    const float scale = row_rms_scale(xr, dim, eps, exact);
     pack_row(row, dim, mode, o, [&](int i) {
         return w ? cn::rms_apply(xr[i], scale, w[i]) : cn::rms_apply(xr[i], scale);
     });
@@ -193,11 +220,11 @@ __global__ void glu_kernel(const float* __restrict__ g, const float* __restrict_
 }
 
 __global__ void add_rms_norm_kernel(float* __restrict__ x, const float* __restrict__ h,
-                                    const float* __restrict__ w, float eps, int dim) {
+                                    const float* __restrict__ w, float eps, int dim, bool exact) {
     const int row = blockIdx.x;
     const float* hr = h + static_cast<size_t>(row) * dim;
     float* xr = x + static_cast<size_t>(row) * dim;
-    const float scale = row_rms_scale(hr, dim, eps);
+    const float scale = row_rms_scale(hr, dim, eps, exact);
     for (int i = threadIdx.x; i < dim; i += blockDim.x)
         xr[i] = cn::add(xr[i], cn::rms_apply(hr[i], scale, w[i]));
 }
@@ -210,19 +237,20 @@ __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ h, i
 }  // namespace
 
 void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out,
-                  cudaStream_t s) {
-    rms_norm_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, w, eps, dim, out.mode, out);
+                  bool exact, cudaStream_t s) {
+    rms_norm_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, w, eps, dim, out.mode, exact,
+                                                                out);
 }
 void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s) {
     pack_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, dim, out.mode, out);
 }
-void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim,
-             RowOut out, cudaStream_t s) {
+void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim, RowOut out,
+             cudaStream_t s) {
     glu_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(gate, up, ld, gelu, dim, out.mode, out);
 }
 void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim,
-                  cudaStream_t s) {
-    add_rms_norm_kernel<<<n_rows, kThreads, 0, s>>>(x, h, w, eps, dim);
+                  bool exact, cudaStream_t s) {
+    add_rms_norm_kernel<<<n_rows, kThreads, 0, s>>>(x, h, w, eps, dim, exact);
 }
 void add_inplace(float* x, const float* h, int64_t n, cudaStream_t s) {
     add_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(x, h, n);

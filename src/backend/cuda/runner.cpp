@@ -54,12 +54,12 @@ void CudaRunner::finish_rows(const float* x, const float* w, float eps, int n_ro
         pack_rows(x, n_rows, dim, o, stream_);
         launched(runtime::Op::Pack, 0, 2ull * n_rows * dim * sizeof(float));
     } else if (fused_norm_ || type < 0) {
-        rms_norm_out(x, w, eps, n_rows, dim, o, stream_);
+        rms_norm_out(x, w, eps, n_rows, dim, o, exact_, stream_);
         launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
     } else {
         RowOut f;
         f.f = xf_;
-        rms_norm_out(x, w, eps, n_rows, dim, f, stream_);
+        rms_norm_out(x, w, eps, n_rows, dim, f, exact_, stream_);
         launched(runtime::Op::RmsNorm, dim * sizeof(float), 2ull * n_rows * dim * sizeof(float));
         o.f = nullptr;
         pack_rows(xf_, n_rows, dim, o, stream_);
@@ -84,8 +84,8 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
     if (use_blas && mmq_ && n_rows <= mmq_max_rows_) {  // mmq when it covers every matrix
         bool all = true;
         for (int i = 0; i < n_mats; ++i)
-            all &= mats[i]->small_f32() || (mmq_supports(mats[i]->type) &&
-                                           pack_mode_for(mats[i]->type) == packed_mode_);
+            all &= mats[i]->small_f32() ||
+                   (mmq_supports(mats[i]->type) && pack_mode_for(mats[i]->type) == packed_mode_);
         use_blas = !all;
     }
     if (use_blas) {
@@ -138,7 +138,8 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
         // (no cuBLAS: mmq at any row count, far faster than dmmv there)
         if (!(big && mmq_ && (n_rows <= mmq_max_rows_ || !cublas_.ok()) &&
               mmq(type, jobs, nj, k, aq_, ad_, n_rows, accumulate, stream_, &mmq_scratch_)))
-            (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate, stream_);
+            (exact_ ? dmmv_exact : dmmv)(type, jobs, nj, k, aq_, ad_, xf_, n_rows, accumulate,
+                                         stream_);
         launched(runtime::Op::Matmul, w_bytes,
                  4ull * n_rows * k + (accumulate ? 8ull : 4ull) * out_elems);
     }

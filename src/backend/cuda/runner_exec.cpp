@@ -166,7 +166,7 @@ void CudaRunner::exec(const model::Op& op, int idx) {
             const Tid o = op.outs[0].t;
             const int dim = static_cast<int>(prog_.width(o));
             ZINC_CHECK(staged_ != o);
-            add_rms_norm(buf(o), loc(p.in), vec(p.w), p.eps, n, dim, stream_);
+            add_rms_norm(buf(o), loc(p.in), vec(p.w), p.eps, n, dim, exact_, stream_);
             launched(runtime::Op::Add, dim * sizeof(float), 12ull * n * dim);
             break;
         }
@@ -413,7 +413,7 @@ void CudaRunner::exec_moe(const model::Op& op) {
     const Tid o = op.outs[0].t;
     if (staged_ == o) staged_ = model::kNoTensor;
     moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
-              p.w_scale, moe_.ids, moe_.w, moe_.src, stream_,
+              p.w_scale, moe_.ids, moe_.w, moe_.src, exact_, stream_,
               moe_.load + static_cast<size_t>(op.il) * moe_.n_expert);
     launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
     const bool grouped = !exact_ && mmq_ && nv >= moe_.group_min_slots;

@@ -232,7 +232,7 @@ bool CublasLib::gemm_f16(cudaStream_t, int m, int n, int k, const void* w, const
 }
 
 // ---- kernels.h
-void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out,
+void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out, bool,
                   cudaStream_t) {
     trace::log("rms_norm_out x=" + sym(x) + " w=" + sym(w) + " eps=" + F(eps) +
                " rows=" + I(n_rows) + " dim=" + I(dim) + " out=" + row_out(out));
@@ -246,7 +246,7 @@ void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, 
     trace::log("glu_out g=" + sym(gate) + " u=" + sym(up) + " ld=" + I(ld) + " gelu=" + I(gelu) +
                " rows=" + I(n_rows) + " dim=" + I(dim) + " out=" + row_out(out));
 }
-void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim,
+void add_rms_norm(float* x, const float* h, const float* w, float eps, int n_rows, int dim, bool,
                   cudaStream_t) {
     trace::log("add_rms_norm x=" + sym(x) + " h=" + sym(h) + " w=" + sym(w) + " eps=" + F(eps) +
                " rows=" + I(n_rows) + " dim=" + I(dim));
@@ -322,17 +322,17 @@ bool attention_fast_covers(const AttnJob& j) {
            j.n_head % j.n_head_kv == 0;
 }
 bool attention_fast_prefill(const AttnJob& j, int row0, int n_rows, cudaStream_t) {
-    trace::log("attention_fast_prefill q=" + sym(j.q) + " out=" + sym(j.out) + " kc=" +
-               sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) + " hd=" +
-               I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) + " rows=" +
-               I(row0) + "+" + I(n_rows));
+    trace::log("attention_fast_prefill q=" + sym(j.q) + " out=" + sym(j.out) +
+               " kc=" + sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) +
+               " hd=" + I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) +
+               " rows=" + I(row0) + "+" + I(n_rows));
     return true;
 }
 bool attention_fast_decode(const AttnJob& j, int row0, int n_rows, cudaStream_t) {
-    trace::log("attention_fast_decode q=" + sym(j.q) + " out=" + sym(j.out) + " kc=" +
-               sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) + " hd=" +
-               I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) + " part=" +
-               sym(j.part) + " rows=" + I(row0) + "+" + I(n_rows));
+    trace::log("attention_fast_decode q=" + sym(j.q) + " out=" + sym(j.out) +
+               " kc=" + sym(j.k_cache) + " heads=" + I(j.n_head) + "," + I(j.n_head_kv) +
+               " hd=" + I(j.head_dim) + " window=" + I(j.window) + " sinks=" + sym(j.sinks) +
+               " part=" + sym(j.part) + " rows=" + I(row0) + "+" + I(n_rows));
     return true;
 }
 void gather_rows(const float* x, const int32_t* rows, int n, int dim, float* out, cudaStream_t) {

@@ -528,7 +528,7 @@ TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
                 std::vector<float> w(n_rows * k), ref_w(n_rows * k);
                 std::vector<uint32_t> load(n_expert, 0), ref_load(n_expert, 0);
                 cu::moe_route(l.data(), n_rows, n_expert, k, softmax_first, norm_w, w_scale,
-                              ids.data(), w.data(), src.data(), nullptr, load.data());
+                              ids.data(), w.data(), src.data(), true, nullptr, load.data());
                 for (int t = 0; t < n_rows; ++t) {
                     zinc::moe::route_row(l.data() + t * n_expert, n_expert, k, softmax_first,
                                          norm_w, w_scale, ref_ids.data() + t * k,
@@ -541,6 +541,15 @@ TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
                 EXPECT_EQ(ids, ref_ids);
                 EXPECT_EQ(0, std::memcmp(w.data(), ref_w.data(), w.size() * sizeof(float)));
                 EXPECT_EQ(load, ref_load);
+                // The fast path (trees for the maximum and the sum): the same experts, weights
+                // within a few ulp (these rows have no two probabilities within an ulp).
+                std::vector<int32_t> fids(n_rows * k, -1);
+                std::vector<float> fw(n_rows * k, NAN);
+                cu::moe_route(l.data(), n_rows, n_expert, k, softmax_first, norm_w, w_scale,
+                              fids.data(), fw.data(), src.data(), false, nullptr, nullptr);
+                EXPECT_EQ(fids, ref_ids);
+                for (size_t i = 0; i < fw.size(); ++i)
+                    EXPECT_NEAR(fw[i], ref_w[i], 1e-5f * std::fabs(ref_w[i]) + 1e-30f) << i;
             }
         }
     }
