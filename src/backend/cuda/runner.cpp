@@ -13,7 +13,9 @@
 // (ZINC_MMQ=0: cuBLAS for all), held to agreement with the CPU tier, not bit-identical to it;
 // with --exact / ZINC_EXACT=1 the exact kernels of dmmv_exact.cu for every row count,
 // bit-identical to the CPU tier. Hybrid models (qwen35) keep each sequence's recurrent state in
-// device memory (runner_recurrent.cpp). Opt-outs of the
+// device memory (runner_recurrent.cpp). Embeddings (forward_embed) are the same step with every
+// row an output row, stopped after Program::embd_op, and Batch::hidden_out gets the head's
+// gathered input rows (docs/cuda.md "Embeddings and hidden rows"). Opt-outs of the
 // executor's fusions: ZINC_FUSED_PROJ=0 (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0
 // (norm, then a separate pack), ZINC_FUSED_ADD=0 (residual adds and post-norms as their own
 // launches); and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured
