@@ -26,7 +26,7 @@ std::string check(const zm::Program& p, int32_t pos0, const float* hidden) {
 TEST(EmbedBatch, AcceptsACausalChunkAndAWholeBidirectionalSequence) {
     zm::Program p;
     p.embd_op = 3;
-    float out[4];
+    float out[4] = {};
     EXPECT_EQ(check(p, 5, out), "ok");  // causal: a chunk may continue at any position
     p.bidirectional = true;
     EXPECT_EQ(check(p, 0, out), "ok");
@@ -34,7 +34,7 @@ TEST(EmbedBatch, AcceptsACausalChunkAndAWholeBidirectionalSequence) {
 
 TEST(EmbedBatch, RefusesEachRuleWithItsMessage) {
     zm::Program p;
-    float out[4];
+    float out[4] = {};
     EXPECT_EQ(check(p, 0, out), "embeddings: arch marks no embeddings value");
     p.embd_op = 3;
     EXPECT_EQ(check(p, 0, nullptr), "embeddings: hidden-state buffer is null");
