@@ -734,8 +734,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
         return make_error(std::string("engine: the ") + opts.drafter->name() +
                           " drafter reads the model's hidden states, which this " +
                           runner.value()->tier() +
-                          " tier Runner does not return (NextN drafting runs on the CPU tier: "
-                          "--tier cpu, without --tensor-parallel)");
+                          " tier Runner does not return (the CPU and CUDA tiers return them, "
+                          "not with --tensor-parallel)");
     const model::RunnerOptions& got = runner.value()->options();
     if (got.n_blocks != ro.n_blocks || got.block_size != ro.block_size ||
         got.max_batch_tokens < ro.max_batch_tokens || got.max_seqs < ro.max_seqs ||

@@ -175,9 +175,9 @@ class Runner {
         return make_error("embeddings: the " + tier() + " tier does not compute embeddings");
     }
 
-    /// Width (n_embd) of the Batch::hidden_out rows forward() fills (the CPU tier, for a model
-    /// whose op list marks Program::hidden); 0, the default: this Runner does not fill them and
-    /// must never be given hidden_out.
+    /// Width (n_embd) of the Batch::hidden_out rows forward() fills (the CPU and CUDA tiers, for
+    /// a model whose op list marks Program::hidden); 0, the default: this Runner does not fill
+    /// them, and forward() with hidden_out is an error.
     virtual int64_t hidden_width() const { return 0; }
 
     /// Whether forward_sample is implemented (the CUDA tier samples on the device).

@@ -90,8 +90,8 @@ class RunnerContext : public Context {
     Result<void> keep_hidden() override {
         if (runner_->hidden_width() == 0)
             return make_error("context: the " + runner_->tier() +
-                              " tier Runner does not return the trunk's hidden states (NextN "
-                              "drafting runs on the CPU tier: --tier cpu)");
+                              " tier Runner does not return the trunk's hidden states (the CPU and "
+                              "CUDA tiers return them, not with --tensor-parallel)");
         n_hidden_ = static_cast<size_t>(runner_->hidden_width());
         return {};
     }

@@ -86,7 +86,8 @@ class Context {
     virtual const float* logits(int i = -1) const = 0;
     /// NextN drafting: from the next eval on, keep the trunk's hidden state before the output
     /// norm (Program::hidden, n_embd f32) of every row whose logits are kept; hidden(i) as
-    /// logits(i). Error: the Runner does not return it (Runner::hidden_width: the CPU tier).
+    /// logits(i). Error: the Runner does not return it (Runner::hidden_width: the CPU and CUDA
+    /// tiers, not the tensor-parallel runners).
     virtual Result<void> keep_hidden() = 0;
     /// (n_embd) f32 hidden state of the i-th token of the last eval (-1 = last); keep_hidden().
     virtual const float* hidden(int i = -1) const = 0;

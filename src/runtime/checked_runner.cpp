@@ -301,9 +301,7 @@ Result<TieredRunner> create_tiered_runner(const model::Model& model, const model
                                           const RuntimeOptions& ropts) {
     cuda::Probe probe;
     if (ropts.tier != TierRequest::Cpu) probe = cuda::probe();
-    const size_t need = ropts.tier == TierRequest::Cpu
-                            ? 0
-                            : cuda::device_bytes_needed(model, ro.n_blocks * ro.block_size);
+    const size_t need = ropts.tier == TierRequest::Cpu ? 0 : cuda::device_bytes_needed(model, ro);
     auto choice =
         choose_tier(ropts.tier, ropts.tier_source, probe, need, ropts.device, ropts.device_source);
     if (!choice) return choice.error();

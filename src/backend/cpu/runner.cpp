@@ -16,6 +16,7 @@
 #include "backend/cpu/forward_state.h"
 #include "model/arch_model.h"
 #include "model/batch.h"
+#include "model/embed_batch.h"
 #include "model/state_slots.h"
 
 namespace zinc::cpu {
@@ -143,19 +144,7 @@ class CpuRunner : public Runner {
     Result<void> forward_embed(const Batch& batch, float* hidden) override {
         const Program& prog = prog_;
         if (opts_.nextn) return make_error("embeddings: a NextN Runner computes none");
-        if (prog.embd_op < 0)
-            return make_error("embeddings: " + cfg_.arch_name + " marks no embeddings value");
-        if (prog.bidirectional) {
-            for (size_t si = 0; si < batch.seqs.size(); ++si) {
-                if (batch.seqs[si].pos0 != 0)
-                    return make_error("embeddings: sequence " + std::to_string(si) +
-                                      " starts at position " + std::to_string(batch.seqs[si].pos0) +
-                                      ", but " + cfg_.arch_name +
-                                      " attends in both directions: a sequence must be computed "
-                                      "whole, from position 0, in one forward");
-            }
-        }
-        if (hidden == nullptr) return make_error("embeddings: hidden-state buffer is null");
+        ZINC_TRY(check_embed_batch(prog, cfg_.arch_name, batch, hidden));
         ZINC_TRY(run(batch, nullptr, true));
         const int64_t w = prog.width(prog.embd);
         const float* src = ws_.t[static_cast<size_t>(prog.embd)].data();

@@ -71,9 +71,16 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
 /// `tokens` (host). Errors as forward(); an error if `runner` is not a CUDA runner.
 Result<void> forward_argmax(model::Runner& runner, const model::Batch& batch, int32_t* tokens);
 
-/// Device bytes the weights, a KV cache of n_ctx positions and (hybrid models) the recurrent
-/// state of n_seqs sequences need (for --check fit and the load-time memory check).
-size_t device_bytes_needed(const model::Model& model, int n_ctx, int n_seqs = 1);
+/// Device bytes (an estimate, memory_estimate.cpp) the weights, a KV cache of n_ctx positions,
+/// (hybrid models) the recurrent state of n_state_slots slots with n_state_checkpoints kept
+/// copies each (RunnerOptions::n_state_checkpoints), and the runner's scratch need: for
+/// `zinc check`, the tier choice and the load-time memory check. The same number in a build
+/// without CUDA. 0 for a model that is not a zinc architecture model.
+size_t device_bytes_needed(const model::Model& model, int n_ctx, int n_state_slots = 1,
+                           int n_state_checkpoints = 0);
+/// The same for a Runner created with `opts`: n_blocks x block_size positions, n_state_slots
+/// slots (0: max_seqs, as the Runner allocates) and n_state_checkpoints.
+size_t device_bytes_needed(const model::Model& model, const model::RunnerOptions& opts);
 
 /// Per-step counters of a CUDA runner (for perf notes): kernel launches issued by the host in
 /// the last forward (0 when a CUDA graph was replayed), graph replays so far, host microseconds

@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/scratch_sizes.h"
+
 namespace zinc::cuda {
 
 /// Activation packings, as the CPU tier's vec_dot types: Q8_0 (Q4_0/Q5_0/Q8_0 weights), Q8_1
@@ -165,8 +167,6 @@ bool mmq(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, cons
 /// `partial` holds tiles x slices x tile-size floats (a launch whose partials would not fit does
 /// not split), `counters` one unsigned per output tile, zero-initialised once (cudaMemset) and
 /// left at zero by every launch; a launch with more tiles than n_counters does not split.
-/// The runner's split-K partial buffer, in floats (16 MiB).
-constexpr size_t kMmqSplitFloats = size_t{4} << 20;
 struct MmqScratch {
     float* partial = nullptr;
     size_t partial_floats = 0;

@@ -13,7 +13,9 @@
 // (ZINC_MMQ=0: cuBLAS for all), held to agreement with the CPU tier, not bit-identical to it;
 // with --exact / ZINC_EXACT=1 the exact kernels of dmmv_exact.cu for every row count,
 // bit-identical to the CPU tier. Hybrid models (qwen35) keep each sequence's recurrent state in
-// device memory (runner_recurrent.cpp). Opt-outs of the
+// device memory (runner_recurrent.cpp). Embeddings (forward_embed) are the same step with every
+// row an output row, stopped after Program::embd_op, and Batch::hidden_out gets the head's
+// gathered input rows (docs/cuda.md "Embeddings and hidden rows"). Opt-outs of the
 // executor's fusions: ZINC_FUSED_PROJ=0 (separate Q/K/V and gate/up launches), ZINC_FUSED_NORM=0
 // (norm, then a separate pack), ZINC_FUSED_ADD=0 (residual adds and post-norms as their own
 // launches); and the opt-in ZINC_REPACK=1 (the aligned weight layouts of repack.h; no measured
@@ -22,6 +24,7 @@
 // fusions that would hide one of them unfused, so the validator can name the single op that
 // diverged.
 #include "backend/cuda/runner_impl.h"
+#include "model/embed_batch.h"
 
 namespace zinc::cuda {
 namespace runner_detail {
@@ -146,7 +149,13 @@ bool CudaRunner::proj(const DevMat* const* mats, float* const* ys, const int* ld
     return true;
 }
 
-Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* tokens) {
+Result<void> CudaRunner::forward_embed(const model::Batch& batch, float* hidden) {
+    ZINC_TRY(model::check_embed_batch(prog_, cfg_.arch_name, batch, hidden));
+    return run(batch, nullptr, nullptr, hidden);
+}
+
+Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* tokens,
+                             float* embd) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     const ModelConfig& c = cfg_;
@@ -170,6 +179,10 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
     int32_t* h_skeep = h_sslot + opts_.max_seqs;
     int32_t* h_bt = meta_h_ + meta_fixed();
     if (!rs_.empty()) ZINC_TRY(slots_.check(batch, "cuda forward: "));
+    if (batch.hidden_out && hidden_width() == 0)
+        return make_error("cuda forward: " + cfg_.arch_name +
+                          "'s op list marks no hidden state the CUDA tier returns "
+                          "(Batch::hidden_out; Runner::hidden_width is 0)");
     int n_bt = 0, n_out = 0, expect_row = 0;
     bool all_decode = true;
     step_keeps_ = false;
@@ -211,14 +224,14 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
             h_slot[r] =
                 q.block_table[pos / opts_.block_size] * opts_.block_size + pos % opts_.block_size;
             h_rowbt[r] = n_bt;
-            if (q.all_logits || (q.want_logits && i == q.n_tokens - 1)) h_out[n_out++] = r;
+            if (embd || q.all_logits || (q.want_logits && i == q.n_tokens - 1)) h_out[n_out++] = r;
         }
         n_bt += need;
         h_row0[s] = q.row0;
         h_sslot[s] = q.state_slot;
         h_skeep[s] = q.keep_states ? 1 : 0;
         step_keeps_ |= q.keep_states && !rs_.empty();
-        if (q.n_tokens != 1 || !q.want_logits || q.all_logits) all_decode = false;
+        if (q.n_tokens != 1 || !q.want_logits || q.all_logits || embd) all_decode = false;
         const bool dec = q.n_tokens == 1;
         if (s > 0 && attn_spans_.back().decode == dec)
             attn_spans_.back().n += q.n_tokens;
@@ -250,7 +263,7 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
             cudaGraph_t g = nullptr;
             CU_TRY("graph capture",
                    cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-            enqueue_step(n_rows, n_out);
+            enqueue_step(n_rows, n_out);  // (never an embedding step: not all_decode)
             CU_TRY("graph capture", cudaStreamEndCapture(stream_, &g));
             cudaGraphExec_t ge = nullptr;
             const cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
@@ -265,7 +278,8 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         ++stats_.graph_replays;
         launches_ = 1;
     } else {
-        enqueue_step(n_rows, n_out);
+        enqueue_step(n_rows, n_out, embd != nullptr);
+        ZINC_CHECK(!embd || embd_src_ != nullptr);
     }
     CU_TRY("kernel launch", cudaGetLastError());
     // forward_sample (runner_sample.cpp): the sampler and its result copy, before the one sync.
@@ -280,6 +294,18 @@ Result<void> CudaRunner::run(const model::Batch& batch, float* logits, int32_t* 
         if (tokens)
             CU_TRY("tokens", cudaMemcpyAsync(tok_h_, tok_out_, n_out * sizeof(int32_t),
                                              cudaMemcpyDeviceToHost, stream_));
+        // Embeddings: Program::embd of every row. Batch::hidden_out: the head's input rows
+        // gathered into xo_ (Program::hidden, hidden_width()), in logits-row order.
+        if (embd)
+            CU_TRY("embeddings", cudaMemcpyAsync(embd, embd_src_,
+                                                 static_cast<size_t>(n_rows) *
+                                                     prog_.width(prog_.embd) * sizeof(float),
+                                                 cudaMemcpyDeviceToHost, stream_));
+        else if (batch.hidden_out)
+            CU_TRY("hidden rows",
+                   cudaMemcpyAsync(batch.hidden_out, xo_,
+                                   static_cast<size_t>(n_out) * hidden_width() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_));
     }
     const auto t1 = Clock::now();
     CU_TRY("forward", cudaStreamSynchronize(stream_));
@@ -347,11 +373,7 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model& model,
             "cuda: device " + std::to_string(copts.device) +
             " is not a usable CUDA device (usable: " + std::to_string(p.devices.size()) +
             ", first is -d " + std::to_string(p.devices.front().index) + ")");
-    const int n_slots = opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs;
-    // (the recurrent state's checkpoint rows beside the state itself)
-    const size_t need = device_bytes_needed(model, opts.n_blocks * opts.block_size, n_slots) +
-                        model.recurrent_state_bytes() * static_cast<size_t>(n_slots) *
-                            static_cast<size_t>(opts.n_state_checkpoints);
+    const size_t need = device_bytes_needed(model, opts);
     if (dev->mem_free && need > dev->mem_free)
         return make_error("cuda: out of device memory: the model needs about " + fmt_mib(need) +
                           " but device " + std::to_string(dev->index) + " (" + dev->name +
@@ -366,26 +388,6 @@ Result<void> forward_argmax(model::Runner& runner, const model::Batch& batch, in
     auto* r = dynamic_cast<CudaRunner*>(&runner);
     if (!r) return make_error("forward_argmax: not a CUDA runner");
     return r->run(batch, nullptr, tokens);
-}
-
-size_t device_bytes_needed(const model::Model& model, int n_ctx, int n_seqs) {
-    const auto* am = dynamic_cast<const ArchModel*>(&model);
-    if (!am) return 0;
-    const ModelConfig& c = am->config();
-    size_t w = 0;  // every weight the op list uses, each once (a tied embedding too)
-    for (const Weight* t : am->program().weights()) w += t->bytes();
-    size_t n_kv_layers = 0;  // the layers that attend (hybrid models: not the recurrent ones)
-    std::vector<bool> seen(static_cast<size_t>(c.n_layer), false);
-    for (const model::Op& op : am->program().ops)
-        if (op.kind() == model::OpKind::RopeKv) {
-            const auto l = static_cast<size_t>(op.as<model::RopeKvP>().kv_layer);
-            if (l < seen.size() && !seen[l]) seen[l] = true, ++n_kv_layers;
-        }
-    const size_t kv = static_cast<size_t>(n_ctx) * n_kv_layers * (c.kv_dim_k() + c.kv_dim_v()) * 2;
-    // dequantized-weight scratch for prefill (largest matrix in f16) + activations (~64 MiB)
-    size_t largest = static_cast<size_t>(c.n_embd) * std::max(c.n_vocab, c.n_ff) * 2;
-    const size_t state = model.recurrent_state_bytes() * static_cast<size_t>(std::max(n_seqs, 1));
-    return w + kv + state + largest + (64u << 20) + kMmqSplitFloats * sizeof(float);
 }
 
 RunnerStats runner_stats(const model::Runner& runner) {

@@ -72,13 +72,15 @@ void CudaRunner::observe(const model::Output& o, int il, Tid t, bool force) {
     }
 }
 
-void CudaRunner::enqueue_step(int n_rows, int n_out) {
+void CudaRunner::enqueue_step(int n_rows, int n_out, bool embeddings) {
     n_rows_ = rows_ = n_rows;
     n_out_ = n_out;
     kept_ = gathered_ = false;
     staged_ = model::kNoTensor;
     staged_type_ = -1;
     head_x_ = model::kNoTensor;
+    embd_src_ = nullptr;
+    ZINC_CHECK(!embeddings || (prog_.embd_op >= 0 && n_out == n_rows));
     std::fill(pending_bias_.begin(), pending_bias_.end(), nullptr);
     std::fill(last_name_.begin(), last_name_.end(), LastName{});
     for (const model::Step& st : steps_) {
@@ -90,6 +92,14 @@ void CudaRunner::enqueue_step(int n_rows, int n_out) {
             ZINC_CHECK(first.kind() == OpKind::RmsNorm || first.kind() == OpKind::Matmul);
             gather_head(first.kind() == OpKind::RmsNorm ? first.as<model::RmsNormP>().in
                                                         : first.as<model::MatmulP>().in);
+        }
+        if (embeddings && st.end > prog_.embd_op) {
+            // An embedding step ends with the op that writes Program::embd (the output norm of
+            // a decoder), run plain: the CPU tier's value, left where the next op would read it.
+            for (int i = st.begin; i <= prog_.embd_op; ++i)
+                exec(prog_.ops[static_cast<size_t>(i)], i);
+            embd_src_ = loc(prog_.embd);
+            return;
         }
         bool fused = !st.fused.empty();
         for (const model::Output& o : st.hidden)

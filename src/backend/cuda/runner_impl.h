@@ -96,7 +96,20 @@ class CudaRunner final : public model::Runner {
     Result<void> forward(const model::Batch& batch, float* logits) override {
         return run(batch, logits, nullptr);
     }
-    Result<void> run(const model::Batch& batch, float* logits, int32_t* tokens);
+    // One step (runner.cpp): logits (host, or null), argmax tokens (host, or null), or with
+    // `embd` an embedding step: every row an output row, the ops up to Program::embd_op, and
+    // Program::embd's rows (n_rows, n_embd) copied to `embd` (host) instead of any logits.
+    Result<void> run(const model::Batch& batch, float* logits, int32_t* tokens,
+                     float* embd = nullptr);
+    // Embeddings (model/batch.h): the CPU tier's rows, computed by run() over the same op list.
+    Result<void> forward_embed(const model::Batch& batch, float* hidden) override;
+    // Batch::hidden_out: Program::hidden where it is the head's input (the rows gather_head
+    // moves into xo_, in logits-row order; qwen35's trunk), else 0.
+    int64_t hidden_width() const override {
+        return prog_.hidden != model::kNoTensor && prog_.hidden == head_in_
+                   ? prog_.width(prog_.hidden)
+                   : 0;
+    }
     void copy_block(int32_t src, int32_t dst) override;
     const model::RunnerOptions& options() const override { return opts_; }
     std::string tier() const override { return "cuda"; }
@@ -137,7 +150,8 @@ class CudaRunner final : public model::Runner {
     void* dalloc(size_t bytes, cudaError_t& err);
     Result<void> plan();  // runner_init.cpp: weights, buffers and tables of the op list
     // ---- the executor (runner_exec.cpp): the op list as kernel launches on stream_
-    void enqueue_step(int n_rows, int n_out);
+    // `embeddings`: stop after Program::embd_op (every row an output row), leaving embd_src_.
+    void enqueue_step(int n_rows, int n_out, bool embeddings = false);
     void exec(const model::Op& op, int idx);
     void exec_rms_norm(const model::Op& op, int idx);
     void exec_matmul(const model::Op& op);
@@ -262,12 +276,14 @@ class CudaRunner final : public model::Runner {
         launched(runtime::Op::Gather, 0, 8ull * rows_ * dim);
     }
     float *xf_ = nullptr, *xo_ = nullptr, *logits_ = nullptr;
+    model::Tid head_in_ = model::kNoTensor;  // the first head op's input (plan(); gather_head's)
     // ---- executor state of the step being enqueued (reset by enqueue_step)
     int n_rows_ = 0, n_out_ = 0, rows_ = 0;   // batch rows, output rows, rows of the current op
     bool kept_ = false, gathered_ = false;    // past KeepRows / past the head's gather
     model::Tid staged_ = model::kNoTensor;    // the tensor whose value is in xf_ (and packed)
     int staged_type_ = -1;                    // the weight type it is packed for (-1: f32 only)
     model::Tid head_x_ = model::kNoTensor;    // the tensor gathered into xo_
+    const float* embd_src_ = nullptr;         // an embedding step: where Program::embd's rows are
     std::vector<const float*> pending_bias_;  // per tensor: a bias the projection did not add
     std::vector<LastName> last_name_;         // per tensor
     // MoE (exec_moe): V = R * (most experts a row uses) expert slots; per slot the gathered

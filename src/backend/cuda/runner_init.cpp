@@ -262,9 +262,10 @@ Result<void> CudaRunner::plan() {
     for (const ir::Op& op : P.ops) {
         if (!op.head) continue;
         if (op.kind() == ir::OpKind::RmsNorm)
-            head_w = P.width(op.as<ir::RmsNormP>().in);
+            head_in_ = op.as<ir::RmsNormP>().in;
         else if (op.kind() == ir::OpKind::Matmul)
-            head_w = P.width(op.as<ir::MatmulP>().in);
+            head_in_ = op.as<ir::MatmulP>().in;
+        if (head_in_ != ir::kNoTensor) head_w = P.width(head_in_);
         break;  // the first head op's input is what gather_head moves
     }
     ZINC_TRY(fl(xo_, R * std::max<int64_t>(head_w, 1)));

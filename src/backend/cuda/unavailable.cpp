@@ -5,7 +5,8 @@
 namespace zinc::cuda {
 
 namespace {
-const char* kWhy = "zinc was built without the CUDA tier (-DZINC_CUDA=OFF or no nvcc at build time)";
+const char* kWhy =
+    "zinc was built without the CUDA tier (-DZINC_CUDA=OFF or no nvcc at build time)";
 }
 
 std::string version_string(int v) {
@@ -26,10 +27,6 @@ Result<std::unique_ptr<model::Runner>> create_runner(const model::Model&,
 
 Result<void> forward_argmax(model::Runner&, const model::Batch&, int32_t*) {
     return make_error(kWhy);
-}
-
-size_t device_bytes_needed(const model::Model&, int, int) {
-    return 0;
 }
 
 RunnerStats runner_stats(const model::Runner&) {
