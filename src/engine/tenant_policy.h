@@ -54,8 +54,10 @@ enum class QosClass : int32_t { Interactive = 0, Standard = 1, Batch = 2 };
 /// Idle time (seconds) after which a returning tenant's counter is lifted.
 inline constexpr double kLiftGrace = 0.5;
 /// first_tier_active(): an interactive tenant counts as active for this long (seconds) after its
-/// last sequence finished: a chat client's think time between one request and the next.
-inline constexpr double kInteractiveWindow = 2.0;
+/// last sequence finished, so that a chat user's think time between one message and the next
+/// (tens of seconds) keeps the guard up: a shorter window leaves the first message after a
+/// pause to the unguarded step (measured: docs/benchmarks.md, "Interactive guard").
+inline constexpr double kInteractiveWindow = 30.0;
 const char* to_string(QosClass c);
 std::optional<QosClass> parse_qos_class(std::string_view s);
 

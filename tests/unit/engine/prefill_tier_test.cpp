@@ -203,11 +203,11 @@ TEST(InteractiveGuard, BatchChunksStayShortWhileAnInteractiveTenantIsActive) {
         EXPECT_EQ(sim.decodes, 1);
         EXPECT_EQ(r.at("b"), guard > 0 ? 18 : 128) << "guard " << guard;
         sim.step();
-        sim.sched.remove(i);  // i finished (the engine removes a finished sequence)
-        now += 1.0;           // within kInteractiveWindow of i's end: still guarded
+        sim.sched.remove(i);                // i finished (the engine removes a finished sequence)
+        now += ze::kInteractiveWindow - 1;  // within the window after i's end: still guarded
         r = sim.step();
         EXPECT_EQ(r.at("b"), guard > 0 ? 19 : 128);
-        now += ze::kInteractiveWindow;  // the interactive tenant went quiet: the cap is back
+        now += 2;  // the interactive tenant has been quiet for longer: the cap is back
         r = sim.step();
         EXPECT_EQ(r.at("b"), 128);
     }
