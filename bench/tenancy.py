@@ -52,7 +52,7 @@ PRESETS = {
                 "budget_s": 160, "gpu": True},
 }
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank. "
-ENGINES_A = ("tenants", "noclass", "fcfs", "llama")
+ENGINES_A = ("tenants", "noguard", "noclass", "fcfs", "llama")
 MODEL = {"id": "m"}  # the id the running server lists first (GET /v1/models)
 
 
@@ -69,7 +69,7 @@ def tenants_toml(quota):
                    f'api_keys = ["{digest("k-" + i)}"]\n{extra}\n' for i, c, w, extra in t)
 
 
-def zinc_argv(a, port, tenants_file, class_aware=True):
+def zinc_argv(a, port, tenants_file, class_aware=True, guard=True):
     cmd = [a.zinc, "serve", "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
            "--alias", "m", "--parallel", str(a.parallel), "-c", str(a.ctx),
            "--max-batch-tokens", str(a.max_batch_tokens), "--max-queue", "1024"]
@@ -79,6 +79,8 @@ def zinc_argv(a, port, tenants_file, class_aware=True):
         cmd += ["--tenants", str(tenants_file)]
     if not class_aware:
         cmd += ["--no-class-prefill"]
+    if not guard:
+        cmd += ["--interactive-guard", "0"]
     return cmd + a.zinc_arg
 
 
@@ -136,11 +138,15 @@ def phase_a(url, keys, a, t_idle, t_flood):
     flood = tl.Loop(url, keys["batch"], "/v1/completions", long_completion(a),
                     2 * a.parallel).start()
     time.sleep(min(a.warm_s, t_flood / 4))
+    t0 = time.monotonic()
     busy = interactive(url, keys["inter"], t_flood, a)
+    t1 = time.monotonic()
     flood.stop()
     done = [r for r in flood.results if r["status"] == 200 and not r["cut"]]
     res = {"idle": ttft_summary(idle), "flood": ttft_summary(busy),
-           "batch_requests_done": len(done),
+           "batch_requests_done": len(done), "flood_s": t1 - t0,
+           # the batch tenant's output tokens/s while the interactive one was measured
+           "batch_tok_s": flood.tokens_between(t0, t1) / (t1 - t0) if t1 > t0 else None,
            "batch_errors": sum(1 for r in flood.results if failed(r))}
     i, f = res["idle"]["p99"], res["flood"]["p99"]
     res["ratio_p99"] = f / i if i and f else None
@@ -262,7 +268,7 @@ def run(a):
         res["commands"][name] = argv
         return Server(name, argv, argv[argv.index("--port") + 1], logs / f"{name}.log").start()
 
-    for name in ("tenants", "noclass", "fcfs", "llama"):
+    for name in ENGINES_A:
         need = name in engines or (name == "tenants")
         if not need:
             continue
@@ -270,15 +276,15 @@ def run(a):
         if name == "llama":
             argv = llama_argv(a, port)
         else:
-            argv = zinc_argv(a, port, cfg if name in ("tenants", "noclass") else None,
-                             class_aware=name != "noclass")
+            argv = zinc_argv(a, port, cfg if name in ("tenants", "noguard", "noclass") else None,
+                             class_aware=name != "noclass", guard=name != "noguard")
         with server(name, argv) as s:
             MODEL["id"] = s.model_id or "m"
             # One unmeasured chat first (as bench/run's warm-up): a server's first request
             # pays one-time costs (llama-server: ~4 s here) that are no part of idle TTFT.
             tl.post_stream(s.base_url, "k-probe" if name != "fcfs" else "k-anon",
                            "/v1/chat/completions", chat(0))
-            keys = keys_t if name in ("tenants", "noclass") else keys_f
+            keys = keys_t if name in ("tenants", "noguard", "noclass") else keys_f
             if name in engines:
                 print(f"[{time.monotonic() - t_start:6.1f}s] (a) {name}", flush=True)
                 res["a"][name] = phase_a(s.base_url, keys, a, t_idle, t_flood)
@@ -351,7 +357,8 @@ def markdown(res, a):
          f"CPUs, load average {res['machine']['loadavg_start']} at the start, "
          f"{res['machine']['loadavg_end']} at the end).", ""]
     if res["a"]:
-        names = {"tenants": "zinc --tenants", "noclass": "zinc --tenants --no-class-prefill",
+        names = {"tenants": "zinc --tenants", "noguard": "zinc --tenants --interactive-guard 0",
+                 "noclass": "zinc --tenants --no-class-prefill",
                  "fcfs": "zinc FCFS", "llama": "llama.cpp llama-server (FIFO)"}
         cols = [k for k in ENGINES_A if k in res["a"]]
         L += ["(a) interactive TTFT, idle vs under the batch flood (s):", "",
@@ -367,6 +374,8 @@ def markdown(res, a):
             f"{res['a'][c]['idle']['n']} / {res['a'][c]['flood']['n']}" for c in cols) + " |")
         L.append("| batch requests finished in the flood | " + " | ".join(
             str(res["a"][c]["batch_requests_done"]) for c in cols) + " |")
+        L.append("| batch output tok/s while measured | " + " | ".join(
+            _f(res["a"][c].get("batch_tok_s"), 1) for c in cols) + " |")
         L.append("")
     if "b12" in res:
         b = res["b12"]

@@ -7,7 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-NAMES = {"tenants": "zinc --tenants", "noclass": "zinc --tenants\n--no-class-prefill",
+NAMES = {"tenants": "zinc --tenants", "noguard": "zinc --tenants\n--interactive-guard 0",
+         "noclass": "zinc --tenants\n--no-class-prefill",
          "fcfs": "zinc FCFS", "llama": "llama-server"}
 
 

@@ -53,6 +53,7 @@ struct ServeOptions {
     double tpot_target_ms = 0;
     int min_prefill_chunk = 16;
     int batch_prefill_chunk = 128;
+    double interactive_guard = 0.5;
     bool no_class_prefill = false;
     int n_threads = 0;
     int max_queue = 256;
@@ -157,6 +158,7 @@ int serve(const ServeOptions& o, const CLI::Option* seed_opt) {
     eo.min_prefill_chunk = o.min_prefill_chunk;
     eo.batch_prefill_chunk = o.batch_prefill_chunk;
     eo.class_aware_prefill = !o.no_class_prefill;
+    eo.interactive_guard = o.interactive_guard;
     eo.max_queue = o.max_queue;
     eo.prefix_cache = !o.no_prefix_cache;
     eo.batch_invariant = o.batch_invariant;
@@ -387,7 +389,8 @@ int serve_main(int argc, char** argv) {
         ->check(real_in(0, 60000))
         ->capture_default_str();
     app.add_option("--min-prefill-chunk", o.min_prefill_chunk,
-                   "prefill rows a step may always add to its decodes under --tpot-target")
+                   "prefill rows a step may always add to its decodes under --tpot-target, "
+                   "and batch prefill rows under --interactive-guard")
         ->check(int_in(1, 1 << 20))
         ->capture_default_str();
     app.add_option("--batch-prefill-chunk", o.batch_prefill_chunk,
@@ -395,6 +398,13 @@ int serve_main(int argc, char** argv) {
                    "one step (interactive prefill goes first, then standard, batch takes what "
                    "is left up to this); 0: no cap")
         ->check(int_in(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--interactive-guard", o.interactive_guard,
+                   "with --tenants: a step with interactive prefill carries no batch-class rows, "
+                   "and while an interactive tenant is active batch prefill keeps each step "
+                   "within this fraction of the last interactive step (by the step cost model; "
+                   "at least --min-prefill-chunk rows); 0: off")
+        ->check(real_in(0, 1))
         ->capture_default_str();
     app.add_flag("--no-class-prefill", o.no_class_prefill,
                  "split prefill chunks alike over all classes (no tiers, no batch cap)");

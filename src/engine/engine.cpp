@@ -69,7 +69,7 @@ class EngineImpl : public Engine {
                               : std::shared_ptr<SchedulingPolicy>(make_fcfs_policy())),
           sched_(SchedulerOptions{opts.n_parallel, opts.max_batch_tokens, opts.tpot_target_ms,
                                   opts.min_prefill_chunk, opts.class_aware_prefill,
-                                  opts.batch_prefill_chunk},
+                                  opts.batch_prefill_chunk, opts.interactive_guard},
                  bm_, *policy_,
                  [this](int32_t src, int32_t dst) { runner_->copy_block(src, dst); }),
           eog_(opts.eog_tokens) {
@@ -690,6 +690,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::Model& model,
         return bad("min_prefill_chunk", opts.min_prefill_chunk, "[1, 1048576]");
     if (opts.batch_prefill_chunk < 0 || opts.batch_prefill_chunk > (1 << 20))
         return bad("batch_prefill_chunk", opts.batch_prefill_chunk, "[0, 1048576]");
+    if (!(opts.interactive_guard >= 0 && opts.interactive_guard <= 1))
+        return make_error("engine: interactive_guard " + std::to_string(opts.interactive_guard) +
+                          " out of range [0, 1]");
     if (opts.n_kv_blocks < 0) return bad("n_kv_blocks", opts.n_kv_blocks, "[0, ...)");
     if (opts.spec_max < 1 || opts.spec_max > kSpecMaxDraft)
         return bad("spec_max", opts.spec_max, "[1, 16]");

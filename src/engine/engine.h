@@ -49,6 +49,11 @@ struct EngineOptions {
     /// batch_prefill_chunk rows a step (0: no cap). false: every prefill alike.
     bool class_aware_prefill = true;
     int32_t batch_prefill_chunk = 128;
+    /// Interactive guard (SchedulerOptions::interactive_guard; with class_aware_prefill): a
+    /// step with interactive prefill carries no batch rows, and while an interactive tenant is
+    /// active batch prefill keeps a step within this fraction of the last interactive step's
+    /// modelled duration (at least min_prefill_chunk rows). 0: off; in [0, 1].
+    double interactive_guard = 0.5;
     /// The scheduling policy (engine/policy.h); empty: first come, first served. Used on the
     /// step thread only (a policy that is reconfigured from elsewhere locks inside).
     std::shared_ptr<SchedulingPolicy> policy;

@@ -73,6 +73,10 @@ class SchedulingPolicy {
     /// chunks take the step's budget before those of higher tiers; kPrefillTierBackground
     /// chunks are capped per step. FCFS: every sequence kPrefillTierNormal (one tier).
     virtual int32_t prefill_tier(const Sequence&) const { return kPrefillTierNormal; }
+    /// Whether first-tier (interactive) work is queued or running now, or may arrive any moment
+    /// (a first-tier tenant had work a moment ago): the scheduler then keeps background-tier
+    /// prefill short (SchedulerOptions::interactive_guard). FCFS: never.
+    virtual bool first_tier_active() const { return false; }
     /// Index into candidates (running sequences sorted by before(), all of them eligible) of the
     /// one to preempt. candidates is never empty.
     virtual size_t pick_victim(std::span<const Sequence* const> candidates) const = 0;

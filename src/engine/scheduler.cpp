@@ -88,13 +88,54 @@ int32_t Scheduler::tier_of(const Sequence& s) const {
     return opts_.class_aware_prefill ? policy_.prefill_tier(s) : kPrefillTierNormal;
 }
 
+bool Scheduler::has_first_tier_prefill(const StepPlan& plan) const {
+    return std::any_of(plan.seqs.begin(), plan.seqs.end(), [this](const ScheduledSeq& ss) {
+        return !ss.decode && tier_of(*ss.seq) <= kPrefillTierFirst;
+    });
+}
+
 int32_t Scheduler::background_left(const StepPlan& plan) const {
-    if (!opts_.class_aware_prefill || opts_.background_prefill_chunk <= 0)
-        return std::numeric_limits<int32_t>::max();
+    if (!opts_.class_aware_prefill) return std::numeric_limits<int32_t>::max();
+    if (guard_on() && has_first_tier_prefill(plan)) return 0;
+    if (background_cap_ == std::numeric_limits<int32_t>::max()) return background_cap_;
     int32_t used = 0;
     for (const ScheduledSeq& ss : plan.seqs)
         if (!ss.decode && tier_of(*ss.seq) >= kPrefillTierBackground) used += ss.n_tokens;
-    return std::max(0, opts_.background_prefill_chunk - used);
+    return std::max(0, background_cap_ - used);
+}
+
+void Scheduler::set_background_cap(const StepPlan& plan) {
+    background_cap_ = opts_.background_prefill_chunk > 0 ? opts_.background_prefill_chunk
+                                                         : std::numeric_limits<int32_t>::max();
+    if (!guard_on() || first_tier_rows_ <= 0 || !budgeter_.fitted() || !policy_.first_tier_active())
+        return;
+    const double ms = opts_.interactive_guard * budgeter_.predict_ms(first_tier_rows_);
+    const int32_t fit = std::max(0, budgeter_.rows_within(ms) - plan.n_tokens);
+    background_cap_ = std::min(background_cap_, std::max(fit, opts_.min_prefill_chunk));
+}
+
+void Scheduler::defer_background_decodes(StepPlan& plan) {
+    if (!guard_on() || !has_first_tier_prefill(plan)) return;
+    const int32_t bs = bm_.block_size();
+    auto deferred = [&](const ScheduledSeq& ss) {
+        if (!ss.decode || tier_of(*ss.seq) < kPrefillTierBackground) return false;
+        Sequence& s = *ss.seq;
+        plan.n_tokens -= ss.n_tokens;
+        plan.n_decode_rows -= ss.n_tokens;
+        plan.n_draft_rows -= ss.n_draft;
+        ++plan.n_deferred;
+        s.planned_step = 0;
+        // Blocks reserved for draft positions beyond its tokens go back (as accept_drafts);
+        // the one for its pending token stays: it is in the table for the next step.
+        const auto keep =
+            static_cast<size_t>((static_cast<int32_t>(s.tokens.size()) + bs - 1) / bs);
+        while (s.blocks.size() > keep) {
+            bm_.release(s.blocks.back());
+            s.blocks.pop_back();
+        }
+        return true;
+    };
+    std::erase_if(plan.seqs, deferred);
 }
 
 Scheduler::Scheduler(const SchedulerOptions& opts, BlockManager& blocks, SchedulingPolicy& policy,
@@ -381,7 +422,11 @@ void Scheduler::plan_prefills(int32_t left, bool admit, StepPlan& plan) {
             demand.push_back(c.demand);
             tier.push_back(tier_of(*c.s));
         }
-        const std::vector<int32_t> share = tiered_fill(demand, tier, left, background_left(plan));
+        // The interactive guard: a round with a first-tier candidate leaves batch nothing.
+        const bool has_first =
+            guard_on() && std::find(tier.begin(), tier.end(), kPrefillTierFirst) != tier.end();
+        const std::vector<int32_t> share =
+            tiered_fill(demand, tier, left, has_first ? 0 : background_left(plan));
         for (size_t k = 0; k < cands.size(); ++k) {
             Sequence* s = cands[k].s;
             if (share[k] <= 0) continue;
@@ -482,8 +527,11 @@ StepPlan Scheduler::schedule() {
         ++i;
     }
     // Then prefill chunks fill the rest of the budget.
+    set_background_cap(plan);
     const int32_t left = plan.budget - plan.n_tokens;
     if (left > 0) plan_prefills(left, !block_preempted, plan);
+    defer_background_decodes(plan);
+    if (guard_on() && has_first_tier_prefill(plan)) first_tier_rows_ = plan.n_tokens;
     return plan;
 }
 

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "engine/block_manager.h"
@@ -64,6 +65,17 @@ struct SchedulerOptions {
     /// step (0: no cap). false: one tier, every candidate alike (the rule before issue 16).
     bool class_aware_prefill = true;
     int32_t background_prefill_chunk = 128;
+    /// Interactive guard (with class_aware_prefill; 0: off), so that an interactive prompt's
+    /// TTFT under a batch flood stays near its idle TTFT, the step it waits for plus its own:
+    /// (1) a step that carries a first-tier prefill chunk carries no background-tier rows (batch
+    /// prefill gets none, batch decodes are deferred to the next step: StepPlan::n_deferred);
+    /// (2) while the policy says first-tier work is active (first_tier_active), a step without
+    /// it gives background-tier prefill at most the rows that keep the step, by the
+    /// StepBudgeter's cost model, within interactive_guard x the modelled duration of the last
+    /// step that carried first-tier prefill (never fewer than min_prefill_chunk rows, so batch
+    /// prefill always progresses; decodes are never cut by this rule). An interactive prompt
+    /// arriving in such a step then waits at most ~(1 + interactive_guard) x its own step.
+    double interactive_guard = 0.5;
 };
 
 struct ScheduledSeq {
@@ -85,6 +97,9 @@ struct StepPlan {
     int32_t n_draft_cut = 0;           // draft tokens the budget or the KV pool left out
     int32_t budget = 0;                // the row budget this step was planned under
     std::vector<Sequence*> preempted;  // sent back to waiting this step
+    /// Background-tier decodes left out because the step carries first-tier prefill (the
+    /// interactive guard, SchedulerOptions::interactive_guard); they run next step.
+    int32_t n_deferred = 0;
     /// The policy held a sequence back (rate limit, quota): an empty plan is not a deadlock.
     bool held_back = false;
     bool empty() const { return seqs.empty(); }
@@ -143,8 +158,15 @@ class Scheduler {
     void plan_prefills(int32_t left, bool admit, StepPlan& plan);
     /// s's prefill tier (the policy's with class_aware_prefill, else one tier for all).
     int32_t tier_of(const Sequence& s) const;
-    /// Background-tier prefill rows plan may still take (its cap less what it holds).
+    /// Background-tier prefill rows plan may still take (this step's cap less what it holds;
+    /// 0 with the interactive guard once plan holds a first-tier prefill chunk).
     int32_t background_left(const StepPlan& plan) const;
+    bool guard_on() const { return opts_.class_aware_prefill && opts_.interactive_guard > 0; }
+    bool has_first_tier_prefill(const StepPlan& plan) const;
+    /// The interactive guard's two rules (SchedulerOptions::interactive_guard): this step's
+    /// background-tier cap, set after the decodes; the deferral of background decodes.
+    void set_background_cap(const StepPlan& plan);
+    void defer_background_decodes(StepPlan& plan);
     void sort_queues();
     SchedulerLoad load() const;
     void preempt(Sequence& s, StepPlan& plan);
@@ -165,6 +187,10 @@ class Scheduler {
     std::vector<int32_t> free_slots_;
     PrefixCounters counters_;
     uint64_t step_ = 0;  // schedule() calls (Sequence::planned_step)
+    /// Background-tier prefill rows this step may take in all (set_background_cap).
+    int32_t background_cap_ = std::numeric_limits<int32_t>::max();
+    /// Rows of the last step that carried first-tier prefill (0: none yet): the guard's yardstick.
+    int32_t first_tier_rows_ = 0;
 };
 
 }  // namespace zinc::engine

@@ -43,14 +43,23 @@ void StepBudgeter::refit() {
     b_ = my / mx;
 }
 
+double StepBudgeter::predict_ms(int32_t n_rows) const {
+    return fitted() ? a_ + b_ * n_rows : 0.0;
+}
+
+int32_t StepBudgeter::rows_within(double ms) const {
+    const int32_t cap = opts_.max_batch_tokens;
+    if (!fitted() || b_ <= 0) return cap;
+    const double n = std::floor((ms - a_) / b_ + 1e-9);
+    return n >= cap ? cap : n <= 0 ? 0 : static_cast<int32_t>(n);
+}
+
 int32_t StepBudgeter::budget(int32_t n_decodes) const {
     const int32_t cap = opts_.max_batch_tokens;
     if (opts_.tpot_ms <= 0 || !fitted() || b_ <= 0) return cap;
-    const double n = std::floor((opts_.tpot_ms - a_) / b_ + 1e-9);
     const int32_t lo = static_cast<int32_t>(
         std::min<int64_t>(cap, static_cast<int64_t>(std::max(n_decodes, 0)) + opts_.min_chunk));
-    const int32_t want = n >= cap ? cap : n <= 0 ? 0 : static_cast<int32_t>(n);
-    return std::clamp(want, lo, cap);
+    return std::clamp(rows_within(opts_.tpot_ms), lo, cap);
 }
 
 }  // namespace zinc::engine

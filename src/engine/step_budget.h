@@ -29,6 +29,11 @@ class StepBudgeter {
 
     /// This step's row budget when n_decodes running sequences each need one decode row.
     int32_t budget(int32_t n_decodes) const;
+    /// The model's duration (ms) of a step of n_rows rows, a + b * n_rows; 0 before any step.
+    double predict_ms(int32_t n_rows) const;
+    /// Most rows a step may carry to last at most `ms` by the model (0 when the intercept alone
+    /// exceeds it), capped at max_batch_tokens; max_batch_tokens before any step was observed.
+    int32_t rows_within(double ms) const;
     /// A step ran: n_decode_rows + n_prefill_rows rows in `ms` milliseconds (the forward).
     void observe(double ms, int32_t n_decode_rows, int32_t n_prefill_rows);
 

@@ -189,6 +189,16 @@ int32_t TenantPolicy::prefill_tier(const Sequence& s) const {
     return kPrefillTierNormal;
 }
 
+bool TenantPolicy::first_tier_active() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    const double now = clock_();
+    for (const auto& [id, t] : tenants_)
+        if (t.spec.qos == QosClass::Interactive &&
+            (t.backlog > 0 || now - t.idle_since < kInteractiveWindow))
+            return true;
+    return false;
+}
+
 size_t TenantPolicy::pick_victim(std::span<const Sequence* const> candidates) const {
     // Sorted by before(): the last is of the lowest class and the largest counter.
     return candidates.size() - 1;

@@ -25,6 +25,8 @@
 //                   most one step's chunks and then holds the tenant back until it refills, so
 //                   over any window T the tenant is served at most rate * T + capacity + one
 //                   step's prefill rows.
+// Interactive guard (first_tier_active): while an interactive tenant is active, the scheduler
+// keeps batch-class prefill chunks short (engine/scheduler.h, SchedulerOptions::interactive_guard).
 // Preemption (preempt_for): only for an interactive sequence, only of a batch one, else a
 // standard one (the latest in order), never of an interactive one; the victim is recomputed
 // later (engine/scheduler.h), its output unchanged at temperature 0.
@@ -51,6 +53,11 @@ enum class QosClass : int32_t { Interactive = 0, Standard = 1, Batch = 2 };
 
 /// Idle time (seconds) after which a returning tenant's counter is lifted.
 inline constexpr double kLiftGrace = 0.5;
+/// first_tier_active(): an interactive tenant counts as active for this long (seconds) after its
+/// last sequence finished, so that a chat user's think time between one message and the next
+/// (tens of seconds) keeps the guard up: a shorter window leaves the first message after a
+/// pause to the unguarded step (measured: docs/benchmarks.md, "Interactive guard").
+inline constexpr double kInteractiveWindow = 30.0;
 const char* to_string(QosClass c);
 std::optional<QosClass> parse_qos_class(std::string_view s);
 
@@ -97,6 +104,8 @@ class TenantPolicy : public SchedulingPolicy {
     int32_t prefill_allowance(const Sequence& s) const override;
     /// Interactive: first tier; standard: normal; batch: background (chunks capped per step).
     int32_t prefill_tier(const Sequence& s) const override;
+    /// An interactive tenant has sequences queued or running, or had within kInteractiveWindow.
+    bool first_tier_active() const override;
     size_t pick_victim(std::span<const Sequence* const> candidates) const override;
     std::optional<size_t> preempt_for(const Sequence& w,
                                       std::span<const Sequence* const> running) const override;

@@ -652,6 +652,18 @@ TEST(Engine, CreateRejectsAPoolSmallerThanOneSequence) {
     EXPECT_NE(eng.error().message.find("cannot hold one full sequence"), std::string::npos);
 }
 
+TEST(Engine, CreateRejectsAnInteractiveGuardOutOfRange) {
+    NEED_MODEL();
+    for (double g : {-0.1, 1.5}) {
+        ze::EngineOptions o = base_options();
+        o.interactive_guard = g;
+        auto eng = ze::Engine::create(model, o);
+        ASSERT_FALSE(eng.ok()) << g;
+        EXPECT_NE(eng.error().message.find("interactive_guard"), std::string::npos);
+        EXPECT_NE(eng.error().message.find("out of range [0, 1]"), std::string::npos);
+    }
+}
+
 TEST(Engine, ThrowingSinkEndsOnlyItsRequest) {
     NEED_MODEL();
     const auto prompt = prompt_of(14, 10, model.n_vocab());

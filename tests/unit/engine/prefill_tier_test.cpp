@@ -3,6 +3,9 @@
 // the budget first, standard next, batch what is left and at most background_prefill_chunk rows
 // a step; decodes still come first. Each composition is also checked with the rule switched off,
 // where it must differ (the old equal water-filling), and FCFS must plan the same either way.
+// The interactive guard (SchedulerOptions::interactive_guard): a step with interactive prefill
+// carries no batch rows, and batch chunks stay short while an interactive tenant is active;
+// each rule is checked against the guard switched off.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -18,16 +21,22 @@ namespace ze = zinc::engine;
 namespace {
 
 struct Sim {
-    Sim(ze::SchedulingPolicy& pol, bool class_aware, int budget = 512, int bg_cap = 128)
+    Sim(ze::SchedulingPolicy& pol, bool class_aware, int budget = 512, int bg_cap = 128,
+        double guard = 0.5)
         : bm(4096, 16, false),
-          sched(opts(class_aware, budget, bg_cap), bm, pol, [](int32_t, int32_t) {}) {}
-    static ze::SchedulerOptions opts(bool class_aware, int budget, int bg_cap) {
+          sched(opts(class_aware, budget, bg_cap, guard), bm, pol, [](int32_t, int32_t) {}) {}
+    static ze::SchedulerOptions opts(bool class_aware, int budget, int bg_cap, double guard) {
         ze::SchedulerOptions o;
         o.n_parallel = 8;
         o.max_batch_tokens = budget;
         o.class_aware_prefill = class_aware;
         o.background_prefill_chunk = bg_cap;
+        o.interactive_guard = guard;
         return o;
+    }
+    // The step cost model as if every step had cost 1 ms + 1 ms a row.
+    void fit_cost_model() {
+        for (int rows : {1, 8, 32, 64, 128, 256}) sched.budgeter().observe(1.0 + rows, rows, 0);
     }
     ze::Sequence* add(const std::string& tenant, int n_prompt, int max_tokens = 4) {
         ze::RequestParams p;
@@ -43,6 +52,7 @@ struct Sim {
     // One step; returns prefill rows per tenant and counts decode rows in `decodes`.
     std::map<std::string, int> step() {
         ze::StepPlan plan = sched.schedule();
+        deferred = plan.n_deferred;
         std::map<std::string, int> rows;
         decodes = 0;
         for (const auto& ss : plan.seqs) {
@@ -64,6 +74,7 @@ struct Sim {
     std::map<ze::RequestId, std::unique_ptr<ze::Sequence>> live;
     ze::RequestId next = 1;
     int decodes = 0;
+    int deferred = 0;
 };
 
 ze::TenantSchedSpec spec(const std::string& id, ze::QosClass q) {
@@ -83,7 +94,7 @@ std::vector<ze::TenantSchedSpec> classes() {
 TEST(PrefillTier, InteractivePromptTakesTheBudgetBeforeBatchChunks) {
     for (bool on : {true, false}) {
         ze::TenantPolicy pol(classes(), 16);
-        Sim sim(pol, on);
+        Sim sim(pol, on, 512, 128, /*guard=*/0);
         sim.add("b", 1000);
         sim.add("b", 1000);
         const auto first = sim.step();
@@ -123,7 +134,7 @@ TEST(PrefillTier, TiersFillInClassOrderAndBatchOnlyGetsTheRest) {
 
 TEST(PrefillTier, UncappedBatchUsesLeftoverBudget) {
     ze::TenantPolicy pol(classes(), 16);
-    Sim sim(pol, true, 512, 0);  // no cap: batch takes all that is left
+    Sim sim(pol, true, 512, 0, /*guard=*/0);  // no cap: batch takes all that is left
     sim.add("b", 1000);
     sim.add("i", 100);
     const auto r = sim.step();
@@ -144,4 +155,87 @@ TEST(PrefillTier, FcfsPlansTheSameWithTheRuleOnOrOff) {
         runs.push_back(steps);
     }
     EXPECT_EQ(runs[0], runs[1]);
+}
+
+TEST(InteractiveGuard, AStepWithInteractivePrefillCarriesNoBatchRows) {
+    for (double guard : {0.5, 0.0}) {
+        ze::TenantPolicy pol(classes(), 16);
+        Sim sim(pol, true, 512, 128, guard);
+        ze::Sequence* a = sim.add("b", 20, 8);  // decodes from the second step on
+        sim.add("b", 1000);
+        auto r = sim.step();
+        EXPECT_EQ(r.at("b"), 128);  // 20 + 108: the cap
+        r = sim.step();
+        EXPECT_EQ(sim.decodes, 1);  // a's decode
+        sim.add("i", 40);
+        r = sim.step();
+        EXPECT_EQ(r.at("i"), 40) << "guard " << guard;
+        if (guard > 0) {
+            // Nothing of batch's: no prefill chunk, a's decode deferred to the next step.
+            EXPECT_EQ(r.count("b"), 0u);
+            EXPECT_EQ(sim.decodes, 0);
+            EXPECT_EQ(sim.deferred, 1);
+        } else {
+            EXPECT_EQ(r.at("b"), 128);
+            EXPECT_EQ(sim.decodes, 1);
+            EXPECT_EQ(sim.deferred, 0);
+        }
+        const int32_t n_gen = a->n_generated();
+        r = sim.step();  // a's deferred decode runs now, beside i's first decode
+        EXPECT_EQ(sim.decodes, 2);
+        EXPECT_EQ(sim.deferred, 0);
+        EXPECT_EQ(a->n_generated(), n_gen + 1);
+    }
+}
+
+TEST(InteractiveGuard, BatchChunksStayShortWhileAnInteractiveTenantIsActive) {
+    for (double guard : {0.5, 0.0}) {
+        double now = 100;
+        ze::TenantPolicy pol(classes(), 16, [&] { return now; });
+        Sim sim(pol, true, 512, 128, guard);
+        sim.fit_cost_model();  // 1 ms + 1 ms a row
+        ze::Sequence* i = sim.add("i", 40, 3);
+        auto r = sim.step();
+        EXPECT_EQ(r.at("i"), 40);  // its step: 40 rows, modelled 41 ms
+        sim.add("b", 1000);
+        r = sim.step();
+        // Guard: the step within 0.5 x 41 ms = 20.5 ms -> 19 rows, of which 1 is i's decode.
+        EXPECT_EQ(sim.decodes, 1);
+        EXPECT_EQ(r.at("b"), guard > 0 ? 18 : 128) << "guard " << guard;
+        sim.step();
+        sim.sched.remove(i);                // i finished (the engine removes a finished sequence)
+        now += ze::kInteractiveWindow - 1;  // within the window after i's end: still guarded
+        r = sim.step();
+        EXPECT_EQ(r.at("b"), guard > 0 ? 19 : 128);
+        now += 2;  // the interactive tenant has been quiet for longer: the cap is back
+        r = sim.step();
+        EXPECT_EQ(r.at("b"), 128);
+    }
+}
+
+TEST(InteractiveGuard, BatchPrefillNeverFallsBelowMinPrefillChunk) {
+    double now = 100;
+    ze::TenantPolicy pol(classes(), 16, [&] { return now; });
+    Sim sim(pol, true, 512, 128, 0.05);  // 0.05 x 41 ms: 1 row, less than the decode
+    sim.fit_cost_model();
+    sim.add("i", 40, 50);
+    sim.step();
+    sim.add("b", 1000);
+    const auto r = sim.step();
+    EXPECT_EQ(sim.decodes, 1);
+    EXPECT_EQ(r.at("b"), 16);  // SchedulerOptions::min_prefill_chunk
+}
+
+TEST(InteractiveGuard, DeferredDraftRowsGiveTheirBlocksBack) {
+    ze::TenantPolicy pol(classes(), 16);
+    Sim sim(pol, true, 512, 128, 0.5);
+    ze::Sequence* a = sim.add("b", 15, 8);  // 15 + 1 generated: block 0 full
+    sim.step();
+    ASSERT_TRUE(a->is_decode());
+    ASSERT_EQ(a->tokens.size(), 16u);
+    a->draft = {1, 2, 3, 4};  // positions 16..19: a second block while planned
+    sim.add("i", 40);
+    sim.step();  // check_invariants: a holds no block past its tokens
+    EXPECT_EQ(sim.deferred, 1);
+    EXPECT_EQ(a->blocks.size(), 1u);
 }
