@@ -65,11 +65,11 @@ __global__ void __launch_bounds__(kRouteThreads)
         float sum = 0.f;
         int nan = 0;
         for (int i = tid; i < n_expert; i += nthreads) {
-            nan |= v[i] != v[i];
             if (softmax_first) {
                 v[i] = canon::exp(canon::sub(v[i], mx));
                 sum += v[i];
             }
+            nan |= v[i] != v[i];  // (after the exp, as exact mode: +inf - +inf is a NaN too)
         }
         nan = block_tree(nan ? 1.f : 0.f, true) > 0.f;
         sum = block_tree(sum, false);
