@@ -2,8 +2,8 @@
 // the key positions, grouped by KV head, over the paged f16 KV cache (the layout attention.cu
 // reads). Exact mode never runs it (attention.cu keeps the CPU tier's bits).
 //
-// A block of 128 threads takes one row, one KV head (up to 8 of the query heads that share it:
-// a GQA group of more than 8 heads is split into chunks of 8) and one of n_split key ranges of
+// A block of 128 threads takes one row, one KV head (up to GM = 4 or 8 of the query heads that
+// share it, by the group's size: a GQA group of more than 8 heads is split into chunks of 8) and one of n_split key ranges of
 // equal length (ceil(n / n_split), n = the row's attended positions, so the grid is fixed per row
 // count and a CUDA graph stays valid as the context grows). Every K and V row of the range is
 // read once, with 16-byte loads, for all the group's query heads; f32 math:
@@ -29,7 +29,10 @@ using namespace fa;
 
 constexpr int kThreads = 128;
 constexpr int kTile = 64;  // keys per softmax tile
-constexpr int kGMax = 8;   // query heads per block
+// Query heads per block: GM = 4 when the GQA group has at most 4 (Llama 3, Gemma 3, SmolLM2),
+// else 8 (q, o and the scores are GM-sized registers and shared arrays).
+template <int GM>
+constexpr bool kValidGM = GM == 4 || GM == 8;
 
 // (the SIMT shim of tests/unit/cuda_emul supplies these intrinsics for the host build)
 __device__ __forceinline__ unsigned atomic_add(unsigned* p, unsigned v) {
@@ -42,20 +45,29 @@ __device__ __forceinline__ float ld_cg(const float* p) {
     return __ldcg(p);
 }
 
+template <int GM>
 struct Shared {
-    float s[kGMax][kTile];  // scores, then exp(s - m)
-    float m[kGMax], l[kGMax], alpha[kGMax];
+    float s[GM][kTile];  // scores, then exp(s - m)
+    float m[GM], l[GM], alpha[GM];
     int slot[kTile];
     float red[kThreads * 8];  // cross-lane sums of o, one head at a time
     bool last;
 };
 
-template <int D>
+template <int D, int GM>
 __global__ void __launch_bounds__(kThreads)
     fa_decode_kernel(AttnJob j, int row0, int n_split, int n_hchunks) {
-    __shared__ Shared sh;
+    static_assert(kValidGM<GM>);
+    constexpr int kGMax = GM;
+    __shared__ Shared<GM> sh;
     constexpr int kLpk = D / 8;            // lanes per key (scores and values)
     constexpr int kKpp = kThreads / kLpk;  // keys per pass
+    // A tile is kPasses passes of kKpp keys; a thread's K (and V) pieces of up to 8 passes are
+    // loaded before the first is used (H200 run 9: one piece at a time left ~1 TB/s of KV
+    // reads at depth 16384, every pass a DRAM round trip).
+    constexpr int kPasses = kTile / kKpp;
+    constexpr int kChunk = kPasses < 8 ? kPasses : 8;
+    constexpr bool kVEarly = kPasses <= 8;  // V pieces issued with K's (D <= 128)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int split = blockIdx.x;
     const int n_groups = j.n_head_kv * n_hchunks;
@@ -105,22 +117,42 @@ __global__ void __launch_bounds__(kThreads)
             sh.slot[tid] = tid < nt ? bt[p / bs] * bs + p % bs : 0;
         }
         __syncthreads();
-        for (int kk = ks; kk < kTile; kk += kKpp) {  // the same trip count for every thread
-            const bool valid = kk < nt;
-            uint4 kv = uint4{0u, 0u, 0u, 0u};
-            if (valid)
-                kv = *reinterpret_cast<const uint4*>(kc + static_cast<size_t>(sh.slot[kk]) * kvd +
-                                                     c * 8);
-            float kf[8];
-            unpack8(kv, kf);
+        uint4 vr[kVEarly ? kPasses : 1];
 #pragma unroll
-            for (int g = 0; g < kGMax; ++g) {
-                float d = 0.f;
+        for (int c0 = 0; c0 < kPasses; c0 += kChunk) {
+            uint4 kr[kChunk];
 #pragma unroll
-                for (int e = 0; e < 8; ++e) d = fmaf(qr[g][e], kf[e], d);
+            for (int i = 0; i < kChunk; ++i) {  // key ks + (c0 + i) kKpp (< kTile always)
+                const int kk = ks + (c0 + i) * kKpp;
+                kr[i] = kk < nt ? *reinterpret_cast<const uint4*>(
+                                      kc + static_cast<size_t>(sh.slot[kk]) * kvd + c * 8)
+                                : uint4{0u, 0u, 0u, 0u};
+            }
+            if constexpr (kVEarly) {
 #pragma unroll
-                for (int m = kLpk / 2; m >= 1; m >>= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
-                if (c == 0) sh.s[g][kk] = (valid && g < ng) ? d * j.scale : -INFINITY;
+                for (int i = 0; i < kPasses; ++i) {
+                    const int kk = ks + i * kKpp;
+                    vr[i] = kk < nt ? *reinterpret_cast<const uint4*>(
+                                          vc + static_cast<size_t>(sh.slot[kk]) * kvd + c * 8)
+                                    : uint4{0u, 0u, 0u, 0u};
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+                const int kk = ks + (c0 + i) * kKpp;
+                const bool valid = kk < nt;
+                float kf[8];
+                unpack8(kr[i], kf);
+#pragma unroll
+                for (int g = 0; g < kGMax; ++g) {
+                    float d = 0.f;
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) d = fmaf(qr[g][e], kf[e], d);
+#pragma unroll
+                    for (int m = kLpk / 2; m >= 1; m >>= 1)
+                        d += __shfl_xor_sync(0xffffffffu, d, m);
+                    if (c == 0) sh.s[g][kk] = (valid && g < ng) ? d * j.scale : -INFINITY;
+                }
             }
         }
         __syncthreads();
@@ -152,16 +184,31 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int e = 0; e < 8; ++e) o[g][e] *= al;
         }
-        for (int kk = ks; kk < nt; kk += kKpp) {
-            const uint4 vv = *reinterpret_cast<const uint4*>(
-                vc + static_cast<size_t>(sh.slot[kk]) * kvd + c * 8);
-            float vf[8];
-            unpack8(vv, vf);
 #pragma unroll
-            for (int g = 0; g < kGMax; ++g) {
-                const float p = sh.s[g][kk];
+        for (int c0 = 0; c0 < kPasses; c0 += kChunk) {
+            uint4 vv[kChunk];
 #pragma unroll
-                for (int e = 0; e < 8; ++e) o[g][e] = fmaf(p, vf[e], o[g][e]);
+            for (int i = 0; i < kChunk; ++i) {
+                const int kk = ks + (c0 + i) * kKpp;
+                if constexpr (kVEarly)
+                    vv[i] = vr[c0 + i];
+                else
+                    vv[i] = kk < nt ? *reinterpret_cast<const uint4*>(
+                                          vc + static_cast<size_t>(sh.slot[kk]) * kvd + c * 8)
+                                    : uint4{0u, 0u, 0u, 0u};
+            }
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) {
+                const int kk = ks + (c0 + i) * kKpp;
+                if (kk >= nt) continue;  // (the keys in order, as one loop over kk < nt)
+                float vf[8];
+                unpack8(vv[i], vf);
+#pragma unroll
+                for (int g = 0; g < kGMax; ++g) {
+                    const float p = sh.s[g][kk];
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) o[g][e] = fmaf(p, vf[e], o[g][e]);
+                }
             }
         }
         __syncthreads();  // sh.s / sh.slot free for the next tile
@@ -238,24 +285,35 @@ int max_splits(const AttnJob& j) {
     return attn_max_chunks(j.max_pos);  // the capacity of j.part per (row, head)
 }
 
+// Query heads per block for this job (4 or 8) and the blocks per KV head.
+int group_max(const AttnJob& j) {
+    return j.n_head / j.n_head_kv <= 4 ? 4 : 8;
+}
 int hchunks(const AttnJob& j) {
-    const int G = j.n_head / j.n_head_kv;
-    return (G + kGMax - 1) / kGMax;
+    const int G = j.n_head / j.n_head_kv, gm = group_max(j);
+    return (G + gm - 1) / gm;
 }
 
-template <int D>
-void launch_decode(const AttnJob& j, int row0, int n_rows, int n_split, cudaStream_t s) {
+template <int D, int GM>
+void launch_decode_gm(const AttnJob& j, int row0, int n_rows, int n_split, cudaStream_t s) {
     const int nh = hchunks(j);
     const dim3 grid(n_split, n_rows * j.n_head_kv * nh);
 #if defined(ZINC_SIMT_EMULATION)
     (void)s;
-    zinc_simt::launch(fa_decode_kernel<D>, grid, kThreads, j, row0, n_split, nh);
+    zinc_simt::launch(fa_decode_kernel<D, GM>, grid, kThreads, j, row0, n_split, nh);
 #else
-    constexpr auto kernel = fa_decode_kernel<D>;
+    constexpr auto kernel = fa_decode_kernel<D, GM>;
     // clang-format off
     kernel<<<grid, kThreads, 0, s>>>(j, row0, n_split, nh);
     // clang-format on
 #endif
+}
+template <int D>
+void launch_decode(const AttnJob& j, int row0, int n_rows, int n_split, cudaStream_t s) {
+    if (group_max(j) == 4)
+        launch_decode_gm<D, 4>(j, row0, n_rows, n_split, s);
+    else
+        launch_decode_gm<D, 8>(j, row0, n_rows, n_split, s);
 }
 
 }  // namespace

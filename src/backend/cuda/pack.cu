@@ -135,6 +135,11 @@ inline dim3 pack_grid(int n_rows, int dim) {
     return dim3(n_rows, (dim + 256 * kGroupsPerBlock - 1) / (256 * kGroupsPerBlock));
 }
 
+// Whether a row can be read as float4 pieces.
+__device__ __forceinline__ bool vec4_row(const float* xr, int dim) {
+    return (dim & 3) == 0 && (reinterpret_cast<uintptr_t>(xr) & 15u) == 0;
+}
+
 // canon::rms_scale of a row, computed by warp 0 (lane l owns chain l: elements l, l + 32, ...
 // squared in f32, summed in f64 in increasing order; the xor butterfly is canon::tree32) and
 // shared with the block. Every thread of the block must call it.
@@ -145,8 +150,15 @@ __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps)
     __shared__ float s_scale;
     __shared__ float s_x[kStagedDim];
     const bool staged = dim <= kStagedDim;
-    if (staged) {
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) s_x[i] = xr[i];
+    if (staged) {  // float4 pieces where the row allows them, 8 loads in flight a thread
+        if (vec4_row(xr, dim)) {
+            const float4* x4 = reinterpret_cast<const float4*>(xr);
+            float4* s4 = reinterpret_cast<float4*>(s_x);
+#pragma unroll 8
+            for (int i = threadIdx.x; i < dim / 4; i += blockDim.x) s4[i] = x4[i];
+        } else {
+            for (int i = threadIdx.x; i < dim; i += blockDim.x) s_x[i] = xr[i];
+        }
         __syncthreads();
     }
     if (threadIdx.x < 32) {
@@ -165,17 +177,33 @@ __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps)
     return s_scale;
 }
 
-// The fast path's RMS scale: each thread's strided elements summed in f32, then the warps'
-// xor butterflies and warp 0's over their sums (a fixed order for a given dim and block size).
-// Its kernels are separate instantiations (kExact = false) without row_rms_scale's 32 KB of
-// static shared memory: H200 run 9 measured the fused norm at 7.6 us a launch against 2.8 us
-// for the same packing without a norm, with the f32 tree as slow as the f64 chains, which
-// points at the shared-memory carve-out the projections between them do not use.
+// The fast path's RMS scale: each thread's strided float4 pieces summed in f32 (4 chains, one
+// per component, added at the end), then the warps' xor butterflies and warp 0's over their sums
+// (a fixed order for a given dim and block size: no batch dependence). Its kernels are separate
+// instantiations (kExact = false) without row_rms_scale's 32 KB of static shared memory. H200 run
+// 9 measured the fused norm at 6.7 us a launch against 2.8 us for the same packing without a
+// norm; the loop over single floats kept a thread's 16 loads of a 4096-wide row in ~4 rounds
+// of L2 latency, which these float4 loads (all in flight at once up to 8192 elements) remove.
 __device__ float row_rms_scale_fast(const float* __restrict__ xr, int dim, float eps) {
     __shared__ float s_part[kThreads / 32];
     __shared__ float s_scale;
-    float acc = 0.f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) acc = fmaf(xr[i], xr[i], acc);
+    float acc;
+    if (vec4_row(xr, dim)) {
+        const float4* x4 = reinterpret_cast<const float4*>(xr);
+        float4 a4 = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+        for (int i = threadIdx.x; i < dim / 4; i += blockDim.x) {
+            const float4 v = x4[i];
+            a4.x = fmaf(v.x, v.x, a4.x);
+            a4.y = fmaf(v.y, v.y, a4.y);
+            a4.z = fmaf(v.z, v.z, a4.z);
+            a4.w = fmaf(v.w, v.w, a4.w);
+        }
+        acc = (a4.x + a4.y) + (a4.z + a4.w);
+    } else {  // (a row of dim % 4 != 0 or not 16-byte aligned: f32 outputs only)
+        acc = 0.f;
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) acc = fmaf(xr[i], xr[i], acc);
+    }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if ((threadIdx.x & 31) == 0) s_part[threadIdx.x >> 5] = acc;
