@@ -7,8 +7,7 @@
 //
 // Per case (weight type, layout, shape; up to 3 fused matrices, the first with a bias) and row
 // count: fresh random weights and activations; each variant (v2, v3 with its own thread mapping,
-// v3 walking Q4_K / Q5_K one unit at a time instead of in pairs, v3 with 8 and 32 lanes per row,
-// v3 launched with PDL; --variants picks some, --acts the row
+// v3 with 8 and 32 lanes per row, v3 launched with PDL; --variants picks some, --acts the row
 // counts) runs on NaN-poisoned outputs and then again in accumulate mode, and both results are
 // compared with quant::vec_dot on the same packed activations (dmmv_check.h; relative L2 error
 // <= 1e-4 and largest element error <= 1e-3 of the reference RMS; a non-finite output fails).
@@ -51,14 +50,15 @@ struct Case {
 
 struct Variant {
     const char* name;
-    int lpr;     // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
-    bool pdl;    // launched with programmatic dependent launch (timed back to back in the graph)
-    bool pairs;  // Q4_K / Q5_K walked in pairs of units (the default) or one unit at a time
+    int lpr;   // -1: dmmv_v2; 0: dmmv_fast's choice; 8 / 32: forced lanes per row
+    bool pdl;  // launched with programmatic dependent launch (timed back to back in the graph)
 };
-const Variant kVariants[] = {{"v2", -1, false, true},     {"v3", 0, false, true},
-                             {"v3-units", 0, false, false}, {"v3-l8", 8, false, true},
-                             {"v3-l32", 32, false, true}, {"v3-pdl", 0, true, true}};
-constexpr int kNV = 6;
+const Variant kVariants[] = {{"v2", -1, false},
+                             {"v3", 0, false},
+                             {"v3-l8", 8, false},
+                             {"v3-l32", 32, false},
+                             {"v3-pdl", 0, true}};
+constexpr int kNV = 5;
 
 std::vector<Case> cases() {
     const int E = 4096, F = 14336, KV = 1024, V = 128256;
@@ -148,7 +148,7 @@ bool run_variant(const Variant& v, int dt, const std::vector<cu::MatJob>& jobs, 
         return true;
     }
     return cu::dmmv_fast(dt, jobs.data(), static_cast<int>(jobs.size()), k, aq, ad, n_act, acc, s,
-                         v.lpr, v.pdl, v.pairs);
+                         v.lpr, v.pdl);
 }
 
 }  // namespace

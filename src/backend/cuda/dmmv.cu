@@ -322,17 +322,13 @@ void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, con
         const char* e = std::getenv("ZINC_DMMV_PDL");
         return e && std::strcmp(e, "1") == 0;
     }();
-    static const bool pairs = [] {
-        const char* e = std::getenv("ZINC_DMMV_PAIRS");
-        return !(e && std::strcmp(e, "0") == 0);
-    }();
     const int choice = dmmv_choice();
     int rows = 0;
     for (int i = 0; i < n_jobs; ++i) rows += jobs[i].n_out;
     // (a gathered MoE call is n_act single-row products: preferred as one activation row)
     const int n_pref = jobs[0].expert ? 1 : n_act;
     if (choice != 2 && (choice == 3 || dmmv_fast_preferred(type, rows, n_pref)) &&
-        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl, pairs))
+        dmmv_fast(type, jobs, n_jobs, k, aq, ad, n_act, accumulate, s, 0, pdl))
         return;
     dmmv_v2(type, jobs, n_jobs, k, aq, ad, xf, n_act, accumulate, s);
 }

@@ -8,10 +8,7 @@
 // ...), so a warp's loads of one step are contiguous 16-byte pieces (coalesced), and each lane
 // issues U units' weight loads before the first use. A row's partial sums meet in a shuffle
 // butterfly over its LPR lanes: no shared memory, no block barrier. Each decoded unit is used for
-// all NB activation rows (the weights are read once for a batch). Q4_K and Q5_K walk their rows
-// in pairs of units by default (PairWalk: units 2j and 2j + 1 of a block share their sub-block
-// scales, so a lane decodes them once and reads 64 consecutive activation codes; pairs = false
-// keeps the unit walk).
+// all NB activation rows (the weights are read once for a batch).
 //
 // 16-byte weight loads for Q4_K and Q5_K in the GGUF layout (144- and 176-byte blocks are 16-byte
 // multiples), for Q6_K, Q4_0 and Q8_0 in the GGUF layout (2-byte aligned blocks: two aligned
@@ -38,9 +35,7 @@ struct Jobs {
     int row_end[3];  // cumulative row counts
 };
 
-// W: the walk over a row (dmmv_units.cuh): UnitWalk<T> (one unit per item) or PairWalk<T> (Q4_K
-// / Q5_K: two units sharing their scales); U items per lane and step.
-template <class W, int T, int NB, int LPR, int U>
+template <int T, int NB, int LPR, int U>
 __global__ void __launch_bounds__(kWarps * 32)
     dmmv_fast_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
                      int n_act, bool accumulate) {
@@ -60,7 +55,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     const uint8_t* wbase = j == 0 ? J.m[0].w : (j == 1 ? J.m[1].w : J.m[2].w);
     const size_t rb = j == 0 ? J.m[0].row_bytes : (j == 1 ? J.m[1].row_bytes : J.m[2].row_bytes);
     const int nu = k >> 5;  // units per row
-    const int ni = nu / W::kUnits;  // items per row (k % 256 == 0 for the pair types)
     const int nbk = k / Traits<T>::qk;
     const int a0 = static_cast<int>(blockIdx.y) * NB;
     if (J.m[0].expert) {
@@ -81,26 +75,28 @@ __global__ void __launch_bounds__(kWarps * 32)
     // Every weight load of a step first; the guards make the arithmetic separate basic blocks,
     // which keeps ptxas from sinking later units' loads below earlier units' arithmetic (it did
     // when the step had no branches: one DRAM latency per unit instead of per step).
-    for (int u0 = li; u0 < ni; u0 += LPR * U) {
-        typename W::Raw raw[U];
+    for (int u0 = li; u0 < nu; u0 += LPR * U) {
+        typename Fast<T>::Raw raw[U];
 #pragma unroll
         for (int i = 0; i < U; ++i)
-            if (u0 + LPR * i < ni) W::load(w, nbk, u0 + LPR * i, raw[i]);
+            if (u0 + LPR * i < nu) Fast<T>::load(w, nbk, u0 + LPR * i, raw[i]);
         // The weights do not depend on the previous kernel; its outputs (the activations, y
         // when accumulating) are read only after this (a no-op unless launched with PDL).
         if (u0 == li) grid_dependency_wait();
 #pragma unroll
         for (int i = 0; i < U; ++i) {
             const int u = u0 + LPR * i;
-            if (u < ni) {
-                typename W::Dec un;
-                W::decode(raw[i], u, nbk, un);
+            if (u < nu) {
+                Unit un;
+                Fast<T>::decode(raw[i], u, nbk, un);
 #pragma unroll
                 for (int b = 0; b < NB; ++b) {
                     // rows past na re-read row na - 1 (never written): no branch per row
                     const int bb = NB == 1 ? 0 : min(b, na - 1);
-                    acc[b] += W::dot(un, aq0 + static_cast<size_t>(bb) * k,
-                                     ad0 + static_cast<size_t>(bb) * nu);
+                    ActUnit a;
+                    load_act(un, aq0 + static_cast<size_t>(bb) * k,
+                             ad0 + static_cast<size_t>(bb) * nu, a);
+                    acc[b] += unit_dot(un, a);
                 }
             }
         }
@@ -128,14 +124,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-template <class W, int T, int NB, int LPR, int U>
+template <int T, int NB, int LPR, int U>
 void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc, bool pdl,
             cudaStream_t s) {
     const int rows = J.row_end[J.n_jobs - 1];
     constexpr int rows_per_block = kWarps * (32 / LPR);
     const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>((n_act + NB - 1) / NB));
-    constexpr auto kernel = dmmv_fast_kernel<W, T, NB, LPR, U>;
+    constexpr auto kernel = dmmv_fast_kernel<T, NB, LPR, U>;
 #if defined(ZINC_SIMT_EMULATION)
     (void)pdl;
     (void)s;
@@ -179,46 +175,29 @@ constexpr int units_one_row() {
     return T == kQ4_K && LPR == 8 ? 8 : 4;
 }
 
-// Items per lane and step: the units above, halved for the pair walk (the same weight bytes in
-// flight).
-template <class W, int T, int LPR, int NB>
-constexpr int items_per_step() {
-    constexpr int units = NB == 1 ? units_one_row<T, LPR>() : (NB <= 4 ? 2 : 1);
-    return units / W::kUnits > 0 ? units / W::kUnits : 1;
-}
-
-template <class W, int T, int LPR>
+template <int T, int LPR>
 void by_batch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
               bool pdl, cudaStream_t s) {
     // Gathered (MoE) calls: each activation row has its own matrix, one row per block.
     if (n_act == 1 || J.m[0].expert)
-        launch<W, T, 1, LPR, items_per_step<W, T, LPR, 1>()>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 1, LPR, units_one_row<T, LPR>()>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act == 2)
-        launch<W, T, 2, LPR, items_per_step<W, T, LPR, 2>()>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 2, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act <= 4)
-        launch<W, T, 4, LPR, items_per_step<W, T, LPR, 4>()>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 4, LPR, 2>(J, k, aq, ad, n_act, acc, pdl, s);
     else if (n_act <= 8)
-        launch<W, T, 8, LPR, items_per_step<W, T, LPR, 8>()>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 8, LPR, 1>(J, k, aq, ad, n_act, acc, pdl, s);
     else
-        launch<W, T, 16, LPR, items_per_step<W, T, LPR, 16>()>(J, k, aq, ad, n_act, acc, pdl, s);
-}
-
-template <int T, int LPR>
-void by_walk(bool pairs, const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
-             bool acc, bool pdl, cudaStream_t s) {
-    if constexpr (kHasPairs<T>) {
-        if (pairs) return by_batch<PairWalk<T>, T, LPR>(J, k, aq, ad, n_act, acc, pdl, s);
-    }
-    by_batch<UnitWalk<T>, T, LPR>(J, k, aq, ad, n_act, acc, pdl, s);
+        launch<T, 16, LPR, 1>(J, k, aq, ad, n_act, acc, pdl, s);
 }
 
 template <int T>
-void by_lpr(int lpr, bool pairs, const Jobs& J, int k, const int8_t* aq, const float4* ad,
-            int n_act, bool acc, bool pdl, cudaStream_t s) {
+void by_lpr(int lpr, const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc,
+            bool pdl, cudaStream_t s) {
     if (lpr == 32)
-        by_walk<T, 32>(pairs, J, k, aq, ad, n_act, acc, pdl, s);
+        by_batch<T, 32>(J, k, aq, ad, n_act, acc, pdl, s);
     else
-        by_walk<T, 8>(pairs, J, k, aq, ad, n_act, acc, pdl, s);
+        by_batch<T, 8>(J, k, aq, ad, n_act, acc, pdl, s);
 }
 
 bool aligned16(const void* p) {
@@ -289,8 +268,7 @@ bool dmmv_fast_preferred(int type, int rows, int n_act) {
 }
 
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl,
-               bool pairs) {
+               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row, bool pdl) {
     if (!dmmv_fast_covers(type, jobs, n_jobs, k, aq, n_act)) return false;
     if (lanes_per_row != 0 && lanes_per_row != 8 && lanes_per_row != 32) return false;
     Jobs J{};
@@ -308,46 +286,46 @@ bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq
                                      : auto_lpr(type, total, n_act);
     switch (type) {
         case kQ4_0:
-            by_lpr<kQ4_0>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ4_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_1:
-            by_lpr<kQ4_1>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ4_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_0:
-            by_lpr<kQ5_0>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ5_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_1:
-            by_lpr<kQ5_1>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ5_1>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0:
-            by_lpr<kQ8_0>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ8_0>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ2_K:
-            by_lpr<kQ2_K>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ2_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ3_K:
-            by_lpr<kQ3_K>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ3_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_K:
-            by_lpr<kQ4_K>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ4_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ5_K:
-            by_lpr<kQ5_K>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ5_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_K:
-            by_lpr<kQ6_K>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ6_K>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ4_0R:
-            by_lpr<kQ4_0R>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ4_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ8_0R:
-            by_lpr<kQ8_0R>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ8_0R>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kQ6_KR:
-            by_lpr<kQ6_KR>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kQ6_KR>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         case kMXFP4:
-            by_lpr<kMXFP4>(lpr, pairs, J, k, aq, ad, n_act, accumulate, pdl, s);
+            by_lpr<kMXFP4>(lpr, J, k, aq, ad, n_act, accumulate, pdl, s);
             break;
         default:
             return false;

@@ -37,20 +37,6 @@ __device__ __forceinline__ uint4 ldw128(const uint8_t* p) {
     return v;
 #endif
 }
-// The same, allocating in L1 with evict-first priority: for the pair walk (below), whose lanes
-// read the two 16-byte halves of 32-byte pieces in two instructions, so that the second half
-// is served from the sector the first one brought in.
-__device__ __forceinline__ uint4 ldw128_l1(const uint8_t* p) {
-#if defined(ZINC_SIMT_EMULATION)
-    return *reinterpret_cast<const uint4*>(p);
-#else
-    uint4 v;
-    asm("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
-    return v;
-#endif
-}
 __device__ __forceinline__ uint32_t ldw16(const uint8_t* p) {  // 2-byte aligned
 #if defined(ZINC_SIMT_EMULATION)
     return *reinterpret_cast<const uint16_t*>(p);
@@ -401,10 +387,13 @@ __device__ __forceinline__ int dot16(const int (&q)[4], const uint4& a) {
     return __dp4a(q[3], static_cast<int>(a.w), s);
 }
 
-// The activation bytes one unit needs from one activation row (codes aq, scales ad of that row):
-// 16 codes per group and the group's float4 (d, s_lo, s_hi, -), of which s is the scaled code
-// sum of the group's half (Q8_1: s_lo is the whole block's and s_hi = 0, and both groups of a
-// unit are one block's halves with m0 == m1).
+// One unit against one activation row (codes aq, scales ad of that row). The activations' float4
+// per 32 elements holds (d, s_lo, s_hi, -): s = the scaled code sums of its two halves (Q8_1: s_lo
+// the whole block's, s_hi = 0, and both groups of a unit are one block's halves with m0 == m1).
+// The activation bytes one unit needs from one activation row: 16 codes per group and the
+// group's float4 (d, s_lo, s_hi, -), of which s is the scaled code sum of the group's half (Q8_1:
+// s_lo is the whole block's and s_hi = 0, and both groups of a unit are one block's halves with
+// m0 == m1).
 struct ActUnit {
     uint4 x0, x1;
     float4 s0, s1;
@@ -426,144 +415,6 @@ __device__ __forceinline__ float unit_dot(const Unit& w, const ActUnit& a) {
     return t;
 }
 
-// ---- pairs: Q4_K / Q5_K units 2j and 2j + 1 of a block together
-// Both units of a pair use sub-blocks 2j and 2j + 1 of their block (they differ in the element
-// positions: [0, 16) and [16, 32) of each), so a pair is those two sub-blocks whole: 64
-// consecutive elements 256 b + 64 j + [0, 64), 32 consecutive qs bytes, one scale decode, and
-// 64 consecutive activation codes with two float4 scales, against 2 scale decodes and 8
-// activation loads for the two units apart. Pair p of a row: block p >> 2, j = p & 3. (H200
-// run 5, docs/perf-notes.md "dmmv v4": the Q4_K kernels are issue-bound, ~60 instructions a
-// unit.)
-struct Pair {
-    int q0[8], q1[8];  // codes of sub-block 2j (elements e + [0, 32)) and 2j + 1 (e + 32 + ...)
-    float d0, d1, m0, m1;
-    int e;  // first element: 256 b + 64 j
-};
-
-template <int T>
-struct PairFast;  // Q4_K and Q5_K only
-
-template <>
-struct PairFast<kQ4_K> {
-    struct Raw {
-        uint4 head, qa, qb;
-    };
-    static __device__ __forceinline__ void load(const uint8_t* row, int, int p, Raw& r) {
-        const uint8_t* b = row + (p >> 2) * 144;
-        r.head = ldw128(b);
-        r.qa = ldw128_l1(b + 16 + 32 * (p & 3));
-        r.qb = ldw128_l1(b + 32 + 32 * (p & 3));
-    }
-    static __device__ __forceinline__ void decode(const Raw& r, int p, int, Pair& o) {
-        const int j = p & 3;
-        k4_scales(r.head, j, o.d0, o.d1, o.m0, o.m1);
-        const uint32_t v[8] = {r.qa.x, r.qa.y, r.qa.z, r.qa.w, r.qb.x, r.qb.y, r.qb.z, r.qb.w};
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            o.q0[i] = static_cast<int>(v[i] & 0x0f0f0f0fu);
-            o.q1[i] = static_cast<int>((v[i] >> 4) & 0x0f0f0f0fu);
-        }
-        o.e = 256 * (p >> 2) + 64 * j;
-    }
-};
-
-// Q5_K: the fifth bits of element l of sub-blocks 2j and 2j + 1 are bits 2j and 2j + 1 of
-// qh[l], l in [0, 32): all 32 qh bytes (shared by the block's 4 pairs).
-template <>
-struct PairFast<kQ5_K> {
-    struct Raw {
-        uint4 head, ha, hb, qa, qb;
-    };
-    static __device__ __forceinline__ void load(const uint8_t* row, int, int p, Raw& r) {
-        const uint8_t* b = row + (p >> 2) * 176;
-        r.head = ldw128(b);
-        r.ha = ldw128(b + 16);
-        r.hb = ldw128(b + 32);
-        r.qa = ldw128_l1(b + 48 + 32 * (p & 3));
-        r.qb = ldw128_l1(b + 64 + 32 * (p & 3));
-    }
-    static __device__ __forceinline__ void decode(const Raw& r, int p, int, Pair& o) {
-        const int j = p & 3;
-        k4_scales(r.head, j, o.d0, o.d1, o.m0, o.m1);
-        const uint32_t v[8] = {r.qa.x, r.qa.y, r.qa.z, r.qa.w, r.qb.x, r.qb.y, r.qb.z, r.qb.w};
-        const uint32_t hb[8] = {r.ha.x, r.ha.y, r.ha.z, r.ha.w, r.hb.x, r.hb.y, r.hb.z, r.hb.w};
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            o.q0[i] =
-                static_cast<int>((v[i] & 0x0f0f0f0fu) | (((hb[i] >> (2 * j)) & 0x01010101u) << 4));
-            o.q1[i] = static_cast<int>(((v[i] >> 4) & 0x0f0f0f0fu) |
-                                       (((hb[i] >> (2 * j + 1)) & 0x01010101u) << 4));
-        }
-        o.e = 256 * (p >> 2) + 64 * j;
-    }
-};
-
-// 32 codes against 32 activation codes, in two independent dp4a chains.
-__device__ __forceinline__ int dot32(const int (&q)[8], const uint4& a, const uint4& b) {
-    int s = __dp4a(q[0], static_cast<int>(a.x), 0);
-    int t = __dp4a(q[4], static_cast<int>(b.x), 0);
-    s = __dp4a(q[1], static_cast<int>(a.y), s);
-    t = __dp4a(q[5], static_cast<int>(b.y), t);
-    s = __dp4a(q[2], static_cast<int>(a.z), s);
-    t = __dp4a(q[6], static_cast<int>(b.z), t);
-    s = __dp4a(q[3], static_cast<int>(a.w), s);
-    t = __dp4a(q[7], static_cast<int>(b.w), t);
-    return s + t;
-}
-
-// One pair against one activation row packed as Q8_K (the K-quants' packing): the sub-blocks'
-// whole code sums s_lo + s_hi for the min terms.
-__device__ __forceinline__ float pair_dot(const Pair& w, const int8_t* __restrict__ aq,
-                                          const float4* __restrict__ ad) {
-    const uint4* x = reinterpret_cast<const uint4*>(aq + w.e);
-    const uint4 x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    const float4 s0 = ad[w.e >> 5], s1 = ad[(w.e >> 5) + 1];
-    const int i0 = dot32(w.q0, x0, x1), i1 = dot32(w.q1, x2, x3);
-    float t = s0.x * (w.d0 * static_cast<float>(i0));
-    t += s1.x * (w.d1 * static_cast<float>(i1));
-    t += w.m0 * (s0.y + s0.z);
-    t += w.m1 * (s1.y + s1.z);
-    return t;
-}
-
-// The kernel's walk over a row (dmmv_fast.cu): items of kUnits units each, their Raw loads,
-// decoding and dot product with one activation row.
-template <int T>
-struct UnitWalk {
-    static constexpr int kUnits = 1;
-    using Raw = typename Fast<T>::Raw;
-    using Dec = Unit;
-    static __device__ __forceinline__ void load(const uint8_t* row, int nbk, int i, Raw& r) {
-        Fast<T>::load(row, nbk, i, r);
-    }
-    static __device__ __forceinline__ void decode(const Raw& r, int i, int nbk, Dec& o) {
-        Fast<T>::decode(r, i, nbk, o);
-    }
-    static __device__ __forceinline__ float dot(const Dec& w, const int8_t* __restrict__ aq,
-                                                const float4* __restrict__ ad) {
-        ActUnit a;
-        load_act(w, aq, ad, a);
-        return unit_dot(w, a);
-    }
-};
-template <int T>
-struct PairWalk {
-    static constexpr int kUnits = 2;
-    using Raw = typename PairFast<T>::Raw;
-    using Dec = Pair;
-    static __device__ __forceinline__ void load(const uint8_t* row, int nbk, int i, Raw& r) {
-        PairFast<T>::load(row, nbk, i, r);
-    }
-    static __device__ __forceinline__ void decode(const Raw& r, int i, int nbk, Dec& o) {
-        PairFast<T>::decode(r, i, nbk, o);
-    }
-    static __device__ __forceinline__ float dot(const Dec& w, const int8_t* __restrict__ aq,
-                                                const float4* __restrict__ ad) {
-        return pair_dot(w, aq, ad);
-    }
-};
-template <int T>
-constexpr bool kHasPairs = T == kQ4_K || T == kQ5_K;
 
 }  // namespace units
 }  // namespace zinc::cuda

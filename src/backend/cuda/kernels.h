@@ -86,8 +86,8 @@ bool dmmv_supports(int type);
 /// Up to 3 matrices of the same type and row length k, over n_act activation rows packed by
 /// pack.cu (quantized types) or as f32 x (F32/F16/BF16 weights). accumulate: y += instead of =.
 /// Runs dmmv_fast where it covers the call and is preferred (dmmv_fast_preferred; ZINC_DMMV=v2:
-/// never, ZINC_DMMV=v3: wherever it covers the call; ZINC_DMMV_PDL=1: launched with PDL;
-/// ZINC_DMMV_PAIRS=0: Q4_K / Q5_K one unit at a time), else dmmv_v2.
+/// never, ZINC_DMMV=v3: wherever it covers the call; ZINC_DMMV_PDL=1: launched with PDL), else
+/// dmmv_v2.
 void dmmv(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
           const float* xf, int n_act, bool accumulate, cudaStream_t s);
 /// dmmv.cu's own kernels (v2: a block of 4 warps per few rows): every dmmv_supports type.
@@ -109,12 +109,8 @@ bool dmmv_fast_preferred(int type, int rows, int n_act);
 /// thread mapping from the shape; 8 or 32 force it (for measuring). pdl: launch with
 /// programmatic stream serialization, so that the grid starts while the previous kernel drains
 /// and streams its weights before waiting for that kernel's outputs (griddepcontrol.wait).
-/// pairs: Q4_K / Q5_K rows are walked as pairs of units that share their sub-block scales
-/// (dmmv_units.cuh Pair; fewer instructions per weight byte), false: one unit at a time (v3's
-/// first mapping; ZINC_DMMV_PAIRS=0 in dmmv()). Other types ignore it.
 bool dmmv_fast(int type, const MatJob* jobs, int n_jobs, int k, const int8_t* aq, const float4* ad,
-               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row = 0, bool pdl = false,
-               bool pairs = true);
+               int n_act, bool accumulate, cudaStream_t s, int lanes_per_row = 0, bool pdl = false);
 
 // ---- dmmv_exact.cu (ZINC_EXACT=1, the default: docs/exactness.md)
 /// Whether dmmv_exact has a kernel for ggml type `type` (the GGUF layouts; not the repacked ones).

@@ -148,7 +148,7 @@ __device__ __forceinline__ bool vec4_row(const float* xr, int dim) {
 constexpr int kStagedDim = 8192;
 __device__ float row_rms_scale(const float* __restrict__ xr, int dim, float eps) {
     __shared__ float s_scale;
-    __shared__ float s_x[kStagedDim];
+    __shared__ __align__(16) float s_x[kStagedDim];  // (float4 stores: 16-byte aligned)
     const bool staged = dim <= kStagedDim;
     if (staged) {  // float4 pieces where the row allows them, 8 loads in flight a thread
         if (vec4_row(xr, dim)) {

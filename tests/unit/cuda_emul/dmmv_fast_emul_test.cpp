@@ -24,16 +24,12 @@ namespace q = zinc::quant;
 namespace cu = zinc::cuda;
 
 // Three fused jobs of 13, 7 and 5 rows (the first with a bias) over n_act activation rows.
-// pairs: Q4_K / Q5_K rows walked in pairs of units (the default) or one unit at a time.
-void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed, bool pairs = true) {
+void check(GgmlType t, bool repack, int k, int n_act, int lpr, uint64_t seed) {
     const int n_out[3] = {13, 7, 5};
     zinc::dmmv_emul::check(
-        t, repack, k, n_act, seed, n_out,
-        "lanes/row " + std::to_string(lpr) + (pairs ? "" : ", unit walk"),
+        t, repack, k, n_act, seed, n_out, "lanes/row " + std::to_string(lpr),
         [&](int dt, const cu::MatJob* jobs, int kk, const int8_t* aq, const float4* ad, int na,
-            bool acc) {
-            return cu::dmmv_fast(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, lpr, false, pairs);
-        });
+            bool acc) { return cu::dmmv_fast(dt, jobs, 3, kk, aq, ad, na, acc, nullptr, lpr); });
 }
 
 struct Layout {
@@ -53,27 +49,6 @@ TEST(DmmvFastEmul, EveryLayoutOneRow) {
     uint64_t seed = 1;
     for (const Layout& l : kLayouts)
         for (int lpr : {8, 32}) check(l.t, l.repack, l.k, 1, lpr, seed += 3);
-}
-
-// The unit walk that ZINC_DMMV_PAIRS=0 selects for Q4_K and Q5_K (the pair walk is the
-// default, above), at one row and in batches, 8 and 32 lanes per row.
-TEST(DmmvFastEmul, UnitWalk) {
-    uint64_t seed = 500;
-    for (const Layout& l : {kLayouts[0], kLayouts[1]})
-        for (int n_act : {1, 2, 5, 16})
-            for (int lpr : {8, 32})
-                for (int k : {l.k, 1280})  // 1280: 20 pairs a row, lanes with 3, 2 or none
-                    check(l.t, l.repack, k, n_act, lpr, seed += 3, false);
-}
-
-// The pair walk at every batch size class (1, 2, 3-4, 5-8, 9-16 rows): each takes its own
-// items-per-step count.
-TEST(DmmvFastEmul, PairWalkBatches) {
-    uint64_t seed = 700;
-    for (const Layout& l : {kLayouts[0], kLayouts[1]})
-        for (int n_act : {1, 2, 4, 7, 11})
-            for (int lpr : {8, 32})
-                for (int k : {l.k, 1280}) check(l.t, l.repack, k, n_act, lpr, seed += 3, true);
 }
 
 TEST(DmmvFastEmul, Batches) {
