@@ -14,7 +14,10 @@
 //   * everything else replicated: embedding, norms, residual adds, the output head.
 // Tensor ids and roles are the source Program's; split tensors (q, k, v, attn, gate, up) are
 // narrower in the shard Programs, and their named values (Qcur .. ffn_glu) are ZINC_DUMP-only
-// there for N > 1 (a shard holds only part of them).
+// there for N > 1 (a shard holds only part of them). The source's marks carry over (logits,
+// embd, hidden, bidirectional, recurrent): embd and hidden name replicated tensors (after the
+// last AllReduce the residual stream is whole on every rank), so an embedding forward of rank 0
+// stopped at its embd_op (renumbered: the AllReduce ops are extra ops) gives the full value.
 //
 // Weights: a shard's row slice of a GGUF matrix is whole rows, a view into the mapping (free);
 // a column (input) slice must fall on the matrix's quant block boundaries (checked: the error
