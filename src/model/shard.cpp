@@ -367,6 +367,8 @@ class Sharder {
             auto& sp = std::get<AttentionP>(s.p);
             sp.n_head = h.hq;
             sp.n_head_kv = h.hkv;
+            // The learned sink logits (gpt-oss) of the rank's query heads.
+            sp.sinks = elems(p.sinks, {int64_t{r} * h.hq, int64_t{r + 1} * h.hq}, r);
             if (n_ > 1) s.outs[0].validate = false;
             ops_[static_cast<size_t>(r)].push_back(s);
         }

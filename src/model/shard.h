@@ -5,7 +5,7 @@
 //   * Q/K/V projections on its share of the output rows (whole heads; GQA: whole KV heads, or,
 //     when N is a multiple of n_head_kv, one KV head replicated on N / n_head_kv ranks as vLLM
 //     does), RoPE and the K/V append on those heads into its own, narrower KV cache, attention
-//     of its query heads;
+//     of its query heads (with their learned sink logits, gpt-oss);
 //   * gate/up projections on its share of the n_ff rows, the GLU on them;
 //   * the attention-output and FFN-down projections on the matching input columns (a partial
 //     sum of the full result, bias on rank 0 only), followed by an AllReduce(sum) op that
