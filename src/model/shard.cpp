@@ -13,6 +13,7 @@
 #include <string>
 
 #include "quant/types.h"
+#include "util/check.h"
 
 namespace zinc::model {
 
@@ -51,16 +52,28 @@ class Sharder {
         Heads h;
         ZINC_TRY(heads(cfg_.n_head, cfg_.n_head_kv, h));
         out_.kv_replicas = h.n_rep;
-        for (size_t i = 0; i < src_.ops.size(); ++i) ZINC_TRY(op(i));
+        // end[i]: how many rank ops the source's ops [0, i] became (the same on every rank).
+        std::vector<int> end(src_.ops.size());
+        for (size_t i = 0; i < src_.ops.size(); ++i) {
+            ZINC_TRY(op(i));
+            end[i] = static_cast<int>(ops_[0].size());
+        }
+        // The values read after the forward (embeddings, hidden rows) are whole on every rank:
+        // the arch files mark the residual stream or its norm, which only replicated ops write.
+        for (Tid t : {src_.embd, src_.hidden})
+            ZINC_CHECK(t == kNoTensor || split_[static_cast<size_t>(t)].empty());
         out_.shards.resize(static_cast<size_t>(n_));
         for (int r = 0; r < n_; ++r) {
             Shard& s = out_.shards[static_cast<size_t>(r)];
-            s.program.tensors = src_.tensors;
+            // Every mark of the source carries over (logits, embd, hidden, bidirectional,
+            // recurrent, n_layer): they name tensors, whose ids are the source's. What changes:
+            // the ops, the split tensors' widths, and embd_op, an op index: the last rank op of
+            // source op embd_op, so the embeddings value is the one after its AllReduce, if any.
+            s.program = src_;
             for (size_t t = 0; t < split_.size(); ++t)
                 if (!split_[t].empty()) s.program.tensors[t].width = split_[t][0].size();
             s.program.ops = std::move(ops_[static_cast<size_t>(r)]);
-            s.program.n_layer = src_.n_layer;
-            s.program.logits = src_.logits;
+            if (src_.embd_op >= 0) s.program.embd_op = end[static_cast<size_t>(src_.embd_op)] - 1;
             s.config = cfg_;
             s.config.n_head = h.hq;
             s.config.n_head_kv = h.hkv;
@@ -354,6 +367,8 @@ class Sharder {
             auto& sp = std::get<AttentionP>(s.p);
             sp.n_head = h.hq;
             sp.n_head_kv = h.hkv;
+            // The learned sink logits (gpt-oss) of the rank's query heads.
+            sp.sinks = elems(p.sinks, {int64_t{r} * h.hq, int64_t{r + 1} * h.hq}, r);
             if (n_ > 1) s.outs[0].validate = false;
             ops_[static_cast<size_t>(r)].push_back(s);
         }

@@ -5,7 +5,7 @@
 //   * Q/K/V projections on its share of the output rows (whole heads; GQA: whole KV heads, or,
 //     when N is a multiple of n_head_kv, one KV head replicated on N / n_head_kv ranks as vLLM
 //     does), RoPE and the K/V append on those heads into its own, narrower KV cache, attention
-//     of its query heads;
+//     of its query heads (with their learned sink logits, gpt-oss);
 //   * gate/up projections on its share of the n_ff rows, the GLU on them;
 //   * the attention-output and FFN-down projections on the matching input columns (a partial
 //     sum of the full result, bias on rank 0 only), followed by an AllReduce(sum) op that
@@ -14,7 +14,10 @@
 //   * everything else replicated: embedding, norms, residual adds, the output head.
 // Tensor ids and roles are the source Program's; split tensors (q, k, v, attn, gate, up) are
 // narrower in the shard Programs, and their named values (Qcur .. ffn_glu) are ZINC_DUMP-only
-// there for N > 1 (a shard holds only part of them).
+// there for N > 1 (a shard holds only part of them). The source's marks carry over (logits,
+// embd, hidden, bidirectional, recurrent): embd and hidden name replicated tensors (after the
+// last AllReduce the residual stream is whole on every rank), so an embedding forward of rank 0
+// stopped at its embd_op (renumbered: the AllReduce ops are extra ops) gives the full value.
 //
 // Weights: a shard's row slice of a GGUF matrix is whole rows, a view into the mapping (free);
 // a column (input) slice must fall on the matrix's quant block boundaries (checked: the error

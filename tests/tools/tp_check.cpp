@@ -1,7 +1,7 @@
 // tests/tools/tp_check.cpp — the tensor-parallel CPU runner (backend/cpu/tp_runner.h) against
 // the plain CPU runner on one model, for tests/py/test_tensor_parallel.py.
 //
-//   tp_check --model FILE --tp N [--fault none|drop|shift] [--threads T] [--steps S]
+//   tp_check --model FILE --tp N [--fault none|drop|shift] [--threads T] [--steps S] [--embed]
 //
 // Two sequences (prompts of 21 and 13 pseudo-random token ids, every row's logits kept) run as
 // one prefill batch, then S decode steps of both (greedy on the plain runner's logits), on both
@@ -11,6 +11,9 @@
 // the whole vocabulary, "top20_excess" the same at each row's 20 best reference ids (the golden
 // tests' comparison, docs/architecture.md); or
 // {"tp": N, "error": "..."} when sharding is refused (exit status 0: the error is the result).
+// --embed: Runner::forward_embed instead (the /v1/embeddings path): the two prompts as one batch,
+// then S chunks of 3 more ids per sequence (pos0 > 0), every row's hidden state (Program::embd,
+// n_embd wide) compared; the golden bars do not apply to hidden states and are not printed.
 // --fault (test-only, N >= 2): drop zeroes the input-column slices of the last rank (its
 // attention-output and FFN-down partial sums vanish); shift re-copies rank 1's slice of
 // blk.0.ffn_down.weight one quant block to the left. Both must be caught by the comparison.
@@ -82,6 +85,7 @@ void apply_fault(const std::string& fault, const zm::ArchModel& am, zm::ShardSet
 int main(int argc, char** argv) {
     std::string path, fault = "none";
     int n_tp = 1, threads = 2, steps = 4;
+    bool embed = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -95,6 +99,8 @@ int main(int argc, char** argv) {
             threads = std::atoi(next().c_str());
         else if (a == "--steps")
             steps = std::atoi(next().c_str());
+        else if (a == "--embed")
+            embed = true;
         else
             return fail("unknown argument " + a);
     }
@@ -105,6 +111,9 @@ int main(int argc, char** argv) {
     if (!m) return fail(m.error().message);
     const auto& am = dynamic_cast<const zm::ArchModel&>(*m.value());
     const int32_t n_vocab = am.config().n_vocab;
+    // Width of a compared row: logits, or the embeddings' hidden state.
+    const int64_t width = embed ? am.program().width(am.program().embd) : n_vocab;
+    if (embed && am.program().embd == zm::kNoTensor) return fail("the model marks no embeddings");
 
     zm::RunnerOptions ro;
     ro.block_size = 16;
@@ -151,6 +160,8 @@ int main(int argc, char** argv) {
             if (step == 0) {
                 toks.insert(toks.end(), prompt[s].begin(), prompt[s].end());
                 bs.all_logits = true;
+            } else if (embed) {  // a causal input's next chunk
+                for (int k = 0; k < 3; ++k) toks.push_back(d(rng));
             } else {
                 toks.push_back(last[s]);
             }
@@ -158,16 +169,18 @@ int main(int argc, char** argv) {
             seqs.push_back(bs);
         }
         const size_t n_rows = toks.size();
-        std::vector<float> a(n_rows * n_vocab), b(n_rows * n_vocab);
+        std::vector<float> a(n_rows * width), b(n_rows * width);
         zm::Batch batch{toks, seqs};
-        auto ra = ref.value()->forward(batch, a.data());
+        auto ra = embed ? ref.value()->forward_embed(batch, a.data())
+                        : ref.value()->forward(batch, a.data());
         if (!ra) return fail(ra.error().message);
-        auto rb = tp.value()->forward(batch, b.data());
+        auto rb = embed ? tp.value()->forward_embed(batch, b.data())
+                        : tp.value()->forward(batch, b.data());
         if (!rb) return fail(rb.error().message);
         for (size_t r = 0; r < n_rows; ++r) {
             double row_max = 0, row_diff = 0;
-            for (int32_t v = 0; v < n_vocab; ++v) {
-                const float x = a[r * n_vocab + v], y = b[r * n_vocab + v];
+            for (int64_t v = 0; v < width; ++v) {
+                const float x = a[r * width + v], y = b[r * width + v];
                 if (std::memcmp(&x, &y, sizeof x) != 0) bitwise = false;
                 row_max = std::max(row_max, std::fabs(static_cast<double>(x)));
                 const double d = std::fabs(static_cast<double>(x) - y);
@@ -175,6 +188,10 @@ int main(int argc, char** argv) {
                 // The golden tests' bar (docs/architecture.md): |d| <= 1.0 + 0.06 |logit|.
                 max_excess = std::max(max_excess, d - (1.0 + 0.06 * std::fabs(x)));
             }
+            max_abs = std::max(max_abs, row_diff);
+            max_rel = std::max(max_rel, row_diff / std::max(row_max, 1e-30));
+            ++rows;
+            if (embed) continue;
             // The golden tests' comparison proper: at the reference's 20 best ids of the row.
             std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
             for (int32_t v = 0; v < n_vocab; ++v) ids[static_cast<size_t>(v)] = v;
@@ -187,17 +204,22 @@ int main(int argc, char** argv) {
                 top_excess = std::max(top_excess, std::fabs(static_cast<double>(ar[v]) - br[v]) -
                                                       (1.0 + 0.06 * std::fabs(ar[v])));
             }
-            max_abs = std::max(max_abs, row_diff);
-            max_rel = std::max(max_rel, row_diff / std::max(row_max, 1e-30));
-            ++rows;
         }
         size_t row = 0;
         for (int s = 0; s < 2; ++s) {
             pos[s] += seqs[s].n_tokens;
             row += static_cast<size_t>(seqs[s].n_tokens);
+            if (embed) continue;
             const float* lr = a.data() + (row - 1) * n_vocab;
             last[s] = static_cast<int32_t>(std::max_element(lr, lr + n_vocab) - lr);
         }
+    }
+    if (embed) {
+        std::printf(
+            "{\"tp\": %d, \"rows\": %d, \"bitwise\": %s, \"max_abs\": %.9g, "
+            "\"max_rel\": %.9g}\n",
+            n_tp, rows, bitwise ? "true" : "false", max_abs, max_rel);
+        return 0;
     }
     std::printf(
         "{\"tp\": %d, \"rows\": %d, \"bitwise\": %s, \"max_abs\": %.9g, \"max_rel\": %.9g, "

@@ -78,5 +78,13 @@ void execute_ops(const model::Program& prog, ForwardState& st, size_t begin, siz
 Result<void> validate_batch(const model::Batch& batch, const model::RunnerOptions& opts,
                             int32_t n_vocab);
 Result<void> validate_options(const model::RunnerOptions& opts);
+/// Positions an op list can embed: the rows of its smallest absolute position-embedding table
+/// (AddEmbed by position: BERT), INT64_MAX when it has none.
+int64_t position_limit(const model::Program& prog);
+/// A step batch against the op list of model `arch` (both CPU Runners; `limit` is
+/// position_limit(prog)): forward() (`embeddings` false) of an encoder, which has no LM head; a
+/// sequence reaching past `limit`; Batch::hidden_out from an op list that marks no hidden state.
+Result<void> validate_for_program(const model::Batch& batch, const model::Program& prog,
+                                  const std::string& arch, int64_t limit, bool embeddings);
 
 }  // namespace zinc::cpu

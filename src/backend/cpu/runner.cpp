@@ -101,6 +101,34 @@ Result<void> validate_options(const RunnerOptions& opts) {
     return model::StateSlots::check_options(opts.n_state_checkpoints, "cpu");
 }
 
+int64_t position_limit(const model::Program& prog) {
+    int64_t limit = INT64_MAX;
+    for (const model::Op& op : prog.ops)
+        if (op.kind() == model::OpKind::AddEmbed && op.as<model::AddEmbedP>().by_position)
+            limit = std::min(limit, op.as<model::AddEmbedP>().table->n_rows);
+    return limit;
+}
+
+Result<void> validate_for_program(const Batch& batch, const model::Program& prog,
+                                  const std::string& arch, int64_t limit, bool embeddings) {
+    if (!embeddings && prog.logits == model::kNoTensor)
+        return make_error("forward: " + arch +
+                          " is an embedding model (no LM head): it computes embeddings only, not "
+                          "logits");
+    for (size_t si = 0; si < batch.seqs.size(); ++si) {  // absolute position embeddings
+        const int64_t end = int64_t{batch.seqs[si].pos0} + batch.seqs[si].n_tokens;
+        if (end > limit)
+            return make_error("forward: sequence " + std::to_string(si) + " reaches position " +
+                              std::to_string(end) + ", but " + arch +
+                              "'s position embeddings cover " + std::to_string(limit) +
+                              " positions");
+    }
+    if (!embeddings && batch.hidden_out && prog.hidden == model::kNoTensor)
+        return make_error("forward: " + arch +
+                          "'s op list marks no hidden state (Batch::hidden_out)");
+    return {};
+}
+
 }  // namespace zinc::cpu
 
 namespace zinc::model {
@@ -117,7 +145,8 @@ class CpuRunner : public Runner {
           kv_(opts.nextn ? nextn_kv_config(cfg_) : cfg_, opts.n_blocks, opts.block_size),
           ws_(prog, opts.max_batch_tokens, opts.max_seq_len, pool_.n_threads()),
           rs_(prog, opts.n_state_slots > 0 ? opts.n_state_slots : opts.max_seqs,
-              opts.n_state_checkpoints) {
+              opts.n_state_checkpoints),
+          max_positions_(cpu::position_limit(prog)) {
         opts_.n_state_slots = rs_.n_slots();
         opts_.n_state_checkpoints = rs_.n_checkpoints();
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
@@ -128,16 +157,9 @@ class CpuRunner : public Runner {
         out_rows_.resize(rows);
         seqs_.reserve(static_cast<size_t>(opts.max_seqs));
         seq_slot_.reserve(static_cast<size_t>(opts.max_seqs));
-        for (const model::Op& op : prog.ops)
-            if (op.kind() == model::OpKind::AddEmbed && op.as<model::AddEmbedP>().by_position)
-                max_positions_ = std::min(max_positions_, op.as<model::AddEmbedP>().table->n_rows);
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
-        if (prog_.logits == kNoTensor)
-            return make_error("forward: " + cfg_.arch_name +
-                              " is an embedding model (no LM head): it computes embeddings "
-                              "only, not logits");
         return run(batch, logits, false);
     }
 
@@ -154,6 +176,8 @@ class CpuRunner : public Runner {
 
   private:
     Result<void> run(const Batch& batch, float* logits, bool embeddings) {
+        ZINC_TRY(
+            cpu::validate_for_program(batch, prog_, cfg_.arch_name, max_positions_, embeddings));
         ZINC_TRY(validate(batch));
         const int64_t bs = opts_.block_size;
         seqs_.clear();
@@ -179,9 +203,6 @@ class CpuRunner : public Runner {
             return make_error(
                 "forward: the NextN block needs Batch::hidden_in (the trunk's "
                 "hidden state of every row)");
-        if (batch.hidden_out && prog_.hidden == kNoTensor)
-            return make_error("forward: " + cfg_.arch_name +
-                              "'s op list marks no hidden state (Batch::hidden_out)");
         cpu::ForwardState st{pool_, mm_, kv_, ws_, dump_};
         st.embeddings = embeddings;
         st.tokens = batch.tokens.data();
@@ -228,14 +249,6 @@ class CpuRunner : public Runner {
   private:
     Result<void> validate(const Batch& batch) const {
         ZINC_TRY(cpu::validate_batch(batch, opts_, cfg_.n_vocab));
-        for (size_t si = 0; si < batch.seqs.size(); ++si) {  // absolute position embeddings
-            const int64_t end = int64_t{batch.seqs[si].pos0} + batch.seqs[si].n_tokens;
-            if (end > max_positions_)
-                return make_error("forward: sequence " + std::to_string(si) + " reaches position " +
-                                  std::to_string(end) + ", but " + cfg_.arch_name +
-                                  "'s position embeddings cover " + std::to_string(max_positions_) +
-                                  " positions");
-        }
         if (rs_.empty()) return {};
         return rs_.slots().check(batch, "forward: ");
     }
@@ -263,7 +276,7 @@ class CpuRunner : public Runner {
     std::vector<int32_t> out_rows_;        // rows whose logits are wanted
     std::vector<cpu::AttentionSeq> seqs_;  // this step's sequences
     std::vector<int32_t> seq_slot_;        // their state slots (recurrent models)
-    int64_t max_positions_ = INT64_MAX;    // rows of an absolute position embedding table
+    const int64_t max_positions_;          // cpu::position_limit(prog_)
 };
 
 }  // namespace

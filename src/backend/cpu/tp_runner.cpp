@@ -9,6 +9,7 @@
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/forward_state.h"
 #include "model/arch_model.h"
+#include "model/embed_batch.h"
 #include "model/shard.h"
 
 namespace zinc::cpu {
@@ -23,7 +24,11 @@ class TensorParallelRunner : public model::Runner {
   public:
     TensorParallelRunner(const model::ArchModel& m, const RunnerOptions& o,
                          std::unique_ptr<model::ShardSet> set)
-        : cfg_(m.config()), opts_(o), set_(std::move(set)), pool_(o.n_threads) {
+        : cfg_(m.config()),
+          opts_(o),
+          set_(std::move(set)),
+          pool_(o.n_threads),
+          max_positions_(position_limit(set_->shards[0].program)) {
         if (const char* d = std::getenv("ZINC_DUMP")) dump_.name = d;
         opts_.n_threads = pool_.n_threads();
         for (const model::Shard& s : set_->shards) {
@@ -41,6 +46,35 @@ class TensorParallelRunner : public model::Runner {
     }
 
     Result<void> forward(const Batch& batch, float* logits) override {
+        // hidden_width() is 0 here, so hidden_out is an error (model/batch.h). Program::hidden
+        // would be whole on rank 0, but its one reader, NextN drafting, runs on qwen35, which
+        // the shard transform refuses.
+        if (batch.hidden_out)
+            return make_error(
+                "forward: the tensor-parallel runner does not return hidden states "
+                "(Batch::hidden_out)");
+        return step(batch, logits, false);
+    }
+
+    // The embeddings value (Program::embd) is replicated: after the last AllReduce before it
+    // every rank holds the whole residual stream, so rank 0's rows are the unsharded ones (up to
+    // the order of the partial sums).
+    Result<void> forward_embed(const Batch& batch, float* hidden) override {
+        const model::Program& p0 = ranks_[0]->program;
+        ZINC_TRY(model::check_embed_batch(p0, cfg_.arch_name, batch, hidden));
+        ZINC_TRY(step(batch, nullptr, true));
+        const int64_t w = p0.width(p0.embd);
+        const float* src = ranks_[0]->ws.t[static_cast<size_t>(p0.embd)].data();
+        std::copy(src, src + static_cast<int64_t>(batch.tokens.size()) * w, hidden);
+        return {};
+    }
+
+  private:
+    // One step of every rank; `embeddings`: every row an output row, the ops up to
+    // Program::embd_op (model/shard.h renumbers it for the rank programs), no logits.
+    Result<void> step(const Batch& batch, float* logits, bool embeddings) {
+        const model::Program& p0 = ranks_[0]->program;
+        ZINC_TRY(validate_for_program(batch, p0, cfg_.arch_name, max_positions_, embeddings));
         ZINC_TRY(validate_batch(batch, opts_, cfg_.n_vocab));
         const int64_t bs = opts_.block_size;
         seqs_.clear();
@@ -52,10 +86,12 @@ class TensorParallelRunner : public model::Runner {
                 const int64_t p = static_cast<int64_t>(s.pos0) + i;
                 pos_[r] = static_cast<int32_t>(p);
                 slot_[r] = static_cast<int64_t>(s.block_table[p / bs]) * bs + p % bs;
-                if (s.all_logits || (s.want_logits && i == s.n_tokens - 1)) out_rows_[n_out++] = r;
+                if (embeddings || s.all_logits || (s.want_logits && i == s.n_tokens - 1))
+                    out_rows_[n_out++] = r;
             }
         }
-        if (n_out > 0 && logits == nullptr) return make_error("forward: logits buffer is null");
+        if (n_out > 0 && !embeddings && logits == nullptr)
+            return make_error("forward: logits buffer is null");
         runtime::ForwardHooks* hooks = opts_.hooks;
         const size_t n_shortcuts = hooks ? hooks->shortcuts.size() : 0;
         std::vector<ForwardState> st;
@@ -71,7 +107,8 @@ class TensorParallelRunner : public model::Runner {
             s.seqs = seqs_;
             s.out_rows = out_rows_.data();
             s.n_out = n_out;
-            s.logits = r == 0 && n_out > 0 ? logits : nullptr;  // the head runs on rank 0
+            s.embeddings = embeddings;
+            s.logits = r == 0 && n_out > 0 && !embeddings ? logits : nullptr;  // head: rank 0
             s.dump_pos0 = pos_[0];
             if (hooks && r == 0) {
                 s.hooks = hooks;
@@ -82,15 +119,17 @@ class TensorParallelRunner : public model::Runner {
                 s.hooks = &rk.hooks;
             }
         }
+        const size_t end = embeddings ? static_cast<size_t>(p0.embd_op) + 1 : p0.ops.size();
         size_t begin = 0;
         for (size_t a : reduces_) {
+            if (a >= end) break;
             for (size_t r = 0; r < ranks_.size(); ++r)
                 execute_ops(ranks_[r]->program, st[r], begin, a);
             all_reduce(st, ranks_[0]->program.ops[a].outs[0].t);
             begin = a;  // the AllReduce op itself (the identity) runs next, observing the sum
         }
         for (size_t r = 0; r < ranks_.size(); ++r)
-            execute_ops(ranks_[r]->program, st[r], begin, ranks_[r]->program.ops.size());
+            execute_ops(ranks_[r]->program, st[r], begin, end);
         if (hooks) {
             for (size_t r = 1; r < ranks_.size(); ++r) hooks->step += ranks_[r]->hooks.step;
             // A skipped layer is reported once per segment of it: keep one report per layer.
@@ -107,6 +146,7 @@ class TensorParallelRunner : public model::Runner {
         return {};
     }
 
+  public:
     void copy_block(int32_t src, int32_t dst) override {
         for (auto& r : ranks_) r->kv.copy_block(src, dst);
     }
@@ -152,6 +192,7 @@ class TensorParallelRunner : public model::Runner {
     ThreadPool pool_;
     MatmulScratch mm_;
     std::vector<std::unique_ptr<Rank>> ranks_;
+    const int64_t max_positions_;  // position_limit of the rank programs (all alike)
     std::vector<size_t> reduces_;  // indices of the AllReduce ops
     model::DumpFilter dump_, no_dump_;
     std::vector<int32_t> pos_;

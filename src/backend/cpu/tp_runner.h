@@ -7,7 +7,8 @@
 // in rank order (rank 0 + rank 1 + ...) and the sum is copied back to every rank, then on to
 // the next AllReduce. Only rank 0 runs the output head (it is replicated: every rank would
 // compute the same logits). This is what N GPUs with NCCL compute, with the sum in one fixed
-// order; at N = 1 it is bit-identical to the plain CPU Runner.
+// order; at N = 1 it is bit-identical to the plain CPU Runner. Embeddings (forward_embed) are
+// the same step stopped at the rank programs' embd_op, rank 0's replicated Program::embd rows.
 #pragma once
 
 #include <memory>

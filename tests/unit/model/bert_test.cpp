@@ -4,6 +4,7 @@
 // and embedding requests through the Engine (engine/embedding_step.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/tp_runner.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
@@ -21,6 +23,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/pooling.h"
+#include "model/shard.h"
 
 namespace zm = zinc::model;
 namespace ze = zinc::engine;
@@ -175,7 +178,7 @@ std::vector<Vec> reference(const TinyBert& t, const std::vector<int32_t>& ids) {
     return x;
 }
 
-std::unique_ptr<zm::Runner> runner_for(const zm::Model& m, int n_blocks = 8) {
+zm::RunnerOptions runner_options(int n_blocks) {
     zm::RunnerOptions o;
     o.n_blocks = n_blocks;
     o.block_size = 4;
@@ -183,9 +186,20 @@ std::unique_ptr<zm::Runner> runner_for(const zm::Model& m, int n_blocks = 8) {
     o.max_seqs = 4;
     o.max_seq_len = 64;
     o.n_threads = 2;
-    auto r = zm::Runner::create_cpu(m, o);
+    return o;
+}
+
+std::unique_ptr<zm::Runner> runner_for(const zm::Model& m, int n_blocks = 8) {
+    auto r = zm::Runner::create_cpu(m, runner_options(n_blocks));
     EXPECT_TRUE(r.ok());
     return std::move(r.value());
+}
+
+// --tensor-parallel n on the CPU tier (backend/cpu/tp_runner.h).
+std::unique_ptr<zm::Runner> tp_runner_for(const zm::Model& m, int n, int n_blocks = 8) {
+    auto r = zinc::cpu::create_tensor_parallel_runner(m, runner_options(n_blocks), n);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? std::move(r.value()) : nullptr;
 }
 
 }  // namespace
@@ -289,6 +303,112 @@ TEST(Bert, RunnerRefusesLogitsAChunkedSequenceAndPositionsPastTheTable) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find("position embeddings cover 24 positions"), std::string::npos)
         << r.error().message;
+}
+
+// The shard transform keeps the embeddings mark (model/shard.h): the last layer's output norm,
+// renumbered past the AllReduce ops, and the bidirectional flag.
+TEST(Bert, ShardProgramsKeepTheEmbeddingsMark) {
+    auto t = make_bert();
+    auto m = zm::Model::load(*t->file, {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    const auto& am = dynamic_cast<const zm::ArchModel&>(*m.value());
+    const zm::Program& P = am.program();
+    auto set = zm::shard_program(P, am.config(), 2);
+    ASSERT_TRUE(set.ok()) << set.error().message;
+    for (const zm::Shard& sh : set.value()->shards) {
+        const zm::Program& S = sh.program;
+        EXPECT_EQ(S.embd, P.embd);
+        EXPECT_TRUE(S.bidirectional);
+        // One AllReduce a layer (attn_out; the GELU FFN is replicated) before the last norm.
+        ASSERT_EQ(S.embd_op, P.embd_op + kLayers);
+        EXPECT_EQ(S.ops[S.embd_op].kind(), zm::OpKind::LayerNorm);
+        EXPECT_TRUE(S.ops[S.embd_op].writes(S.embd));
+        EXPECT_EQ(S.width(S.embd), kEmbd);  // replicated: whole on every rank
+    }
+}
+
+// --tensor-parallel N: the rank programs summed at each AllReduce give the unsharded
+// embeddings. N = 1 is the same arithmetic (bit for bit); at N = 2 and 4 (heads split 2 + 2,
+// 1 + 1 + 1 + 1) only the order of attn_out's partial sums changes (f32 weights: no activation
+// packing; Q/K/V are whole output rows, the same dot products, so K/V are the same bits): max |d|
+// measured 2.0e-5 (N = 2) and 1.9e-5 (N = 4) over values up to 2.9, so the bar is 1e-4, and a
+// rank's partial sums dropped must exceed 1e-2.
+TEST(Bert, TensorParallelEmbeddingsEqualTheUnshardedOnes) {
+    auto t = make_bert();
+    auto m = zm::Model::load(*t->file, {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    const std::vector<int32_t> tokens = {2, 7, 7, 19, 0, 11, 5, 3, 14, 4, 1, 18};
+    const int32_t ta[3] = {5, 0, 2}, tb[1] = {6};
+    const zm::BatchSeq seqs[2] = {{0, 9, 0, ta, false, false, -1}, {9, 3, 0, tb, false, false, -1}};
+    std::vector<float> want(12 * kEmbd);
+    ASSERT_TRUE(runner_for(*m.value())->forward_embed({tokens, seqs}, want.data()).ok());
+    for (int n : {1, 2, 4}) {
+        auto tp = tp_runner_for(*m.value(), n);
+        ASSERT_TRUE(tp);
+        EXPECT_EQ(tp->tensor_parallel(), n);
+        std::vector<float> got(want.size(), -1.0f);
+        const auto r = tp->forward_embed({tokens, seqs}, got.data());
+        ASSERT_TRUE(r.ok()) << "N = " << n << ": " << r.error().message;
+        if (n == 1) {
+            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
+            continue;
+        }
+        double max_d = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+            max_d = std::max(max_d, double(std::fabs(got[i] - want[i])));
+        EXPECT_LE(max_d, 1e-4) << "N = " << n;
+    }
+    // The comparison can fail: rank 1's attn_output columns zeroed (its partial sums dropped).
+    const auto& am = dynamic_cast<const zm::ArchModel&>(*m.value());
+    auto set = zm::shard_program(am.program(), am.config(), 2);
+    ASSERT_TRUE(set.ok());
+    int zeroed = 0;
+    for (zm::Weight& v : set.value()->views) {
+        if (v.name.find("attn_output.weight[tp1/2]") == std::string::npos) continue;
+        std::memset(const_cast<uint8_t*>(v.data), 0, v.bytes());  // a ShardSet copy
+        ++zeroed;
+    }
+    ASSERT_EQ(zeroed, kLayers);
+    auto bad = zinc::cpu::create_tensor_parallel_runner(*m.value(), runner_options(8),
+                                                        std::move(set.value()));
+    ASSERT_TRUE(bad.ok());
+    std::vector<float> got(want.size());
+    ASSERT_TRUE(bad.value()->forward_embed({tokens, seqs}, got.data()).ok());
+    double max_d = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+        max_d = std::max(max_d, double(std::fabs(got[i] - want[i])));
+    EXPECT_GT(max_d, 1e-2);
+}
+
+// The tensor-parallel runner refuses what the CPU Runner refuses, with the same messages.
+TEST(Bert, TensorParallelRunnerRefusesLogitsAChunkedSequenceAndPositionsPastTheTable) {
+    auto t = make_bert();
+    auto m = zm::Model::load(*t->file, {});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    auto tp = tp_runner_for(*m.value(), 2, 16);
+    ASSERT_TRUE(tp);
+    const std::vector<int32_t> toks = {1, 2, 3};
+    const int32_t tbl[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    std::vector<float> out(64 * kEmbd);
+    const zm::BatchSeq s0[1] = {{0, 3, 0, tbl, true, false, -1}};
+    auto r = tp->forward({toks, s0}, out.data());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "forward: bert is an embedding model (no LM head): it computes embeddings only, "
+              "not logits");
+    const zm::BatchSeq s1[1] = {{0, 3, 4, tbl, false, false, -1}};
+    r = tp->forward_embed({toks, s1}, out.data());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "embeddings: sequence 0 starts at position 4, but bert attends in both directions: "
+              "a sequence must be computed whole, from position 0, in one forward");
+    std::vector<int32_t> many(kCtx + 1, 5);
+    const zm::BatchSeq s2[1] = {{0, kCtx + 1, 0, tbl, false, false, -1}};
+    r = tp->forward_embed({many, s2}, out.data());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "forward: sequence 0 reaches position 25, but bert's position embeddings cover 24 "
+              "positions");
 }
 
 TEST(Bert, EngineComputesEmbeddingsAndRefusesGeneration) {

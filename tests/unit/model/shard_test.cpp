@@ -198,6 +198,79 @@ TEST(Shard, OneRankRunnerIsBitIdenticalToTheCpuRunner) {
     }
 }
 
+// The marks a caller reads after the forward carry over: the embeddings value (the output norm,
+// its op renumbered past the 2 AllReduce ops a layer), the hidden state and the flags.
+TEST(Shard, RankProgramsKeepTheEmbeddingsAndHiddenMarks) {
+    NEED(m, kSmol);
+    const zm::Program& P = m->program();
+    ASSERT_GE(P.embd_op, 0);
+    for (int n : {1, 3}) {
+        auto r = zm::shard_program(P, m->config(), n);
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        for (const zm::Shard& sh : r.value()->shards) {
+            const zm::Program& S = sh.program;
+            EXPECT_EQ(S.logits, P.logits);
+            EXPECT_EQ(S.embd, P.embd);
+            EXPECT_EQ(S.hidden, P.hidden);
+            EXPECT_EQ(S.bidirectional, P.bidirectional);
+            EXPECT_EQ(S.recurrent.size(), P.recurrent.size());
+            ASSERT_EQ(S.embd_op, P.embd_op + 2 * m->config().n_layer) << "N = " << n;
+            EXPECT_EQ(S.ops[S.embd_op].kind(), zm::OpKind::RmsNorm);  // result_norm
+            EXPECT_TRUE(S.ops[S.embd_op].writes(S.embd));
+            EXPECT_EQ(S.width(S.embd), m->config().n_embd);
+        }
+    }
+}
+
+// Embeddings through the one-rank runner: the CPU Runner's bits (the decoders at N > 1 are
+// tests/py/test_tensor_parallel.py, tp_check --embed).
+TEST(Shard, OneRankRunnerEmbeddingsAreBitIdenticalToTheCpuRunner) {
+    NEED(m, kSmol);
+    zm::RunnerOptions ro;
+    ro.n_blocks = 4;
+    ro.max_batch_tokens = 32;
+    ro.max_seqs = 1;
+    ro.max_seq_len = 64;
+    ro.n_threads = 2;
+    auto a = zm::Runner::create_cpu(*m, ro);
+    auto b = zinc::cpu::create_tensor_parallel_runner(*m, ro, 1);
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::vector<int32_t> toks = {1, 504, 3022, 314, 260, 1789, 30, 2};
+    const std::vector<int32_t> table = {0, 1};
+    const int64_t w = m->config().n_embd;
+    for (int chunk = 0; chunk < 2; ++chunk) {  // a causal input in two chunks
+        zm::BatchSeq s;
+        s.n_tokens = 4;
+        s.pos0 = 4 * chunk;
+        s.block_table = table;
+        std::vector<int32_t> t(toks.begin() + s.pos0, toks.begin() + s.pos0 + s.n_tokens);
+        std::vector<zm::BatchSeq> seqs = {s};
+        zm::Batch batch{t, seqs};
+        std::vector<float> ha(static_cast<size_t>(s.n_tokens * w)), hb(ha.size());
+        auto ra = a.value()->forward_embed(batch, ha.data());
+        auto rb = b.value()->forward_embed(batch, hb.data());
+        ASSERT_TRUE(ra.ok()) << ra.error().message;
+        ASSERT_TRUE(rb.ok()) << rb.error().message;
+        EXPECT_EQ(0, std::memcmp(ha.data(), hb.data(), ha.size() * sizeof(float)));
+    }
+    // Hidden rows (Batch::hidden_out) are not returned by this runner: an error, not ignored.
+    std::vector<int32_t> t = {1};
+    zm::BatchSeq s;
+    s.n_tokens = 1;
+    s.pos0 = 0;
+    s.block_table = table;
+    std::vector<zm::BatchSeq> seqs = {s};
+    std::vector<float> logits(static_cast<size_t>(m->config().n_vocab)), hidden(w);
+    zm::Batch batch{t, seqs};
+    batch.hidden_out = hidden.data();
+    EXPECT_EQ(b.value()->hidden_width(), 0);
+    auto r = b.value()->forward(batch, logits.data());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message,
+              "forward: the tensor-parallel runner does not return hidden states "
+              "(Batch::hidden_out)");
+}
+
 TEST(Shard, TensorParallelRunnerRefusesWhatTheTransformRefuses) {
     NEED(m, kSmol);
     zm::RunnerOptions ro;
