@@ -128,8 +128,11 @@ def failed(r):
 
 
 def ttft_summary(rs):
+    """TTFT samples of the requests that answered; `failed` counts real failures (failed()), `cut`
+    the requests the phase's end interrupted (neither a sample nor a failure)."""
     xs = [r["ttft_s"] for r in rs if r["status"] == 200 and r["ttft_s"] is not None]
-    return {"n": len(xs), "failed": len(rs) - len(xs), "p50": tl.pct(xs, 0.5),
+    return {"n": len(xs), "failed": sum(1 for r in rs if failed(r)),
+            "cut": sum(1 for r in rs if r["cut"]), "p50": tl.pct(xs, 0.5),
             "p99": tl.pct(xs, 0.99), "samples": xs}
 
 

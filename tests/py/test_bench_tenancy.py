@@ -54,6 +54,20 @@ def test_service_gap_is_the_largest_over_any_interval():
     assert tl.service_gap(cum([{"a": 5, "b": 5}] * 10), "a", "b") == 0
 
 
+def test_ttft_summary_counts_a_cut_request_apart_from_failures():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tenancy_script", SOURCE / "bench" / "tenancy.py")
+    ten = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ten)
+    ok = {"status": 200, "ttft_s": 0.02, "cut": False, "error": None}
+    cut = {"status": 0, "ttft_s": None, "cut": True, "error": None}
+    bad = {"status": 500, "ttft_s": None, "cut": False, "error": "boom"}
+    broke = {"status": 200, "ttft_s": 0.03, "cut": False, "error": "stream ended early"}
+    s = ten.ttft_summary([ok, ok, cut, bad, broke])
+    assert (s["n"], s["failed"], s["cut"]) == (3, 2, 1), s
+    assert ten.ttft_summary([ok, cut])["failed"] == 0
+
+
 def test_quota_check():
     ok = {"status": 200}
     r429 = {"status": 429, "retry_after": "1", "error": {"param": "max_concurrent"}}
