@@ -3,10 +3,11 @@
 // reads). Exact mode never runs it (attention.cu keeps the CPU tier's bits).
 //
 // A block of 128 threads takes one row, one KV head (up to GM = 4 or 8 of the query heads that
-// share it, by the group's size: a GQA group of more than 8 heads is split into chunks of 8) and one of n_split key ranges of
-// equal length (ceil(n / n_split), n = the row's attended positions, so the grid is fixed per row
-// count and a CUDA graph stays valid as the context grows). Every K and V row of the range is
-// read once, with 16-byte loads, for all the group's query heads; f32 math:
+// share it, by the group's size: a GQA group of more than 8 heads is split into chunks of 8) and
+// one of n_live key ranges of equal length (ceil(n / n_live), n = the row's attended positions,
+// n_live = ceil(n / kMinKeys) at most the grid's n_split; the grid is fixed per row count, so a
+// CUDA graph stays valid as the context grows). Every K and V row of the range is read once,
+// with 16-byte loads, for all the group's query heads; f32 math:
 //   scores: D / 8 lanes per key, each lane one 16-byte piece of K times the same 8 dimensions of
 //   every head's q (registers), summed over the lanes by shuffles; scale; into shared memory;
 //   online softmax per 64-key tile (one warp per head: max, exp, sum; running m, l);
@@ -30,6 +31,12 @@ using namespace fa;
 
 constexpr int kThreads = 128;
 constexpr int kTile = 64;  // keys per softmax tile
+// Keys a live split takes at least: the grid has n_split splits for the longest context; a row
+// of n attended positions uses ceil(n / kMinKeys) of them (at most n_split) and the blocks past
+// those exit at once, so one captured graph serves short and long contexts (H200 run 10: with
+// the grid's splits all live, 4 splits at -c 1024 left 32 blocks for an 8-KV-head layer, and 66
+// at long -c left most of them a fraction of a tile at short depth).
+constexpr int kMinKeys = 64;
 // Query heads per block: GM = 4 when the GQA group has at most 4 (Llama 3, Gemma 3, SmolLM2),
 // else 8 (q, o and the scores are GM-sized registers and shared arrays).
 template <int GM>
@@ -108,7 +115,9 @@ __global__ void __launch_bounds__(kThreads)
     const int pos = j.row_pos[row];
     const int lo = j.window > 0 ? max(0, pos - j.window + 1) : 0;
     const int n = pos - lo + 1;
-    const int per = (n + n_split - 1) / n_split;
+    const int n_live = min(n_split, (n + kMinKeys - 1) / kMinKeys);  // the same for the row's blocks
+    if (split >= n_live) return;  // block-uniform, before any barrier
+    const int per = (n + n_live - 1) / n_live;
     const int kb = lo + split * per;
     const int ke = min(pos + 1, kb + per);  // exclusive
     const int* bt = j.bt + j.row_bt[row];
@@ -243,7 +252,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // Sum o over the key lanes (ks) and write this block's partial (or, alone, the output).
     const int hdv = D, stride = hdv + 2;
-    const bool alone = n_split == 1;
+    const bool alone = n_live == 1;
 #pragma unroll
     for (int g = 0; g < kGMax; ++g) {  // unrolled: o stays in registers
         if (g >= ng) break;            // block-uniform
@@ -281,7 +290,7 @@ __global__ void __launch_bounds__(kThreads)
     const size_t unit = static_cast<size_t>(lr) * j.n_head + h0;
     if (tid == 0) {
         const unsigned prev = atomic_add(j.counters + unit, 1u);
-        sh.last = prev == static_cast<unsigned>(n_split - 1);
+        sh.last = prev == static_cast<unsigned>(n_live - 1);
         if (sh.last) j.counters[unit] = 0;  // ready for the next step (or graph replay)
     }
     __syncthreads();
@@ -296,11 +305,11 @@ __global__ void __launch_bounds__(kThreads)
         const int h = h0 + g;
         const float* part = j.part + (static_cast<size_t>(lr) * j.n_head + h) * n_split * stride;
         float m = -INFINITY;
-        for (int sp = tid; sp < n_split; sp += kThreads) m = fmaxf(m, ld_cg(part + sp * stride));
+        for (int sp = tid; sp < n_live; sp += kThreads) m = fmaxf(m, ld_cg(part + sp * stride));
         m = block_max(m, sh.wred);
         if (j.sinks) m = fmaxf(m, j.sinks[h]);
         float lp = 0.f;
-        for (int sp = tid; sp < n_split; sp += kThreads) {
+        for (int sp = tid; sp < n_live; sp += kThreads) {
             const float* pc = part + sp * stride;
             const float ms = ld_cg(pc);
             const float f = ms == -INFINITY ? 0.f : expf(ms - m);
@@ -311,7 +320,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int d = tid; d < hdv; d += kThreads) {
             float acc = 0.f;
 #pragma unroll 8
-            for (int sp = 0; sp < n_split; ++sp) acc += ld_cg(part + sp * stride + 2 + d) * fs[sp];
+            for (int sp = 0; sp < n_live; ++sp) acc += ld_cg(part + sp * stride + 2 + d) * fs[sp];
             j.out[static_cast<size_t>(row) * j.out_ld + static_cast<size_t>(h) * hdv + d] =
                 l > 0.f ? acc / l : 0.f;
         }
@@ -361,7 +370,7 @@ int attention_fast_splits(const AttnJob& j, int n_rows) {
     // longest context, at most the scratch's capacity.
     const int base = std::max(1, std::min(n_rows, kAttnSplitRows) * j.n_head_kv * hchunks(j));
     int n = (4 * 132 + base - 1) / base;  // <= 4 * 132: the merge's weights fit Shared::red
-    n = std::min(n, std::max(1, (j.max_pos + 255) / 256));
+    n = std::min(n, std::max(1, (j.max_pos + kMinKeys - 1) / kMinKeys));
     return std::max(1, std::min(n, max_splits(j)));
 }
 

@@ -331,8 +331,9 @@ void CudaRunner::exec_attention(const model::Op& op) {
     // Fast mode: decode spans by the GQA-grouped split-K kernel, prefill spans by the
     // tensor-core FlashAttention kernel (attention_fast*.cu); exact mode, ZINC_FA=0 or a shape
     // they do not cover: attention.cu for the whole step.
-    // Decode spans take the fast decode kernel only with ZINC_FA_DECODE=1: on the H200 (run 3,
-    // docs/perf-notes.md) it was slower than attention.cu's split-K at every depth measured.
+    // Decode spans take the fast decode kernel when fa_decode_ (init(): GQA groups of at most 4
+    // query heads, or ZINC_FA_DECODE=1), else attention.cu's split-K (docs/cuda.md, "Fast
+    // attention").
     bool fast = !exact_ && fa_ && rows_ == n_rows_ && attention_fast_covers(aj);
     if (fast && !fa_decode_ && attn_spans_.size() == 1 && attn_spans_[0].decode) fast = false;
     if (fast) {

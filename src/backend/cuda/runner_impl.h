@@ -224,7 +224,8 @@ class CudaRunner final : public model::Runner {
         bool decode = false;
     };
     bool fa_ = true;
-    bool fa_decode_ = false;  // ZINC_FA_DECODE=1: decode spans by attention_fast_decode.cu
+    bool fa_decode_ = false;  // decode spans by attention_fast_decode.cu (init(): GQA <= 4, or
+                              // ZINC_FA_DECODE=1 / 0)
     std::vector<AttnSpan> attn_spans_;
     uint16_t* k_cache_ = nullptr;
     uint16_t* v_cache_ = nullptr;

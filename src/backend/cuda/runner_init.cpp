@@ -351,9 +351,13 @@ Result<void> CudaRunner::init() {
     exact_ = exact_opt_ >= 0 ? exact_opt_ == 1 : env_on("ZINC_EXACT", false);
     if (opts_.batch_invariant) exact_ = true;
     fa_ = env_on("ZINC_FA");
-    // fast mode: attention_fast*.cu (ZINC_FA=0: attention.cu); its split-K decode kernel is
-    // opt-in (slower than attention.cu's on the H200)
-    fa_decode_ = env_int("ZINC_FA_DECODE", 0) == 1;
+    // fast mode: attention_fast*.cu (ZINC_FA=0: attention.cu). Its split-K decode kernel by
+    // default where the GQA group has at most 4 query heads (H200 run 10: faster than
+    // attention.cu's at every depth on the 8B shape; with 8-head groups, 255 registers a thread,
+    // slower on Qwen3-30B-A3B); ZINC_FA_DECODE=1 / 0 forces it on / off.
+    const int fa_decode_env = env_int("ZINC_FA_DECODE", -1);
+    fa_decode_ = fa_decode_env >= 0 ? fa_decode_env == 1
+                                    : cfg_.n_head_kv > 0 && cfg_.n_head <= 4 * cfg_.n_head_kv;
     mmq_ = env_on("ZINC_MMQ");  // ZINC_MMQ=0: cuBLAS over dequantized f16 weights, as before mmq
     // Hybrid models (recurrent state): mmq at every row count by default. Its int8 activations
     // are the CPU tier's codes; the dequantize + cuBLAS path's f16 ones are not, and the Gated
