@@ -504,7 +504,8 @@ TEST(MmqEmul, ExpertGrouped) {
 // The repacked layouts of repack.h (fast mode's default upload of Q4_0 / Q8_0 / Q6_K): tile
 // variants 1-4 (variant 0 picks among them); the pipelined 5-7 refuse them. n0 = 16 rows keeps
 // the second job 16-byte aligned.
-// The block-per-row route kernel (moe.cu) against moe::route_row (the CPU tier's routine): ids,
+// The route kernels (moe.cu: block-per-row exact, warp-per-row fast) against moe::route_row (the
+// CPU tier's routine): ids,
 // weights bit for bit, the gather list and the load counters, for both gating orders, with and
 // without norm_w / w_scale, over rows with ties, -inf, a NaN and +inf (the serial fallback).
 TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
@@ -541,13 +542,17 @@ TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
                 EXPECT_EQ(ids, ref_ids);
                 EXPECT_EQ(0, std::memcmp(w.data(), ref_w.data(), w.size() * sizeof(float)));
                 EXPECT_EQ(load, ref_load);
-                // The fast path (trees for the maximum and the sum): the same experts, weights
-                // within a few ulp (these rows have no two probabilities within an ulp).
-                std::vector<int32_t> fids(n_rows * k, -1);
+                // The fast path (route_fast_kernel: a warp a row, butterflies for the maximum,
+                // the sum and the selection): the same experts, weights within a few ulp (these
+                // rows have no two probabilities within an ulp), the same gather list and loads.
+                std::vector<int32_t> fids(n_rows * k, -1), fsrc(n_rows * k, -1);
                 std::vector<float> fw(n_rows * k, NAN);
+                std::vector<uint32_t> fload(n_expert, 0);
                 cu::moe_route(l.data(), n_rows, n_expert, k, softmax_first, norm_w, w_scale,
-                              fids.data(), fw.data(), src.data(), false, nullptr, nullptr);
+                              fids.data(), fw.data(), fsrc.data(), false, nullptr, fload.data());
                 EXPECT_EQ(fids, ref_ids);
+                EXPECT_EQ(fsrc, src);
+                EXPECT_EQ(fload, ref_load);
                 for (size_t i = 0; i < fw.size(); ++i)
                     EXPECT_NEAR(fw[i], ref_w[i], 1e-5f * std::fabs(ref_w[i]) + 1e-30f) << i;
             }
