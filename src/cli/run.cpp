@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cuda/cuda_tier.h"
 #include "chat/chat_template.h"
 #include "cli/chat_prompt.h"
 #include "cli/check.h"
@@ -402,6 +403,7 @@ int run_main(int argc, char** argv) {
         std::printf("build: %s\n", build_description().c_str());
         std::printf("kernels: %s (chosen at run time; ZINC_SIMD=0 forces the scalar ones)\n",
                     quant::simd_level());
+        std::printf("cuda: %s\n", cuda::build_info().c_str());
         HostInfo h = probe_host();
         std::string feats;
         for (const auto& f : h.cpu_features) feats += " " + f;

@@ -282,6 +282,30 @@ def test_version():
     assert "build:" in out and "cpu:" in out
 
 
+def build_has_cuda():
+    """Whether this build has the CUDA tier: `zinc --version`'s cuda: line (cuda::build_info)."""
+    out, _ = run_ok("--version")
+    line = [ln for ln in out.splitlines() if ln.startswith("cuda: ")]
+    assert len(line) == 1, out
+    return "built without the CUDA tier" not in line[0]
+
+
+def test_tier_cuda_in_a_build_without_cuda():
+    """-DZINC_CUDA=OFF: `--tier cuda` is one error line saying the build has no CUDA tier, and
+    `--tier auto` runs on the CPU saying why. A CUDA build must never give that reason (it runs,
+    or refuses for a device reason: test_evidence_cuda.py), so this checks both builds."""
+    r = zinc("-m", need(SMOL), "--tier", "cuda", "-p", "hi", "-n", "4")
+    if build_has_cuda():
+        assert "built without the CUDA tier" not in r.stderr.decode(), r.stderr.decode()
+        return
+    assert_bad_input(r, "--tier=cuda: cannot use the CUDA tier: zinc was built without the CUDA "
+                     "tier")
+    out, err = run_ok("-m", SMOL, "--tier", "auto", "-p", "hi", "-n", "4")
+    assert "zinc: tier cpu: --tier=auto: using the CPU tier because zinc was built without the " \
+        "CUDA tier" in err, err
+    assert len(out) > len("hi"), out
+
+
 def test_check_ready():
     out, _ = run_ok("--check", "-m", need(SMOL))
     lines = out.splitlines()

@@ -43,6 +43,12 @@ Probe probe();
 /// "13.0" from 13000.
 std::string version_string(int v);
 
+/// One line on this build's CUDA tier, for `zinc --version`, without looking for devices:
+/// "CUDA tier built with the CUDA 13.0 runtime, kernels for compute capability 9.x", or in a
+/// build without CUDA the reason every entry point gives ("zinc was built without the CUDA
+/// tier ...").
+std::string build_info();
+
 struct CudaOptions {
     int device = 0;  // -d N
     /// The kernels: 1 exact (every matrix product by the dmmv_exact kernels, the CPU tier's bits,

@@ -7,8 +7,19 @@
 
 namespace zinc::cuda {
 
+namespace {
+// Kernels are built for sm_90 only (CMAKE_CUDA_ARCHITECTURES=90): sm_90 machine code runs on
+// compute capability 9.x.
+constexpr int kCcMajor = 9;
+}  // namespace
+
 std::string version_string(int v) {
     return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string build_info() {
+    return "CUDA tier built with the CUDA " + version_string(CUDART_VERSION) +
+           " runtime, kernels for compute capability " + std::to_string(kCcMajor) + ".x";
 }
 
 Probe probe() {
@@ -48,12 +59,11 @@ Probe probe() {
         d.cc_minor = prop.minor;
         d.mem_total = prop.totalGlobalMem;
         d.n_sm = prop.multiProcessorCount;
-        // Kernels are built for sm_90 only (CMAKE_CUDA_ARCHITECTURES=90): sm_90 machine code
-        // runs on compute capability 9.x.
-        if (prop.major != 9) {
+        if (prop.major != kCcMajor) {
             skipped += (skipped.empty() ? "" : "; ") + std::string("device ") + std::to_string(i) +
                        " (" + d.name + ") has compute capability " + std::to_string(prop.major) +
-                       "." + std::to_string(prop.minor) + ", zinc's kernels are built for 9.0";
+                       "." + std::to_string(prop.minor) + ", zinc's kernels are built for " +
+                       std::to_string(kCcMajor) + ".0";
             continue;
         }
         if (cudaSetDevice(i) == cudaSuccess) {

@@ -13,6 +13,10 @@ std::string version_string(int v) {
     return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+std::string build_info() {
+    return kWhy;
+}
+
 Probe probe() {
     Probe p;
     p.reason = kWhy;
