@@ -46,6 +46,67 @@ namespace {
 
 constexpr int64_t kMaxTokensCap = std::numeric_limits<int32_t>::max();
 
+// response_format (OpenAI's field; accepted by both APIs, as vLLM and llama.cpp's server do):
+// text, json_object or json_schema, into the request's one grammar.
+void read_response_format(FieldReader& r, CompletionRequest& out) {
+    if (const json* f = r.find("response_format")) {
+        const std::string p = r.path_of("response_format");
+        if (!f->is_object()) {
+            r.fail(wrong_type(p, "an object", *f));
+        } else {
+            FieldReader fr(*f, p);
+            std::string type;
+            if (!fr.get_string("type", type) && !fr.error())
+                fr.fail(invalid_value(fr.path_of("type"), "is required"));
+            std::string gbnf;
+            if (fr.error() || type == "text") {
+            } else if (type == "json_object") {
+                gbnf = json_object_gbnf();
+            } else if (type == "json_schema") {
+                // {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
+                const json* js = fr.find("json_schema");
+                const std::string jp = fr.path_of("json_schema");
+                if (!js) {
+                    fr.fail(invalid_value(jp, "is required when type is 'json_schema'"));
+                } else if (!js->is_object()) {
+                    fr.fail(wrong_type(jp, "an object", *js));
+                } else {
+                    FieldReader jr(*js, jp);
+                    std::string name;
+                    bool strict = false;
+                    jr.get_string("name", name);
+                    jr.get_bool("strict", strict);
+                    const json* schema = jr.find("schema");
+                    if (!jr.error()) {
+                        // No schema: any JSON value (OpenAI's reading of a missing schema).
+                        auto g = json_schema_to_gbnf(schema ? *schema : json::object(),
+                                                     jr.path_of("schema"));
+                        if (!g.ok())
+                            jr.fail(g.error());
+                        else
+                            gbnf = std::move(g.value());
+                    }
+                    if (jr.error()) fr.fail(*jr.error());
+                }
+            } else {
+                fr.fail(invalid_value(fr.path_of("type"),
+                                      "'" + type +
+                                          "' is not supported; expected 'text', 'json_object' or "
+                                          "'json_schema'"));
+            }
+            if (fr.error()) {
+                r.fail(*fr.error());
+            } else if (!gbnf.empty()) {
+                if (!out.grammar_param.empty())
+                    r.fail(invalid_value(p, "cannot be combined with '" + out.grammar_param +
+                                                "'; give one structured-output field"));
+                out.grammar = std::move(gbnf);
+                out.grammar_param = p;
+            }
+        }
+    }
+}
+
 // Fields shared by both endpoints: model, n, sampling, seed, stop, stream, user.
 void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
                  const RequestLimits& limits, CompletionRequest& out) {
@@ -148,7 +209,31 @@ void read_common(FieldReader& r, const engine::SamplerOptions& defaults,
                 set_grammar(key, std::move(gbnf.value()));
         }
     }
-    // Known OpenAI fields this server does not implement: refuse rather than ignore them.
+    // vLLM's guided_choice: the output is exactly one of the given strings.
+    if (const json* gc = r.find("guided_choice")) {
+        const std::string p = r.path_of("guided_choice");
+        if (!gc->is_array() || gc->empty()) {
+            r.fail(wrong_type(p, "a non-empty array of strings", *gc));
+        } else {
+            std::string alts;
+            for (size_t i = 0; i < gc->size(); ++i) {
+                const json& c = (*gc)[i];
+                if (!c.is_string() || c.get<std::string>().empty()) {
+                    r.fail(wrong_type(p + "[" + std::to_string(i) + "]", "a non-empty string", c));
+                    alts.clear();
+                    break;
+                }
+                alts += (alts.empty() ? "" : " | ") + gbnf_literal(c.get<std::string>());
+            }
+            if (!alts.empty()) set_grammar("guided_choice", "root ::= " + alts);
+        }
+    }
+    read_response_format(r, out);
+    // Known fields this server does not implement: refuse rather than ignore them.
+    if (r.find("guided_regex"))
+        r.fail(invalid_value(r.path_of("guided_regex"),
+                             "is not supported by this server; use guided_json, guided_grammar, "
+                             "guided_choice or response_format"));
     if (const json* lb = r.find("logit_bias")) {
         if (!lb->is_object())
             r.fail(wrong_type(r.path_of("logit_bias"), "an object", *lb));
@@ -240,63 +325,6 @@ ApiResult<CompletionRequest> parse_chat_request(const json& body,
         // parallel_tool_calls false: at most one call (tool_calls.h).
         r.get_bool("parallel_tool_calls", out.tools.parallel);
     }
-    if (const json* f = r.find("response_format")) {
-        const std::string p = r.path_of("response_format");
-        if (!f->is_object()) {
-            r.fail(wrong_type(p, "an object", *f));
-        } else {
-            FieldReader fr(*f, p);
-            std::string type;
-            if (!fr.get_string("type", type) && !fr.error())
-                fr.fail(invalid_value(fr.path_of("type"), "is required"));
-            std::string gbnf;
-            if (fr.error() || type == "text") {
-            } else if (type == "json_object") {
-                gbnf = json_object_gbnf();
-            } else if (type == "json_schema") {
-                // {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
-                const json* js = fr.find("json_schema");
-                const std::string jp = fr.path_of("json_schema");
-                if (!js) {
-                    fr.fail(invalid_value(jp, "is required when type is 'json_schema'"));
-                } else if (!js->is_object()) {
-                    fr.fail(wrong_type(jp, "an object", *js));
-                } else {
-                    FieldReader jr(*js, jp);
-                    std::string name;
-                    bool strict = false;
-                    jr.get_string("name", name);
-                    jr.get_bool("strict", strict);
-                    const json* schema = jr.find("schema");
-                    if (!jr.error()) {
-                        // No schema: any JSON value (OpenAI's reading of a missing schema).
-                        auto g = json_schema_to_gbnf(schema ? *schema : json::object(),
-                                                     jr.path_of("schema"));
-                        if (!g.ok())
-                            jr.fail(g.error());
-                        else
-                            gbnf = std::move(g.value());
-                    }
-                    if (jr.error()) fr.fail(*jr.error());
-                }
-            } else {
-                fr.fail(invalid_value(fr.path_of("type"),
-                                      "'" + type +
-                                          "' is not supported; expected 'text', 'json_object' or "
-                                          "'json_schema'"));
-            }
-            if (fr.error()) {
-                r.fail(*fr.error());
-            } else if (!gbnf.empty()) {
-                if (!out.grammar_param.empty())
-                    r.fail(invalid_value(p, "cannot be combined with '" + out.grammar_param +
-                                                "'; give one structured-output field"));
-                out.grammar = std::move(gbnf);
-                out.grammar_param = p;
-            }
-        }
-    }
-
     const json* msgs = r.find("messages");
     if (!msgs) {
         if (!r.error()) r.fail(invalid_value("messages", "is required"));

@@ -4,10 +4,10 @@
 // Field names, types and ranges follow OpenAI's API reference (plus vLLM's common extensions
 // top_k, min_p, repetition_penalty). Unknown top-level fields are ignored, as vLLM and
 // llama.cpp's server do (clients send provider-specific extras); fields we know but do not
-// implement (tools, logit_bias, echo, suffix, best_of != n) are a 400 rather than silently
-// dropped. Structured output (response_format, grammar, json_schema, guided_json,
-// guided_grammar) becomes one GBNF grammar (server/json_schema_grammar.h). Every error names the
-// JSON path of the bad field.
+// implement (logit_bias, echo, suffix, best_of != n, vLLM's guided_regex)
+// are a 400 rather than silently dropped. Structured output (response_format, grammar,
+// json_schema, guided_json, guided_grammar, guided_choice; on both APIs) becomes one GBNF
+// grammar (server/json_schema_grammar.h). Every error names the JSON path of the bad field.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +54,8 @@ struct CompletionRequest {
     std::string user;
     bool ignore_eos = false;  // llama.cpp / vLLM extension: generate past end-of-generation
     /// Structured output: GBNF the generated text must match ("" none), from response_format,
-    /// or llama.cpp's grammar / json_schema, or vLLM's guided_json / guided_grammar fields.
+    /// or llama.cpp's grammar / json_schema, or vLLM's guided_json / guided_grammar /
+    /// guided_choice fields.
     std::string grammar;
     std::string grammar_param;  // the field it came from, for errors ("response_format")
     /// Chat: the request's tools and tool_choice (tool_calls.h); `use_tools` when there are

@@ -1,6 +1,7 @@
 """Structured output on `zinc serve` with the real SmolLM2 model: response_format json_schema /
 json_object, llama.cpp's `grammar` and `json_schema` fields, vLLM's `guided_json`, through the
-openai client and raw HTTP, greedy and sampled, several requests batched at once.
+openai client and raw HTTP, greedy and sampled, several requests batched at once; vLLM's
+`guided_choice` (and `guided_regex` refused), `response_format` on /v1/completions too.
 
 Oracle: every answer must parse as JSON and validate against its schema (the `jsonschema`
 package), or match the grammar (checked by hand for the small grammars used); bad schemas and
@@ -165,6 +166,48 @@ def test_llama_cpp_json_schema_and_vllm_guided_json(server):
         jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), schema)
 
 
+def test_response_format_on_completions(server):
+    # /v1/completions takes response_format as chat does (vLLM, llama.cpp's server); before, the
+    # field was read for chat only and a completion came back free-form.
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    for fmt in ({"type": "json_object"}, schema_format(schema, "num")):
+        r = server.post("/v1/completions", {
+            "model": MODEL_ID, "temperature": 0, "max_tokens": 60, "response_format": fmt,
+            "prompt": "A number as JSON:"})
+        assert r.status == 200, r.text
+        c = r.json()["choices"][0]
+        assert c["finish_reason"] == "stop", c
+        v = json.loads(c["text"])
+        assert isinstance(v, dict)
+        if fmt["type"] == "json_schema":
+            jsonschema.validate(v, schema)
+    assert_400(server.post("/v1/completions", {
+        "model": MODEL_ID, "max_tokens": 5, "prompt": "x", "response_format": {"type": "xml"}}),
+        "response_format.type", "'xml' is not supported")
+
+
+def test_vllm_guided_choice(server):
+    choices = ["positive", "negative", "it's \"mixed\""]
+    for path, key in (("/v1/chat/completions", "messages"), ("/v1/completions", "prompt")):
+        for temperature in (0, 1.0):
+            body = {"model": MODEL_ID, "temperature": temperature, "seed": 3, "max_tokens": 20,
+                    "guided_choice": choices}
+            body[key] = ([{"role": "user", "content": "Sentiment of 'I love it'?"}]
+                         if key == "messages" else "Sentiment of 'I love it':")
+            r = server.post(path, body)
+            assert r.status == 200, r.text
+            c = r.json()["choices"][0]
+            text = c["message"]["content"] if key == "messages" else c["text"]
+            assert text in choices, text
+
+
+def assert_400(r, param, message):
+    assert r.status == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param, err
+    assert message in err["message"], err
+
+
 def test_unicode_in_strings_and_enums(server):
     schema = {"type": "object", "properties": {"w": {"enum": ["café", "naïve", "日本"]},
                                                "s": {"type": "string", "maxLength": 10}},
@@ -201,6 +244,11 @@ BAD = [
     ({"response_format": {"type": "xml"}}, "response_format.type", "'xml' is not supported"),
     ({"response_format": {"type": "json_object"}, "grammar": "root ::= \"a\""}, "response_format",
      "cannot be combined with 'grammar'"),
+    ({"guided_regex": "[a-z]+"}, "guided_regex", "is not supported by this server"),
+    ({"guided_choice": []}, "guided_choice", "a non-empty array of strings"),
+    ({"guided_choice": ["a", 5]}, "guided_choice[1]", "a non-empty string"),
+    ({"guided_choice": ["a"], "guided_json": {"type": "object"}}, "guided_choice",
+     "cannot be combined with 'guided_json'"),
 ]
 
 
