@@ -151,9 +151,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     float acc[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc[b] = 0.f;
-    // (unrolled: 8 pieces' loads in flight a lane, the adds in the same order; H200 run 9: one
-    // piece at a time took 7.3 us for Qwen3-30B-A3B's 1 MB F32 router, 0.14 TB/s)
-#pragma unroll 8
     for (int i = lane * 2; i < k; i += 64) {
         const float w0 = load_f<T>(w, i), w1 = load_f<T>(w, i + 1);
 #pragma unroll

@@ -18,6 +18,38 @@
 namespace zinc::cuda {
 namespace {
 
+// Shared by both route kernels. The best entry (in moe::before's order) among v[i0], v[i0 +
+// stride], ... that moe::eligible leaves after (prev_v, prev_i); bi = -1: none.
+__device__ __forceinline__ void thread_best(const float* v, int n_expert, int i0, int stride,
+                                            float prev_v, int prev_i, float& bv, int& bi) {
+    bv = 0.0f;
+    bi = -1;
+    for (int i = i0; i < n_expert; i += stride)
+        if (moe::eligible(prev_v, prev_i, v[i], i) && (bi < 0 || moe::before(v[i], i, bv, bi))) {
+            bi = i;
+            bv = v[i];
+        }
+}
+// The warp's best of its lanes' (bv, bi) by an xor butterfly: every lane ends with it (a strict
+// total order without NaN).
+__device__ __forceinline__ void warp_best(float& bv, int& bi) {
+    for (int off = 16; off > 0; off >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+        if (oi >= 0 && (bi < 0 || moe::before(ov, oi, bv, bi))) {
+            bv = ov;
+            bi = oi;
+        }
+    }
+}
+// A routed row's gather list and expert loads (one thread, after it wrote row_ids).
+__device__ __forceinline__ void finish_row(int t, int k, const int32_t* row_ids,
+                                           int32_t* src_row, uint32_t* load) {
+    for (int s = 0; s < k; ++s) src_row[t * k + s] = t;
+    if (load)
+        for (int s = 0; s < k; ++s) atomicAdd(&load[row_ids[s]], 1u);
+}
+
 // One block of kRouteThreads per row, the CPU tier's values (backend/moe_route.h): the logits
 // into shared memory; thread 0 takes their max in the CPU tier's order; every thread the exp of
 // its entries; thread 0 their double sum in index order (and looks for NaN); then k selection
@@ -110,22 +142,10 @@ __global__ void __launch_bounds__(kRouteThreads)
         float prev_v = 0.0f;
         int prev_i = -1;
         for (int s = 0; s < k; ++s) {
-            float bv = 0.0f;
-            int bi = -1;
-            for (int i = tid; i < n_expert; i += nthreads)
-                if (moe::eligible(prev_v, prev_i, v[i], i) &&
-                    (bi < 0 || moe::before(v[i], i, bv, bi))) {
-                    bi = i;
-                    bv = v[i];
-                }
-            for (int off = 16; off > 0; off >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-                const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-                if (oi >= 0 && (bi < 0 || moe::before(ov, oi, bv, bi))) {
-                    bv = ov;
-                    bi = oi;
-                }
-            }
+            float bv;
+            int bi;
+            thread_best(v, n_expert, tid, nthreads, prev_v, prev_i, bv, bi);
+            warp_best(bv, bi);
             if (lane == 0) {
                 red_v[warp] = bv;
                 red_i[warp] = bi;
@@ -152,11 +172,7 @@ __global__ void __launch_bounds__(kRouteThreads)
         }
         if (tid == 0) moe::finish_weights(k, softmax_first, norm_w, w_scale, row_w);
     }
-    if (tid == 0) {
-        for (int s = 0; s < k; ++s) src_row[t * k + s] = t;
-        if (load)
-            for (int s = 0; s < k; ++s) atomicAdd(&load[row_ids[s]], 1u);
-    }
+    if (tid == 0) finish_row(t, k, row_ids, src_row, load);
 }
 
 // The fast path's routing (not exact mode): one warp a row, no block barrier. The logits into
@@ -207,22 +223,10 @@ __global__ void __launch_bounds__(32)
         float prev_v = 0.0f;
         int prev_i = -1;
         for (int s = 0; s < k; ++s) {
-            float bv = 0.0f;
-            int bi = -1;
-            for (int i = lane; i < n_expert; i += 32)
-                if (moe::eligible(prev_v, prev_i, v[i], i) &&
-                    (bi < 0 || moe::before(v[i], i, bv, bi))) {
-                    bi = i;
-                    bv = v[i];
-                }
-            for (int off = 16; off > 0; off >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-                const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-                if (oi >= 0 && (bi < 0 || moe::before(ov, oi, bv, bi))) {
-                    bv = ov;
-                    bi = oi;
-                }
-            }
+            float bv;
+            int bi;
+            thread_best(v, n_expert, lane, 32, prev_v, prev_i, bv, bi);
+            warp_best(bv, bi);
             if (bi < 0) {  // (no NaN: cannot happen while k <= n_expert; as route_row)
                 bi = 0;
                 bv = 0.0f;
@@ -236,11 +240,7 @@ __global__ void __launch_bounds__(32)
         }
         if (lane == 0) moe::finish_weights(k, softmax_first, norm_w, w_scale, row_w);
     }
-    if (lane == 0) {  // (row_ids: this lane's own writes)
-        for (int s = 0; s < k; ++s) src_row[t * k + s] = t;
-        if (load)
-            for (int s = 0; s < k; ++s) atomicAdd(&load[row_ids[s]], 1u);
-    }
+    if (lane == 0) finish_row(t, k, row_ids, src_row, load);  // (row_ids: this lane's writes)
 }
 
 // Block (row, blockIdx.y): kCombineThreads consecutive elements of the row, one per thread (a
