@@ -504,6 +504,27 @@ bool match_add_rms_norm(const Program& prog, size_t i, Step& s) {
     return true;
 }
 
+// Moe -> t; Add x += t (same layer); t dead afterwards; x not an input of the Moe.
+bool match_moe_add(const Program& prog, size_t i, Step& s) {
+    const Op& mo = prog.ops[i];
+    if (mo.kind() != OpKind::Moe || mo.head || i + 1 >= prog.ops.size()) return false;
+    const auto& mp = mo.as<MoeP>();
+    if (mp.accumulate) return false;
+    const Tid t = mo.outs[0].t;
+    const Op& add = prog.ops[i + 1];
+    if (add.kind() != OpKind::Add || add.as<AddP>().in != t || add.il != mo.il) return false;
+    const Tid x = add.outs[0].t;
+    if (x == mp.in || x == mp.logits || !dead_after(prog, i + 1, t)) return false;
+    s.begin = static_cast<int>(i);
+    s.end = static_cast<int>(i + 2);
+    Op f = mo;
+    std::get<MoeP>(f.p).accumulate = true;
+    f.outs[0] = add.outs[0];
+    s.fused.push_back(f);
+    if (mo.outs[0].name) s.hidden.push_back(mo.outs[0]);
+    return true;
+}
+
 }  // namespace
 
 std::vector<Step> schedule(const Program& prog, const FusionOptions& opts) {
@@ -513,7 +534,8 @@ std::vector<Step> schedule(const Program& prog, const FusionOptions& opts) {
         Step s;
         s.il = prog.ops[i].il;
         if (!((opts.matmul_add && match_matmul_add(prog, i, s)) ||
-              (opts.add_rms_norm && match_add_rms_norm(prog, i, s)))) {
+              (opts.add_rms_norm && match_add_rms_norm(prog, i, s)) ||
+              (opts.moe_add && match_moe_add(prog, i, s)))) {
             s = Step{};
             s.il = prog.ops[i].il;
             s.begin = static_cast<int>(i);

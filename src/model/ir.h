@@ -203,6 +203,9 @@ struct MoeP {
     /// (n_expert) f32 per-expert scale of the down projection's output (gemma4's
     /// ffn_down_exps.scale, the router's per_expert_scale), or null.
     const Weight* down_scale = nullptr;
+    /// outs[0] += the weighted sum instead of = (only fused: Moe -> t; Add x += t, FusionOptions::
+    /// moe_add; the sum rounded first, then one add, as the plain ops).
+    bool accumulate = false;
 };
 /// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
 /// inputs before its first row taken from the sequence's conv state (zeros at position 0), then
@@ -382,6 +385,7 @@ class ProgramBuilder {
 struct FusionOptions {
     bool matmul_add = false;    // Matmul -> t; [KeepRows]; Add x += t  ==>  Matmul x += W in
     bool add_rms_norm = false;  // RmsNorm t -> t; Add x += t            ==>  AddRmsNorm x += ...
+    bool moe_add = false;       // Moe -> t; Add x += t                  ==>  Moe x += ...
 };
 /// One entry of a tier's schedule: plain ops [begin, end) of Program::ops and, where a fusion
 /// matched, the ops that replace them (`fused`, empty otherwise). `hidden` lists the named

@@ -43,6 +43,7 @@
 #include "backend/cuda/cuda_tier.h"
 #include "gpu_model.h"
 #include "gpu_test.h"
+#include "model_test_main.h"
 #include "model/batch.h"
 #include "model/model.h"
 
@@ -53,20 +54,8 @@ using namespace zinc::gpu_test;
 
 namespace {
 
-int g_pass = 0, g_fail = 0;
-void report(bool ok, const std::string& what) {
-    std::printf("%-4s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    std::fflush(stdout);
-    (ok ? g_pass : g_fail)++;
-}
-
 constexpr int kBlock = 16, kBlocksPerSeq = 4, kSeqs = 4;
 constexpr double kRowRel = 5e-2;  // runtime::Thresholds::residual (relative L2 per row)
-
-struct Mode {
-    const char* name;  // "fast" or "exact"
-    bool exact;
-};
 
 zm::RunnerOptions options() {
     zm::RunnerOptions o;
@@ -297,39 +286,13 @@ void hidden_rows(const zm::Model& m, const Mode& mode, const std::string& tag) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const cu::Probe p = cu::probe();
-    if (p.devices.empty()) {
-        std::printf("SKIP cuda_test_embed: %s\n", p.reason.c_str());
-        return 77;
-    }
-    std::vector<std::string> models;
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) != "--ctest") models.push_back(argv[i]);
-    if (models.empty()) {
-        std::printf("SKIP cuda_test_embed: no model given (causal models: see the header)\n");
-        return 77;
-    }
-    for (const std::string& path : models) {
-        LoadedModel L;
-        if (const std::string err = load_model(path, L); !err.empty()) {
-            report(false, err);
-            continue;
-        }
-        for (const Mode mode : {Mode{"fast", false}, Mode{"exact", true}}) {
-            const std::string tag = base_name(path) + " " + mode.name + ":";
-            if (auto probe_r = make_cuda(*L.model, mode); !probe_r) {
-                if (mode.exact) {
-                    std::printf("SKIP %s the runner refuses exact mode: %s\n", tag.c_str(),
-                                probe_r.error().message.c_str());
-                    continue;
-                }
-                report(false, tag + " create: " + probe_r.error().message);
-                continue;
-            }
-            embeddings(*L.model, mode, tag);
-            hidden_rows(*L.model, mode, tag);
-        }
-    }
-    std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    ModelTestMain t;
+    t.program = "cuda_test_embed";
+    t.model_hint = "causal models: see the header";
+    t.probe = make_cuda;
+    t.cases = [](const LoadedModel& L, const Mode& mode, const std::string& tag) {
+        embeddings(*L.model, mode, tag);
+        hidden_rows(*L.model, mode, tag);
+    };
+    return model_test_main(argc, argv, t);
 }

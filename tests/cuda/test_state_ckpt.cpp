@@ -46,6 +46,7 @@
 #include "backend/cuda/cuda_tier.h"
 #include "gpu_model.h"
 #include "gpu_test.h"
+#include "model_test_main.h"
 #include "model/batch.h"
 #include "model/model.h"
 
@@ -56,19 +57,7 @@ using namespace zinc::gpu_test;
 
 namespace {
 
-int g_pass = 0, g_fail = 0;
-void report(bool ok, const std::string& what) {
-    std::printf("%-4s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    std::fflush(stdout);
-    (ok ? g_pass : g_fail)++;
-}
-
 constexpr int kCkpt = 4, kPrefix = 23, kBlock = 16, kBlocksPerSeq = 4, kSlots = 4;
-
-struct Mode {
-    const char* name;  // "fast" or "exact"
-    bool exact;
-};
 
 zm::RunnerOptions options(int n_ckpt) {
     zm::RunnerOptions o;
@@ -368,51 +357,26 @@ void error_paths(const zm::Model& m, const Mode& mode, const Data& d, const std:
 }  // namespace
 
 int main(int argc, char** argv) {
-    const cu::Probe p = cu::probe();
-    if (p.devices.empty()) {
-        std::printf("SKIP cuda_test_state_ckpt: %s\n", p.reason.c_str());
-        return 77;
-    }
-    std::vector<std::string> models;
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) != "--ctest") models.push_back(argv[i]);
-    if (models.empty()) {
-        std::printf("SKIP cuda_test_state_ckpt: no model given (a qwen35 file: see the header)\n");
-        return 77;
-    }
-    for (const std::string& path : models) {
-        LoadedModel L;
-        if (const std::string err = load_model(path, L); !err.empty()) {
-            report(false, err);
-            continue;
-        }
-        if (L.model->recurrent_state_bytes() == 0) {
-            report(false, base_name(path) + ": not a hybrid model (no recurrent state)");
-            continue;
-        }
+    ModelTestMain t;
+    t.program = "cuda_test_state_ckpt";
+    t.model_hint = "a qwen35 file: see the header";
+    t.suits = [](const LoadedModel& L, const std::string& file) -> std::string {
+        return L.model->recurrent_state_bytes() == 0
+                   ? file + ": not a hybrid model (no recurrent state)"
+                   : "";
+    };
+    t.probe = [](const zm::Model& m, const Mode& mode) { return make(m, mode, kCkpt); };
+    t.cases = [](const LoadedModel& L, const Mode& mode, const std::string& tag) {
         const int32_t V = L.model->n_vocab();
-        Data d;
+        Data d;  // (the same seeded tokens for every mode)
         d.prefix = random_tokens(kPrefix, V, 1);
         d.draft = random_tokens(kCkpt, V, 2);
         d.next = random_tokens(1, V, 3)[0];
-        for (const Mode mode : {Mode{"fast", false}, Mode{"exact", true}}) {
-            const std::string tag = base_name(path) + " " + mode.name + ":";
-            if (auto probe_r = make(*L.model, mode, kCkpt); !probe_r) {
-                if (mode.exact) {
-                    std::printf("SKIP %s the runner refuses exact mode: %s\n", tag.c_str(),
-                                probe_r.error().message.c_str());
-                    continue;
-                }
-                report(false, tag + " create: " + probe_r.error().message);
-                continue;
-            }
-            rewind_each(*L.model, mode, d, tag);
-            two_sequences(*L.model, mode, d, tag);
-            decode_rows(*L.model, mode, d, tag);
-            context_truncate(*L.model, mode, d, tag);
-            error_paths(*L.model, mode, d, tag);
-        }
-    }
-    std::printf("%s: %d passed, %d failed\n", g_fail ? "FAIL" : "PASS", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+        rewind_each(*L.model, mode, d, tag);
+        two_sequences(*L.model, mode, d, tag);
+        decode_rows(*L.model, mode, d, tag);
+        context_truncate(*L.model, mode, d, tag);
+        error_paths(*L.model, mode, d, tag);
+    };
+    return model_test_main(argc, argv, t);
 }

@@ -15,8 +15,8 @@
 //   over the keys of its lane (o rescaled by exp(m_old - m_new) per tile), then the key lanes
 //   are summed through shared memory at the end of the range.
 // Each block writes its (m, l, o) partial per query head to j.part; the block that arrives last
-// for its (row, group) (j.counters, reset by that block) merges the partials (the maximum and the
-// weights over the whole block, each output dimension's sum in split order),
+// for its (row, group) (j.counters, reset by that block) merges the partials (a warp a query
+// head: the maximum and the weights, each output dimension's sum in split order),
 // adds the sink (exp(sink - m) in the denominator) when j.sinks is set, and writes o / l.
 #include <algorithm>
 #include <cmath>
@@ -37,6 +37,8 @@ constexpr int kTile = 64;  // keys per softmax tile
 // the grid's splits all live, 4 splits at -c 1024 left 32 blocks for an 8-KV-head layer, and 66
 // at long -c left most of them a fraction of a tile at short depth).
 constexpr int kMinKeys = 64;
+// Splits a row may have at most (about 4 blocks an SM of the H200's 132 at one row and KV head).
+constexpr int kMaxSplits = 4 * 132;
 // Query heads per block: GM = 4 when the GQA group has at most 4 (Llama 3, Gemma 3, SmolLM2),
 // else 8 (q, o and the scores are GM-sized registers and shared arrays).
 template <int GM>
@@ -58,35 +60,10 @@ struct Shared {
     float s[GM][kTile];  // scores, then exp(s - m)
     float m[GM], l[GM], alpha[GM];
     int slot[kTile];
-    float red[kThreads * 8];  // cross-lane sums of o, one head at a time; the merge's weights
-    float wred[kThreads / 32];
+    float red[kThreads * 8];  // cross-lane sums of o, one head at a time
+    float fw[kThreads / 32][kMaxSplits];  // the merge's split maxima, then weights, per warp
     bool last;
 };
-
-// Block-wide max / sum of one value a thread, in a fixed order (each warp's xor butterfly, then
-// the warps in index order); every thread gets the result. wred: kThreads / 32 floats.
-__device__ __forceinline__ float block_max(float v, float* wred) {
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
-    if ((threadIdx.x & 31) == 0) wred[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = wred[0];
-#pragma unroll
-    for (int w = 1; w < kThreads / 32; ++w) v = fmaxf(v, wred[w]);
-    __syncthreads();
-    return v;
-}
-__device__ __forceinline__ float block_sum(float v, float* wred) {
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
-    if ((threadIdx.x & 31) == 0) wred[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = wred[0];
-#pragma unroll
-    for (int w = 1; w < kThreads / 32; ++w) v += wred[w];
-    __syncthreads();
-    return v;
-}
 
 template <int D, int GM>
 __global__ void __launch_bounds__(kThreads)
@@ -296,35 +273,51 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (!sh.last) return;
     fence();
-    // The merge, per head: the partials' maximum and weights exp(m_sp - m) with the whole block
-    // (one split a thread), then each output dimension's weighted sum over the splits in split
-    // order, 8 loads in flight. (H200 run 10: a merge of 66 splits with each thread walking the
-    // splits one load at a time was ~50 of the 88 us a layer took at depth 16384, 1 row.)
-    float* fs = sh.red;  // (n_split <= 4 * 132 <= kThreads * 8: attention_fast_splits)
-    for (int g = 0; g < ng; ++g) {
-        const int h = h0 + g;
+    // The merge: one warp per query head (the GM heads over the block's warps), no block
+    // barrier. Each lane folds the (m, l) of splits lane, lane + 32, ... into a running pair and
+    // keeps their maxima in its warp's row of sh.fw; the warp's butterflies combine the lanes'
+    // pairs (+ the sink); sh.fw becomes the weights exp(m_sp - m); each output dimension (lane,
+    // lane + 32, ...) is the weighted sum over the splits in split order, 8 loads in flight.
+    // (H200 run 10: the merge per head with the whole block, 3 block-wide rounds of L2 loads a
+    // head, was ~12 serial round trips at GM = 4, about half of the 14.3 us a layer took at ~600
+    // positions.)
+    // (The loop is block-uniform and idle warps shuffle along: the host emulation's shuffles
+    // are block-wide exchanges.)
+    float* fw = sh.fw[warp];
+    for (int g0 = 0; g0 < ng; g0 += kThreads / 32) {
+        const int g = g0 + warp;
+        const bool on = g < ng;
+        const int h = h0 + (on ? g : 0);
         const float* part = j.part + (static_cast<size_t>(lr) * j.n_head + h) * n_split * stride;
-        float m = -INFINITY;
-        for (int sp = tid; sp < n_live; sp += kThreads) m = fmaxf(m, ld_cg(part + sp * stride));
-        m = block_max(m, sh.wred);
-        if (j.sinks) m = fmaxf(m, j.sinks[h]);
-        float lp = 0.f;
-        for (int sp = tid; sp < n_live; sp += kThreads) {
-            const float* pc = part + sp * stride;
-            const float ms = ld_cg(pc);
-            const float f = ms == -INFINITY ? 0.f : expf(ms - m);
-            fs[sp] = f;
-            lp += ld_cg(pc + 1) * f;
+        float m = -INFINITY, l = 0.f;
+        for (int sp = lane; on && sp < n_live; sp += 32) {
+            const float ms = ld_cg(part + sp * stride), ls = ld_cg(part + sp * stride + 1);
+            fw[sp] = ms;
+            const float m2 = fmaxf(m, ms);
+            const float mu = m2 == -INFINITY ? 0.f : m2;
+            l = l * expf(m - mu) + (ms == -INFINITY ? 0.f : ls * expf(ms - mu));
+            m = m2;
         }
-        const float l = block_sum(lp, sh.wred) + (j.sinks ? expf(j.sinks[h] - m) : 0.f);
-        for (int d = tid; d < hdv; d += kThreads) {
+        float mw = m;
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) mw = fmaxf(mw, __shfl_xor_sync(0xffffffffu, mw, o));
+        const float mf = j.sinks ? fmaxf(mw, j.sinks[h]) : mw;
+        const float mu = mf == -INFINITY ? 0.f : mf;
+        float lw = m == -INFINITY ? 0.f : l * expf(m - mu);
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) lw += __shfl_xor_sync(0xffffffffu, lw, o);
+        if (j.sinks) lw += expf(j.sinks[h] - mu);
+        for (int sp = lane; on && sp < n_live; sp += 32)
+            fw[sp] = fw[sp] == -INFINITY ? 0.f : expf(fw[sp] - mu);
+        __syncwarp();
+        for (int d = lane; on && d < hdv; d += 32) {
             float acc = 0.f;
 #pragma unroll 8
-            for (int sp = 0; sp < n_live; ++sp) acc += ld_cg(part + sp * stride + 2 + d) * fs[sp];
+            for (int sp = 0; sp < n_live; ++sp) acc += ld_cg(part + sp * stride + 2 + d) * fw[sp];
             j.out[static_cast<size_t>(row) * j.out_ld + static_cast<size_t>(h) * hdv + d] =
-                l > 0.f ? acc / l : 0.f;
+                lw > 0.f ? acc / lw : 0.f;
         }
-        __syncthreads();  // fs is the next head's
+        __syncwarp();  // fw is this warp's next head's
     }
 }
 
@@ -369,7 +362,7 @@ int attention_fast_splits(const AttnJob& j, int n_rows) {
     // About 4 blocks per SM of the H200 (132 SMs), at least 256 keys per split at the runner's
     // longest context, at most the scratch's capacity.
     const int base = std::max(1, std::min(n_rows, kAttnSplitRows) * j.n_head_kv * hchunks(j));
-    int n = (4 * 132 + base - 1) / base;  // <= 4 * 132: the merge's weights fit Shared::red
+    int n = (kMaxSplits + base - 1) / base;  // <= kMaxSplits: the merge's weights fit Shared::fw
     n = std::min(n, std::max(1, (j.max_pos + kMinKeys - 1) / kMinKeys));
     return std::max(1, std::min(n, max_splits(j)));
 }

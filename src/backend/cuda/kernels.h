@@ -46,8 +46,11 @@ struct RowOut {
 /// batch dependence; relative error ~1e-7, the fast path's, docs/cuda.md).
 void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim, RowOut out,
                   bool exact, cudaStream_t s);
-/// out = x (pack only).
-void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s);
+/// out = x (pack only). src_rows (device, n_rows entries, or null): output row i is input row
+/// src_rows[i] (a gather fused with the packing: gather_rows + pack_rows in one launch, the same
+/// outputs; the MoE slots' input rows).
+void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s,
+               const int32_t* src_rows = nullptr);
 /// out = act(gate) * up, act = SiLU (gelu = false) or tanh-GELU (gelu = true).
 void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim, RowOut out,
              cudaStream_t s);
@@ -322,8 +325,10 @@ void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softma
                cudaStream_t s, uint32_t* load = nullptr);
 /// out[t] = sum_s w[t k + s] * ys[pos(t k + s)] (rows of dim floats), slots added in order;
 /// pos = slot_pos (moe_group's sorted position of each slot) or the identity when null.
+/// accumulate: out[t] += that sum (one rounded add after it: the residual Add fused, the bits of
+/// the combine followed by the add).
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
-                 cudaStream_t s, const int32_t* slot_pos = nullptr);
+                 cudaStream_t s, const int32_t* slot_pos = nullptr, bool accumulate = false);
 /// Device buffers of moe_group for up to `slots` slots over n_expert experts.
 struct MoeGroupBufs {
     int32_t* src = nullptr;       // (slots) input row of each sorted position

@@ -247,25 +247,29 @@ __global__ void __launch_bounds__(32)
 // decode row is one row: one block a row left 8-16 us of serial loads per layer, H200 run 8).
 constexpr int kCombineThreads = 128;
 __global__ void combine_kernel(const float* __restrict__ ys, const float* __restrict__ w, int k,
-                               int dim, float* __restrict__ out) {
+                               int dim, float* __restrict__ out, bool acc) {
     const int t = blockIdx.x;
     const int d = static_cast<int>(blockIdx.y) * kCombineThreads + static_cast<int>(threadIdx.x);
     if (d >= dim) return;
     const float* y = ys + static_cast<size_t>(t) * k * dim;
     const float* wt = w + static_cast<size_t>(t) * k;
-    out[static_cast<size_t>(t) * dim + d] = moe::combine_elem(y, dim, wt, k, d);
+    float* o = out + static_cast<size_t>(t) * dim + d;
+    const float v = moe::combine_elem(y, dim, wt, k, d);
+    *o = acc ? canon::add(*o, v) : v;
 }
 
 // The same over rows in moe_group's sorted order.
 __global__ void combine_sorted_kernel(const float* __restrict__ ys, const float* __restrict__ w,
                                       const int32_t* __restrict__ slot_pos, int k, int dim,
-                                      float* __restrict__ out) {
+                                      float* __restrict__ out, bool acc) {
     const int t = blockIdx.x;
     const int d = static_cast<int>(blockIdx.y) * kCombineThreads + static_cast<int>(threadIdx.x);
     if (d >= dim) return;
     const float* wt = w + static_cast<size_t>(t) * k;
     const int32_t* pos = slot_pos + static_cast<size_t>(t) * k;
-    out[static_cast<size_t>(t) * dim + d] = moe::combine_elem(ys, dim, wt, k, d, pos);
+    float* o = out + static_cast<size_t>(t) * dim + d;
+    const float v = moe::combine_elem(ys, dim, wt, k, d, pos);
+    *o = acc ? canon::add(*o, v) : v;
 }
 
 // moe_group's one block: counts per expert (shared atomics), their prefix sums (rows and
@@ -326,14 +330,14 @@ void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softma
 }
 
 void moe_combine(const float* ys, const float* w, int n_rows, int k, int dim, float* out,
-                 cudaStream_t s, const int32_t* slot_pos) {
+                 cudaStream_t s, const int32_t* slot_pos, bool accumulate) {
     const dim3 grid(static_cast<unsigned>(n_rows),
                     static_cast<unsigned>((dim + kCombineThreads - 1) / kCombineThreads));
     if (slot_pos != nullptr)
         ZINC_MOE_LAUNCH(combine_sorted_kernel, grid, kCombineThreads, s, ys, w, slot_pos, k, dim,
-                        out);
+                        out, accumulate);
     else
-        ZINC_MOE_LAUNCH(combine_kernel, grid, kCombineThreads, s, ys, w, k, dim, out);
+        ZINC_MOE_LAUNCH(combine_kernel, grid, kCombineThreads, s, ys, w, k, dim, out, accumulate);
 }
 
 MmqGroups moe_group(const int32_t* ids, int n_rows, int k, int n_expert, const MoeGroupBufs& b,

@@ -124,9 +124,19 @@ __device__ __forceinline__ void pack_row(int row, int dim, int mode, const RowOu
         for (int i = 0; i < 8; ++i) v[i] = f(g0 + 32 * i + lane);
         emit_group<8>(v, row, dim, g0, mode, o);
     } else {
-        for (int c = g0; c < min(dim, g0 + 256); c += 32) {
-            float v[1] = {f(c + lane)};
-            emit_group<1>(v, row, dim, c, mode, o);
+        // All of the warp's loads first (one round of L2 latency instead of one a group: H200
+        // run 10 measured the 14336-wide GLU at 5.3 us a launch, ~8 dependent rounds), then the
+        // groups in order, each exactly as before.
+        const int ng = (min(dim, g0 + 256) - g0 + 31) / 32;
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = i < ng ? f(g0 + 32 * i + lane) : 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            if (i < ng) {
+                const float vi[1] = {v[i]};
+                emit_group<1>(vi, row, dim, g0 + 32 * i, mode, o);
+            }
         }
     }
 }
@@ -239,10 +249,11 @@ __global__ void rms_norm_kernel(const float* __restrict__ x, const float* __rest
     });
 }
 
-__global__ void pack_kernel(const float* __restrict__ x, int dim, int mode, RowOut o) {
+__global__ void pack_kernel(const float* __restrict__ x, int dim, int mode, RowOut o,
+                            const int32_t* __restrict__ src_rows) {
     dev::launch_dependents();  // the projection after it may start streaming its weights
     const int row = blockIdx.x;
-    const float* xr = x + static_cast<size_t>(row) * dim;
+    const float* xr = x + static_cast<size_t>(src_rows ? src_rows[row] : row) * dim;
     pack_row(row, dim, mode, o, [&](int i) { return xr[i]; });
 }
 
@@ -281,8 +292,9 @@ void rms_norm_out(const float* x, const float* w, float eps, int n_rows, int dim
     const auto kernel = exact ? rms_norm_kernel<true> : rms_norm_kernel<false>;
     kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, w, eps, dim, out.mode, out);
 }
-void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s) {
-    pack_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, dim, out.mode, out);
+void pack_rows(const float* x, int n_rows, int dim, RowOut out, cudaStream_t s,
+               const int32_t* src_rows) {
+    pack_kernel<<<pack_grid(n_rows, dim), kThreads, 0, s>>>(x, dim, out.mode, out, src_rows);
 }
 void glu_out(const float* gate, const float* up, int ld, bool gelu, int n_rows, int dim, RowOut out,
              cudaStream_t s) {

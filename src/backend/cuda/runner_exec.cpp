@@ -407,8 +407,8 @@ namespace zinc::cuda::runner_detail {
 //   1. moe_route: each row's k expert ids and weights from the router logits (the Matmul before
 //      this op), and the source row of each of the rows * k expert slots;
 //   2. from moe_.group_min_slots slots on (fast mode, mmq): moe_group sorts the slots by expert
-//      and cuts them into tiles of one expert each; gather_rows then packs the input rows in
-//      that order, and gate, up and down are mmq_grouped launches (each expert's weights read
+//      and cuts them into tiles of one expert each; pack_rows then gathers and packs the input
+//      rows in that order, and gate, up and down are mmq_grouped launches (each expert's weights read
 //      once per tile of up to 32 rows instead of once per slot); the combine reads each slot's
 //      row at its sorted position. A matrix mmq_grouped refuses (its type, alignment) runs
 //      expert-gathering dmmv over the sorted rows instead.
@@ -422,6 +422,7 @@ void CudaRunner::exec_moe(const model::Op& op) {
     const int E = static_cast<int>(prog_.width(p.in)), F = p.n_ff;
     ZINC_CHECK(nv <= moe_.max_slots);
     const Tid o = op.outs[0].t;
+    if (p.accumulate) ZINC_CHECK(staged_ != o);  // (fused with the residual Add: reads buf(o))
     if (staged_ == o) staged_ = model::kNoTensor;
     moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
               p.w_scale, moe_.ids, moe_.w, moe_.src, exact_, stream_,
@@ -433,8 +434,6 @@ void CudaRunner::exec_moe(const model::Op& op) {
         groups = moe_group(moe_.ids, n, k, p.n_expert, moe_.grp, stream_);
         launched(runtime::Op::MoeRoute, 0, 12ull * nv);
     }
-    gather_rows(loc(p.in), grouped ? moe_.grp.src : moe_.src, nv, E, moe_.x, stream_);
-    launched(runtime::Op::Gather, 0, 8ull * nv * E);
     const DevMat& g = mat(p.gate_exps);
     const DevMat& u = mat(p.up_exps);
     const DevMat& d = mat(p.down_exps);
@@ -473,8 +472,12 @@ void CudaRunner::exec_moe(const model::Op& op) {
                                          stream_);
         launched(runtime::Op::Matmul, w_bytes, 4ull * nv * kk);
     };
-    pack_rows(moe_.x, nv, E, packed(g.type), stream_);
-    launched(runtime::Op::Pack, 0, 8ull * nv * E);
+    // Each slot's input row, packed for gate (and copied to moe_.x in f32: the float weights'
+    // input and a second packing's): the gather and the packing in one launch.
+    RowOut gi = packed(g.type);
+    gi.f = moe_.x;
+    pack_rows(loc(p.in), nv, E, gi, stream_, grouped ? moe_.grp.src : moe_.src);
+    launched(runtime::Op::Pack, 0, 12ull * nv * E);
     const MatJob gu[2] = {expert_job(g, F, moe_.g), expert_job(u, F, moe_.u)};
     const uint64_t gu_bytes = reads * F * (g.row_bytes + u.row_bytes);
     if (g.type == u.type && fused_proj_) {
@@ -493,8 +496,9 @@ void CudaRunner::exec_moe(const model::Op& op) {
     launched(runtime::Op::Glu, 0, 12ull * nv * F);
     const MatJob dj = expert_job(d, E, moe_.y);
     run(d.type, &dj, 1, F, reads * E * d.row_bytes);
-    moe_combine(moe_.y, moe_.w, n, k, E, buf(o), stream_, grouped ? moe_.grp.slot_pos : nullptr);
-    launched(runtime::Op::MoeCombine, 0, 4ull * n * (k + 1) * E);
+    moe_combine(moe_.y, moe_.w, n, k, E, buf(o), stream_, grouped ? moe_.grp.slot_pos : nullptr,
+                p.accumulate);
+    launched(runtime::Op::MoeCombine, 0, 4ull * n * (k + 1 + (p.accumulate ? 2 : 0)) * E);
 }
 
 }  // namespace zinc::cuda::runner_detail

@@ -88,6 +88,7 @@ Result<void> CudaRunner::plan() {
     ir::FusionOptions fo;
     fo.matmul_add = fused_add_;
     fo.add_rms_norm = fused_add_;
+    fo.moe_add = fused_add_;
     steps_ = ir::schedule(P, fo);
 
     // Weights: matrices (embedding tables, projections) and f32 vectors, each uploaded once.

@@ -191,6 +191,67 @@ TEST(OpList, ScheduleFusesResidualAddsAndHidesOnlyTheirIntermediates) {
     EXPECT_EQ(n_post, 2 * g->program().n_layer);
 }
 
+// Moe -> t; Add x += t becomes one Moe accumulating into x (FusionOptions::moe_add), hiding t;
+// not when t is read again, nor when x is the Moe's input.
+TEST(OpList, ScheduleFusesTheMoeResidualAdd) {
+    auto mat = [](const char* name, int64_t k, int64_t rows, int64_t experts) {
+        zm::Weight w;
+        w.name = name;
+        w.n_dims = 3;
+        w.ne[0] = k;
+        w.ne[1] = rows;
+        w.ne[2] = experts;
+        w.n_rows = rows * experts;
+        return w;
+    };
+    const zm::Weight gate = mat("g", 8, 16, 4), up = mat("u", 8, 16, 4), down = mat("d", 16, 8, 4);
+    auto build = [&](bool reread, bool into_input) {
+        zm::ProgramBuilder b;
+        const zm::Tid x = b.tensor("x", 8), xn = b.tensor("xn", 8), lg = b.tensor("lg", 4),
+                      t = b.tensor("t", 8), y = b.tensor("y", 8);
+        b.input(x, "inp");
+        b.input(xn, "xn");
+        b.input(lg, "lg");
+        b.set_layer(0);
+        zm::MoeP p;
+        p.in = into_input ? x : xn;
+        p.logits = lg;
+        p.gate_exps = &gate;
+        p.up_exps = &up;
+        p.down_exps = &down;
+        p.n_expert = 4;
+        p.n_used = 2;
+        p.n_ff = 16;
+        b.moe(p, t, "ffn_moe_out");
+        b.add(x, t, "l_out");
+        if (reread) b.add(y, t, "again");
+        return b.finish(1, x);  // (no head: the schedule does not look at it)
+    };
+    zm::FusionOptions fo;
+    fo.moe_add = true;
+    const zm::Program P = build(false, false);
+    const auto steps = zm::schedule(P, fo);
+    int n_fused = 0;
+    for (const zm::Step& s : steps) {
+        if (s.fused.empty()) continue;
+        ++n_fused;
+        ASSERT_EQ(s.fused.size(), 1u);
+        const zm::Op& f = s.fused[0];
+        ASSERT_EQ(f.kind(), K::Moe);
+        EXPECT_TRUE(f.as<zm::MoeP>().accumulate);
+        EXPECT_EQ(f.outs[0].t, P.find("x"));
+        EXPECT_STREQ(f.outs[0].name, "l_out");
+        ASSERT_EQ(s.hidden.size(), 1u);
+        EXPECT_STREQ(s.hidden[0].name, "ffn_moe_out");
+        EXPECT_EQ(s.end - s.begin, 2);
+    }
+    EXPECT_EQ(n_fused, 1);
+    for (const zm::Step& s : zm::schedule(build(true, false), fo)) EXPECT_TRUE(s.fused.empty());
+    for (const zm::Step& s : zm::schedule(build(false, true), fo)) EXPECT_TRUE(s.fused.empty());
+    fo.moe_add = false;
+    for (const zm::Step& s : zm::schedule(P, fo)) EXPECT_TRUE(s.fused.empty());
+}
+
 TEST(OpList, WeightsAreEachBoundTensorOnce) {
     NEED(m, kSmol);
     const auto ws = P.weights();

@@ -232,6 +232,10 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
 inline void __syncthreads() {
     zinc_simt::cur->bar->arrive_and_wait();
 }
+/// A warp barrier: the block's barrier here (so every thread of the block must reach it).
+inline void __syncwarp(unsigned = 0xffffffffu) {
+    __syncthreads();
+}
 /// Blocks run one at a time here, so a fence orders nothing more than program order does.
 inline void __threadfence() {}
 /// atomicAdd (a block's threads run concurrently here): returns the old value.
