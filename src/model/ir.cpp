@@ -504,24 +504,55 @@ bool match_add_rms_norm(const Program& prog, size_t i, Step& s) {
     return true;
 }
 
-// Moe -> t; Add x += t (same layer); t dead afterwards; x not an input of the Moe.
-bool match_moe_add(const Program& prog, size_t i, Step& s) {
-    const Op& mo = prog.ops[i];
-    if (mo.kind() != OpKind::Moe || mo.head || i + 1 >= prog.ops.size()) return false;
+// Op i + 1 is Add x += t of the Moe `mo` at i (-> t; same layer; t dead afterwards; x not an input
+// of the Moe): fold it into f (a copy of mo) and extend the step.
+bool fold_moe_add(const Program& prog, size_t i, const Op& mo, Op& f, Step& s) {
+    if (i + 1 >= prog.ops.size()) return false;
     const auto& mp = mo.as<MoeP>();
-    if (mp.accumulate) return false;
     const Tid t = mo.outs[0].t;
     const Op& add = prog.ops[i + 1];
     if (add.kind() != OpKind::Add || add.as<AddP>().in != t || add.il != mo.il) return false;
     const Tid x = add.outs[0].t;
     if (x == mp.in || x == mp.logits || !dead_after(prog, i + 1, t)) return false;
+    std::get<MoeP>(f.p).accumulate = true;
+    f.outs[0] = add.outs[0];
+    s.end = static_cast<int>(i + 2);
+    if (mo.outs[0].name) s.hidden.push_back(mo.outs[0]);
+    return true;
+}
+
+// Moe -> t; Add x += t (fold_moe_add's conditions).
+bool match_moe_add(const Program& prog, size_t i, Step& s) {
+    const Op& mo = prog.ops[i];
+    if (mo.kind() != OpKind::Moe || mo.head || mo.as<MoeP>().accumulate) return false;
+    Op f = mo;
+    if (!fold_moe_add(prog, i, mo, f, s)) return false;
+    s.begin = static_cast<int>(i);
+    s.fused.push_back(f);
+    return true;
+}
+
+// Matmul in -> logits (one weight, no bias, not accumulating); Moe(in, logits) next, same layer;
+// logits read by nothing after the Moe. With moe_add, a following residual Add folds in too.
+bool match_router_moe(const Program& prog, size_t i, bool moe_add, Step& s) {
+    const Op& mm = prog.ops[i];
+    if (mm.kind() != OpKind::Matmul || mm.head || i + 1 >= prog.ops.size()) return false;
+    const auto& m = mm.as<MatmulP>();
+    if (m.n_w != 1 || m.bias[0] || m.accumulate) return false;
+    const Op& mo = prog.ops[i + 1];
+    if (mo.kind() != OpKind::Moe || mo.il != mm.il || mo.head) return false;
+    const auto& mp = mo.as<MoeP>();
+    const Tid lg = mm.outs[0].t;
+    if (mp.logits != lg || mp.in != m.in || mp.router || mp.accumulate ||
+        !dead_after(prog, i + 1, lg))
+        return false;
     s.begin = static_cast<int>(i);
     s.end = static_cast<int>(i + 2);
     Op f = mo;
-    std::get<MoeP>(f.p).accumulate = true;
-    f.outs[0] = add.outs[0];
+    std::get<MoeP>(f.p).router = m.w[0];
+    if (mm.outs[0].name) s.hidden.push_back(mm.outs[0]);
+    if (moe_add) fold_moe_add(prog, i + 1, mo, f, s);
     s.fused.push_back(f);
-    if (mo.outs[0].name) s.hidden.push_back(mo.outs[0]);
     return true;
 }
 
@@ -533,7 +564,8 @@ std::vector<Step> schedule(const Program& prog, const FusionOptions& opts) {
     while (i < prog.ops.size()) {
         Step s;
         s.il = prog.ops[i].il;
-        if (!((opts.matmul_add && match_matmul_add(prog, i, s)) ||
+        if (!((opts.router_moe && match_router_moe(prog, i, opts.moe_add, s)) ||
+              (opts.matmul_add && match_matmul_add(prog, i, s)) ||
               (opts.add_rms_norm && match_add_rms_norm(prog, i, s)) ||
               (opts.moe_add && match_moe_add(prog, i, s)))) {
             s = Step{};

@@ -206,6 +206,9 @@ struct MoeP {
     /// outs[0] += the weighted sum instead of = (only fused: Moe -> t; Add x += t, FusionOptions::
     /// moe_add; the sum rounded first, then one add, as the plain ops).
     bool accumulate = false;
+    /// The router's matrix when its Matmul (in -> logits) is folded into this op (only fused:
+    /// FusionOptions::router_moe; the op still writes logits), else null.
+    const Weight* router = nullptr;
 };
 /// Causal depthwise conv1d (kernel d_conv) per channel over a sequence's rows, the d_conv - 1
 /// inputs before its first row taken from the sequence's conv state (zeros at position 0), then
@@ -386,6 +389,7 @@ struct FusionOptions {
     bool matmul_add = false;    // Matmul -> t; [KeepRows]; Add x += t  ==>  Matmul x += W in
     bool add_rms_norm = false;  // RmsNorm t -> t; Add x += t            ==>  AddRmsNorm x += ...
     bool moe_add = false;       // Moe -> t; Add x += t                  ==>  Moe x += ...
+    bool router_moe = false;    // Matmul in -> logits; Moe(in, logits)   ==>  Moe with its router
 };
 /// One entry of a tier's schedule: plain ops [begin, end) of Program::ops and, where a fusion
 /// matched, the ops that replace them (`fused`, empty otherwise). `hidden` lists the named

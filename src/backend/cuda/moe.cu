@@ -4,6 +4,7 @@
 // (expert gathering); runner_exec.cpp's exec_moe strings the launches together.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/moe_router.h"
 #include "backend/moe_route.h"
 
 // tests/unit/cuda_emul builds this file on the host over a SIMT shim.
@@ -184,18 +185,22 @@ __global__ void __launch_bounds__(kRouteThreads)
 // route_kernel's fast path (128 threads, two barriers a selection pass) took 10.2 us a layer of
 // Qwen3-30B-A3B, 10 % of the decode step.
 constexpr int kRouteFastMax = 1024;  // entries a row may have (route_kernel: the same bound)
-__global__ void __launch_bounds__(32)
-    route_fast_kernel(const float* __restrict__ logits, int n_expert, int k, bool softmax_first,
-                      bool norm_w, float w_scale, int32_t* __restrict__ ids, float* __restrict__ w,
-                      int32_t* __restrict__ src_row, uint32_t* __restrict__ load) {
-    __shared__ float v[kRouteFastMax];
-    const int t = blockIdx.x, lane = threadIdx.x;
-    const float* l = logits + static_cast<size_t>(t) * n_expert;
+// Row t's routing by one warp (lane = its lane): logits l (read with ld.cg: route_router_kernel's
+// come from other blocks of its grid), v: kRouteFastMax floats of shared memory of this warp's.
+// Only a `writer` warp writes (ids, w, src_row, load); others compute alongside (the host
+// emulation's shuffles are block-wide).
+__device__ __forceinline__ void route_fast_row(const float* __restrict__ l, int t, int lane,
+                                               bool writer, int n_expert, int k,
+                                               bool softmax_first, bool norm_w, float w_scale,
+                                               float* v,
+                                               int32_t* __restrict__ ids, float* __restrict__ w,
+                                               int32_t* __restrict__ src_row,
+                                               uint32_t* __restrict__ load) {
     int32_t* row_ids = ids + static_cast<size_t>(t) * k;
     float* row_w = w + static_cast<size_t>(t) * k;
     float mx = -INFINITY;
     for (int i = lane; i < n_expert; i += 32) {
-        v[i] = l[i];
+        v[i] = __ldcg(l + i);
         mx = fmaxf(mx, v[i]);
     }
     for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -212,9 +217,9 @@ __global__ void __launch_bounds__(32)
         sum += __shfl_xor_sync(0xffffffffu, sum, off);
         nan |= __shfl_xor_sync(0xffffffffu, nan, off);
     }
+    const bool w0 = writer && lane == 0;
     if (nan) {
-        if (lane == 0)
-            moe::route_row(l, n_expert, k, softmax_first, norm_w, w_scale, row_ids, row_w);
+        if (w0) moe::route_row(l, n_expert, k, softmax_first, norm_w, w_scale, row_ids, row_w);
     } else {
         if (softmax_first) {
             const float inv = 1.0f / sum;
@@ -231,16 +236,71 @@ __global__ void __launch_bounds__(32)
                 bi = 0;
                 bv = 0.0f;
             }
-            if (lane == 0) {
+            if (w0) {
                 row_ids[s] = bi;
                 row_w[s] = bv;
             }
             prev_v = bv;
             prev_i = bi;
         }
-        if (lane == 0) moe::finish_weights(k, softmax_first, norm_w, w_scale, row_w);
+        if (w0) moe::finish_weights(k, softmax_first, norm_w, w_scale, row_w);
     }
-    if (lane == 0) finish_row(t, k, row_ids, src_row, load);  // (row_ids: this lane's writes)
+    if (w0) finish_row(t, k, row_ids, src_row, load);  // (row_ids: this lane's writes)
+}
+
+__global__ void __launch_bounds__(32)
+    route_fast_kernel(const float* __restrict__ logits, int n_expert, int k, bool softmax_first,
+                      bool norm_w, float w_scale, int32_t* __restrict__ ids, float* __restrict__ w,
+                      int32_t* __restrict__ src_row, uint32_t* __restrict__ load) {
+    __shared__ float v[kRouteFastMax];
+    const int t = blockIdx.x;
+    route_fast_row(logits + static_cast<size_t>(t) * n_expert, t, static_cast<int>(threadIdx.x),
+                   true, n_expert, k, softmax_first, norm_w, w_scale, v, ids, w, src_row, load);
+}
+
+// The router's product and the fast routing in one launch (MoeP::router, fast mode, F32 router
+// without bias): block (row t, part p) computes logits [4 p, 4 p + 4) of row t, a warp an expert,
+// in dmmv_f's order (lane-strided pairs, each rounded, then the warp's butterfly; + 0.f as its
+// absent bias), into `logits`; the block that finishes last for its row (tickets[t], reset by
+// that block) routes the row as route_fast_kernel does (warp 0 writes). One launch and one dependent
+// chain fewer a layer than dmmv_f + route_fast_kernel (H200 run 10: 7.2 + 8.4 us a layer of
+// Qwen3-30B-A3B, mostly the per-kernel floor).
+constexpr int kRouterWarps = 4;
+__global__ void __launch_bounds__(kRouterWarps * 32)
+    route_router_kernel(const float* __restrict__ x, int dim, const float* __restrict__ wr,
+                        int n_expert, float* __restrict__ logits, unsigned* __restrict__ tickets,
+                        int k, bool softmax_first, bool norm_w, float w_scale,
+                        int32_t* __restrict__ ids, float* __restrict__ w,
+                        int32_t* __restrict__ src_row, uint32_t* __restrict__ load) {
+    __shared__ float v[kRouterWarps][kRouteFastMax];
+    __shared__ bool last;
+    const int t = blockIdx.x, warp = static_cast<int>(threadIdx.x) >> 5,
+              lane = static_cast<int>(threadIdx.x) & 31;
+    const int e = static_cast<int>(blockIdx.y) * kRouterWarps + warp;
+    float* row_l = logits + static_cast<size_t>(t) * n_expert;
+    {  // (a warp past the last expert computes the last one again and writes nothing)
+        const float* we = wr + static_cast<size_t>(min(e, n_expert - 1)) * dim;
+        const float* xr = x + static_cast<size_t>(t) * dim;
+        float acc = 0.f;
+        for (int i = lane * 2; i < dim; i += 64) {
+            const float2 xv = *reinterpret_cast<const float2*>(xr + i);
+            acc = __fadd_rn(acc, __fadd_rn(__fmul_rn(we[i], xv.x), __fmul_rn(we[i + 1], xv.y)));
+        }
+        const float r = dev::warp_sum(acc);
+        if (e < n_expert && lane == 0) row_l[e] = __fadd_rn(r, 0.f);
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned prev = atomicAdd(tickets + t, 1u);
+        last = prev == gridDim.y - 1;
+        if (last) tickets[t] = 0;  // ready for the next step (or graph replay)
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    route_fast_row(row_l, t, lane, warp == 0, n_expert, k, softmax_first, norm_w, w_scale, v[warp],
+                   ids, w, src_row, load);
 }
 
 // Block (row, blockIdx.y): kCombineThreads consecutive elements of the row, one per thread (a
@@ -315,6 +375,21 @@ __global__ void __launch_bounds__(kGroupThreads)
 }
 
 }  // namespace
+
+bool moe_route_router(const float* x, int dim, const float* router, int n_rows, int n_expert,
+                      float* logits, unsigned* tickets, int k, bool softmax_first, bool norm_w,
+                      float w_scale, int32_t* ids, float* w, int32_t* src_row, cudaStream_t s,
+                      uint32_t* load) {
+    if (n_rows < 1) return true;
+    if (n_expert > kRouteFastMax || dim % 2 != 0 ||
+        (reinterpret_cast<uintptr_t>(x) & 7u) != 0)
+        return false;
+    const dim3 grid(static_cast<unsigned>(n_rows),
+                    static_cast<unsigned>((n_expert + kRouterWarps - 1) / kRouterWarps));
+    ZINC_MOE_LAUNCH(route_router_kernel, grid, kRouterWarps * 32, s, x, dim, router, n_expert,
+                    logits, tickets, k, softmax_first, norm_w, w_scale, ids, w, src_row, load);
+    return true;
+}
 
 void moe_route(const float* logits, int n_rows, int n_expert, int k, bool softmax_first,
                bool norm_w, float w_scale, int32_t* ids, float* w, int32_t* src_row, bool exact,

@@ -23,6 +23,7 @@
 // validation or corrupted on purpose (test-only), and where every launch is counted (launched()).
 // Such steps never run in a CUDA graph (ForwardHooks::needs_host). ZINC_SKIP_LAYERS is the CPU
 // tier's only (checked_runner.cpp refuses it here) and ZINC_DUMP is read by the CPU tier.
+#include "backend/cuda/moe_router.h"
 #include "backend/cuda/runner_impl.h"
 
 namespace zinc::cuda::runner_detail {
@@ -424,10 +425,33 @@ void CudaRunner::exec_moe(const model::Op& op) {
     const Tid o = op.outs[0].t;
     if (p.accumulate) ZINC_CHECK(staged_ != o);  // (fused with the residual Add: reads buf(o))
     if (staged_ == o) staged_ = model::kNoTensor;
-    moe_route(loc(p.logits), n, p.n_expert, k, p.gating == model::MoeGating::SoftmaxTopK, p.norm_w,
-              p.w_scale, moe_.ids, moe_.w, moe_.src, exact_, stream_,
-              moe_.load + static_cast<size_t>(op.il) * moe_.n_expert);
-    launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
+    const bool softmax_first = p.gating == model::MoeGating::SoftmaxTopK;
+    uint32_t* load = moe_.load + static_cast<size_t>(op.il) * moe_.n_expert;
+    bool routed = false;
+    if (p.router) {  // the router's Matmul folded in (plan() keeps it only for F32, fast mode)
+        const DevMat& r = mat(p.router);
+        routed = moe_route_router(loc(p.in), E, reinterpret_cast<const float*>(r.d), n, p.n_expert,
+                                  buf(p.logits), moe_.tickets, k, softmax_first, p.norm_w,
+                                  p.w_scale, moe_.ids, moe_.w, moe_.src, stream_, load);
+        if (!routed) {  // (a shape the fused kernel does not take: the router's dmmv)
+            MatJob j;
+            j.w = r.d;
+            j.row_bytes = r.row_bytes;
+            j.n_out = p.n_expert;
+            j.y = buf(p.logits);
+            j.ldy = p.n_expert;
+            dmmv(r.type, &j, 1, E, nullptr, nullptr, loc(p.in), n, false, stream_);
+        }
+        launched(runtime::Op::Matmul, r.row_bytes * static_cast<uint64_t>(p.n_expert),
+                 4ull * n * (E + p.n_expert));
+        if (routed) tally_.add(runtime::Device::Cuda, runtime::Op::MoeRoute, 0,
+                               4ull * n * (p.n_expert + 3 * k));  // (the same launch)
+    }
+    if (!routed) {
+        moe_route(loc(p.logits), n, p.n_expert, k, softmax_first, p.norm_w, p.w_scale, moe_.ids,
+                  moe_.w, moe_.src, exact_, stream_, load);
+        launched(runtime::Op::MoeRoute, 0, 4ull * n * (p.n_expert + 3 * k));
+    }
     const bool grouped = !exact_ && mmq_ && nv >= moe_.group_min_slots;
     MmqGroups groups;
     if (grouped) {

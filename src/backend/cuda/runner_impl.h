@@ -296,6 +296,7 @@ class CudaRunner final : public model::Runner {
         int8_t* aq = nullptr;
         float4* ad = nullptr;
         int32_t *ids = nullptr, *src = nullptr;
+        unsigned* tickets = nullptr;  // (rows) moe_route_router's per-row counters, left zeroed
         // Expert-grouped GEMM (exec_moe): slots sorted by expert, mmq_grouped, from
         // group_min_slots slots on (ZINC_MOE_GROUP_MIN_SLOTS; fast mode with mmq only).
         int n_expert = 0, group_min_slots = 32;
@@ -332,7 +333,7 @@ class CudaRunner final : public model::Runner {
 
     CublasLib cublas_;
     int dmmv_max_rows_ = 16;  // init(): ZINC_DMMV_MAX_ROWS, else 8 or 16 by the model
-    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true,
+    bool use_graph_ = true, fused_proj_ = true, fused_norm_ = true, fused_add_ = true, fused_moe_ = true,
          repack_ = true;
     bool exact_ = false;  // every matrix product by dmmv_exact (docs/exactness.md); init() sets it
     // ZINC_MMQ (default on): above dmmv_max_rows_ rows, mmq.cu for the types it covers. mmq_all_:

@@ -88,7 +88,8 @@ Result<void> CudaRunner::plan() {
     ir::FusionOptions fo;
     fo.matmul_add = fused_add_;
     fo.add_rms_norm = fused_add_;
-    fo.moe_add = fused_add_;
+    fo.moe_add = fused_add_ && fused_moe_;
+    fo.router_moe = fused_add_ && fused_moe_;
     steps_ = ir::schedule(P, fo);
 
     // Weights: matrices (embedding tables, projections) and f32 vectors, each uploaded once.
@@ -166,6 +167,21 @@ Result<void> CudaRunner::plan() {
             }
             default:
                 break;
+        }
+    }
+    // A router folded into its Moe (FusionOptions::router_moe) runs as one kernel in fast mode
+    // with an F32 router (moe_route_router); elsewhere the step runs the router's Matmul and the
+    // Moe (with its residual add, if folded) as two fused ops.
+    for (ir::Step& st : steps_) {
+        for (size_t i = 0; i < st.fused.size(); ++i) {
+            ir::Op& f = st.fused[i];
+            if (f.kind() != ir::OpKind::Moe || !f.as<ir::MoeP>().router) continue;
+            if (!exact_ && mats_.at(f.as<ir::MoeP>().router).type == 0) continue;
+            std::get<ir::MoeP>(f.p).router = nullptr;
+            ZINC_CHECK(P.ops[static_cast<size_t>(st.begin)].kind() == ir::OpKind::Matmul);
+            st.fused.insert(st.fused.begin() + static_cast<std::ptrdiff_t>(i),
+                            P.ops[static_cast<size_t>(st.begin)]);
+            ++i;
         }
     }
 
@@ -282,6 +298,8 @@ Result<void> CudaRunner::plan() {
         moe_.ad = static_cast<float4*>(dalloc(v * (w / 32) * sizeof(float4), e));
         CU_TRY("alloc moe", e);
         moe_.ids = static_cast<int32_t*>(dalloc(v * sizeof(int32_t), e));
+        moe_.tickets = static_cast<unsigned*>(dalloc(R * sizeof(unsigned), e));
+        CU_TRY("clear moe tickets", cudaMemset(moe_.tickets, 0, R * sizeof(unsigned)));
         CU_TRY("alloc moe", e);
         moe_.src = static_cast<int32_t*>(dalloc(v * sizeof(int32_t), e));
         CU_TRY("alloc moe", e);
@@ -343,6 +361,7 @@ Result<void> CudaRunner::init() {
     fused_proj_ = env_on("ZINC_FUSED_PROJ");
     fused_norm_ = env_on("ZINC_FUSED_NORM");
     fused_add_ = env_on("ZINC_FUSED_ADD");
+    fused_moe_ = env_on("ZINC_FUSED_MOE");  // the router and the residual add inside the Moe
     repack_ = env_on("ZINC_REPACK");  // fast mode: the aligned layouts (perf-notes "dmmv")
     // Exact (--exact, ZINC_EXACT=1, or a batch-invariant runner): every matrix product, decode
     // and prefill, by dmmv_exact, which computes the CPU tier's bits (so also the same bits

@@ -560,6 +560,70 @@ TEST(MoeRouteEmul, MatchesTheCpuRoutine) {
     }
 }
 
+// The router's product fused with the fast routing (moe_route_router: one launch, the last block
+// of a row routes it): the logits bit for bit dmmv's F32 order (lane-strided pairs, each rounded,
+// the xor butterfly, + 0.f), the routing the same as moe_route's fast path on those logits, over
+// rows of several experts' counts and a row count that needs several blocks a row.
+TEST(MoeRouteEmul, RouterFusedEqualsRouterThenRoute) {
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const int dim = 256, n_rows = 3, k = 4;
+    for (int n_expert : {8, 30, 128}) {
+        SCOPED_TRACE("n_expert " + std::to_string(n_expert));
+        std::vector<float> x(static_cast<size_t>(n_rows) * dim), wr(static_cast<size_t>(n_expert) * dim);
+        for (auto& v : x) v = nd(rng);
+        for (auto& v : wr) v = 0.1f * nd(rng);
+        std::vector<float> ref_l(static_cast<size_t>(n_rows) * n_expert);
+        for (int t = 0; t < n_rows; ++t) {
+            for (int e = 0; e < n_expert; ++e) {
+                float lane[32];
+                for (int l = 0; l < 32; ++l) {
+                    float acc = 0.f;
+                    for (int i = 2 * l; i < dim; i += 64) {
+                        const float* w = wr.data() + static_cast<size_t>(e) * dim;
+                        const float* xr = x.data() + static_cast<size_t>(t) * dim;
+                        acc = acc + (w[i] * xr[i] + w[i + 1] * xr[i + 1]);
+                    }
+                    lane[l] = acc;
+                }
+                for (int o = 16; o > 0; o >>= 1) {
+                    float nx[32];
+                    for (int l = 0; l < 32; ++l) nx[l] = lane[l] + lane[l ^ o];
+                    std::memcpy(lane, nx, sizeof lane);
+                }
+                ref_l[static_cast<size_t>(t) * n_expert + e] = lane[0] + 0.f;
+            }
+        }
+        std::vector<int32_t> rids(n_rows * k, -1), rsrc(n_rows * k, -1);
+        std::vector<float> rw(n_rows * k, NAN);
+        std::vector<uint32_t> rload(n_expert, 0);
+        cu::moe_route(ref_l.data(), n_rows, n_expert, k, true, true, 0.f, rids.data(), rw.data(),
+                      rsrc.data(), false, nullptr, rload.data());
+
+        std::vector<float> l(ref_l.size(), NAN);
+        std::vector<unsigned> tickets(n_rows, 0);
+        std::vector<int32_t> ids(n_rows * k, -1), src(n_rows * k, -1);
+        std::vector<float> w(n_rows * k, NAN);
+        std::vector<uint32_t> load(n_expert, 0);
+        ASSERT_TRUE(cu::moe_route_router(x.data(), dim, wr.data(), n_rows, n_expert, l.data(),
+                                         tickets.data(), k, true, true, 0.f, ids.data(), w.data(),
+                                         src.data(), nullptr, load.data()));
+        EXPECT_EQ(0, std::memcmp(l.data(), ref_l.data(), l.size() * sizeof(float)));
+        EXPECT_EQ(ids, rids);
+        EXPECT_EQ(src, rsrc);
+        EXPECT_EQ(load, rload);
+        EXPECT_EQ(0, std::memcmp(w.data(), rw.data(), w.size() * sizeof(float)));
+        EXPECT_EQ(tickets, std::vector<unsigned>(n_rows, 0));  // left zeroed for the next step
+    }
+    // Shapes the fused kernel refuses (the caller then runs dmmv + moe_route): an odd row length.
+    std::vector<float> x(3), wr(3), l(1);
+    unsigned tk = 0;
+    int32_t id = 0, sr = 0;
+    float ww = 0.f;
+    EXPECT_FALSE(cu::moe_route_router(x.data(), 3, wr.data(), 1, 1, l.data(), &tk, 1, true, false,
+                                      0.f, &id, &ww, &sr, nullptr));
+}
+
 TEST(MmqEmul, Repacked) {
     uint32_t seed = 500;
     check(GgmlType::Q4_0, 256, 40, 16, 9, seed++, 0, true);

@@ -47,14 +47,8 @@ inline int atomicMin(int* p, int v) {
     }
     return cur;
 }
-inline float __fadd_rn(float a, float b) {
-    return a + b;
-}
 inline float __fsub_rn(float a, float b) {
     return a - b;
-}
-inline float __fmul_rn(float a, float b) {
-    return a * b;
 }
 inline float __fdiv_rn(float a, float b) {
     return a / b;

@@ -252,6 +252,81 @@ TEST(OpList, ScheduleFusesTheMoeResidualAdd) {
     for (const zm::Step& s : zm::schedule(P, fo)) EXPECT_TRUE(s.fused.empty());
 }
 
+// Matmul xn -> logits; Moe(xn, logits) [; Add x += moe] becomes one Moe that computes its router
+// (FusionOptions::router_moe), with the add folded in too under moe_add; not when the logits are
+// read again or the router reads another input.
+TEST(OpList, ScheduleFoldsTheRouterIntoTheMoe) {
+    auto mat = [](const char* name, int64_t k, int64_t rows, int64_t experts) {
+        zm::Weight w;
+        w.name = name;
+        w.n_dims = experts > 1 ? 3 : 2;
+        w.ne[0] = k;
+        w.ne[1] = rows;
+        w.ne[2] = experts;
+        w.n_rows = rows * experts;
+        return w;
+    };
+    const zm::Weight gate = mat("g", 8, 16, 4), up = mat("u", 8, 16, 4), down = mat("d", 16, 8, 4),
+                     router = mat("r", 8, 4, 1);
+    auto build = [&](bool reread, bool other_in) {
+        zm::ProgramBuilder b;
+        const zm::Tid x = b.tensor("x", 8), xn = b.tensor("xn", 8), x2 = b.tensor("x2", 8),
+                      lg = b.tensor("lg", 4), t = b.tensor("t", 8), y = b.tensor("y", 4);
+        b.input(x, "inp");
+        b.input(xn, "xn");
+        b.input(x2, "x2");
+        b.set_layer(0);
+        b.matmul(other_in ? x2 : xn, {{&router, nullptr, lg, "ffn_moe_logits"}});
+        zm::MoeP p;
+        p.in = xn;
+        p.logits = lg;
+        p.gate_exps = &gate;
+        p.up_exps = &up;
+        p.down_exps = &down;
+        p.n_expert = 4;
+        p.n_used = 2;
+        p.n_ff = 16;
+        b.moe(p, t, "ffn_moe_out");
+        b.add(x, t, "l_out");
+        if (reread) b.add(y, lg, "again");
+        return b.finish(1, x);
+    };
+    zm::FusionOptions fo;
+    fo.router_moe = fo.moe_add = true;
+    const zm::Program P = build(false, false);
+    int n_fused = 0;
+    for (const zm::Step& s : zm::schedule(P, fo)) {
+        if (s.fused.empty()) continue;
+        ++n_fused;
+        ASSERT_EQ(s.fused.size(), 1u);
+        const zm::Op& f = s.fused[0];
+        ASSERT_EQ(f.kind(), K::Moe);
+        EXPECT_EQ(f.as<zm::MoeP>().router, &router);
+        EXPECT_TRUE(f.as<zm::MoeP>().accumulate);
+        EXPECT_EQ(f.outs[0].t, P.find("x"));
+        EXPECT_EQ(s.end - s.begin, 3);
+        ASSERT_EQ(s.hidden.size(), 2u);
+        EXPECT_STREQ(s.hidden[0].name, "ffn_moe_logits");
+        EXPECT_STREQ(s.hidden[1].name, "ffn_moe_out");
+    }
+    EXPECT_EQ(n_fused, 1);
+    fo.moe_add = false;  // the router alone: the add stays its own step
+    for (const zm::Step& s : zm::schedule(P, fo)) {
+        if (s.fused.empty()) continue;
+        EXPECT_EQ(s.end - s.begin, 2);
+        EXPECT_FALSE(s.fused[0].as<zm::MoeP>().accumulate);
+        EXPECT_EQ(s.fused[0].outs[0].t, P.find("t"));
+    }
+    fo.moe_add = true;
+    for (bool reread : {true, false}) {
+        for (const zm::Step& s : zm::schedule(build(reread, !reread), fo)) {
+            if (!s.fused.empty()) {
+                EXPECT_EQ(s.fused[0].as<zm::MoeP>().router, nullptr);
+            }
+        }
+    }
+}
+
 TEST(OpList, WeightsAreEachBoundTensorOnce) {
     NEED(m, kSmol);
     const auto ws = P.weights();

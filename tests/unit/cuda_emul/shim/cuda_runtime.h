@@ -33,6 +33,9 @@
 struct float4 {
     float x, y, z, w;
 };
+struct float2 {
+    float x, y;
+};
 struct uint2 {
     unsigned x, y;
 };
@@ -231,6 +234,13 @@ void launch(void (*k)(P...), dim3 grid, int threads, const A&... args) {
 
 inline void __syncthreads() {
     zinc_simt::cur->bar->arrive_and_wait();
+}
+/// Correctly rounded f32 add / multiply: the host's IEEE operations (-ffp-contract=off).
+inline float __fadd_rn(float a, float b) {
+    return a + b;
+}
+inline float __fmul_rn(float a, float b) {
+    return a * b;
 }
 /// A warp barrier: the block's barrier here (so every thread of the block must reach it).
 inline void __syncwarp(unsigned = 0xffffffffu) {
