@@ -305,6 +305,31 @@ def test_langchain_bind_tools_stream_matches_invoke(server):
     assert n_chunks > len(whole.tool_calls)  # the calls came in pieces
 
 
+
+@pytest.mark.parametrize("method,strict", [("function_calling", True), ("json_schema", None)])
+def test_langchain_with_structured_output_through_the_tools_template(server, method, strict):
+    # LangChain's structured output on a model whose template has a tools branch: by a forced
+    # call (tool_choice named, parallel_tool_calls false, the tool `strict`), rendered through
+    # Qwen's <tools> block and parsed back from its <tool_call>, or by response_format.
+    lc = pytest.importorskip("langchain_openai")
+    pydantic = pytest.importorskip("pydantic")
+
+    class Weather(pydantic.BaseModel):
+        """The weather question, as a tool's arguments."""
+        city: str = pydantic.Field(max_length=20)
+        unit: str = pydantic.Field(json_schema_extra={"enum": ["c", "f"]})
+
+    llm = lc.ChatOpenAI(model=MODEL_ID, base_url=server.url + "/v1", api_key="x", temperature=0,
+                        max_tokens=120, max_retries=0)
+    kw = {"strict": strict} if strict is not None else {}
+    out = llm.with_structured_output(Weather, method=method, include_raw=True, **kw).invoke(
+        [("user", "What is the weather in Paris in celsius?")])
+    assert out["parsing_error"] is None, out
+    assert isinstance(out["parsed"], Weather) and out["parsed"].unit in ("c", "f"), out
+    if method == "function_calling":
+        assert [c["name"] for c in out["raw"].tool_calls] == ["Weather"], out["raw"]
+
+
 BAD = [
     ({"tools": {"a": 1}}, "tools", "expected an array"),
     ({"tools": [{"type": "retrieval"}]}, "tools[0].type", "must be 'function'"),
