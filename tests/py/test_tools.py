@@ -110,6 +110,75 @@ def test_tool_choice_auto_parses_the_models_call(client):
     assert "<tool_call>" not in (c.message.content or "")
 
 
+# A schema the model's own call breaks: asked about Paris, greedy Qwen2.5-Coder-0.5B writes
+# "city": "Paris", longer than this maxLength.
+SHORT_WEATHER = {"function": {"description": "Current weather in a city", "name": "get_weather",
+                              "parameters": {"properties": {"city": {"maxLength": 3, "type": "string"},
+                                                            "unit": {"enum": ["c", "f"]}},
+                                             "required": ["city", "unit"], "type": "object"}},
+                 "type": "function"}
+
+
+def test_tool_choice_auto_call_arguments_follow_the_schema(server, client):
+    # tool_choice auto: the reply is free until it opens a call (here a bare call at the reply's
+    # start, which this small Qwen writes instead of a <tool_call> block), then the call grammar
+    # holds (a lazy grammar), so a call the model makes has arguments its schema allows.
+    msgs = [{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}]
+    tools = [SHORT_WEATHER, TIME]
+    params = SHORT_WEATHER["function"]["parameters"]
+    r = client.chat.completions.create(model=MODEL_ID, tools=tools, temperature=0,
+                                       max_tokens=120, messages=msgs)
+    # The oracle that the constraint did something: the same prompt (jinja2's rendering of the
+    # template) as a plain completion is the model's free reply, whose call breaks the schema.
+    free = client.completions.create(model=MODEL_ID, prompt=render(msgs, tools), temperature=0,
+                                     max_tokens=120)
+    assert free.usage.prompt_tokens == r.usage.prompt_tokens
+    free_call = json.loads(free.choices[0].text)
+    assert free_call["name"] == "get_weather", free_call
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(free_call["arguments"], params)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls", c
+    assert [t.function.name for t in c.message.tool_calls] == ["get_weather"]
+    args = json.loads(c.message.tool_calls[0].function.arguments)
+    jsonschema.validate(args, params)
+    # Greedy under the mask: the model's own city, in the 3 characters the schema leaves.
+    assert "paris".startswith(args["city"].lower()), args
+    # Sampled and streamed alike: every call made validates.
+    for seed in (1, 2, 3):
+        content, calls, finish = stream_reply(client, tools=tools, temperature=0.9, seed=seed,
+                                              max_tokens=120, messages=msgs)
+        for call in calls:
+            schema = params if call["name"] == "get_weather" else \
+                TIME["function"]["parameters"]
+            jsonschema.validate(json.loads("".join(call["fragments"])), schema)
+        assert finish == ("tool_calls" if calls else "stop"), (finish, content)
+
+
+def test_tool_choice_auto_free_text_stays_free(client):
+    # No call: the reply is exactly the model's free text, the same prompt as a plain completion
+    # (greedy; this prompt gets an answer, not a call: STREAMED).
+    msgs = [{"role": "user", "content": "Hi! Who are you?"}]
+    auto = client.chat.completions.create(model=MODEL_ID, tools=TOOLS, temperature=0,
+                                          max_tokens=40, messages=msgs).choices[0]
+    free = client.completions.create(model=MODEL_ID, prompt=render(msgs, TOOLS), temperature=0,
+                                     max_tokens=40).choices[0]
+    assert auto.message.tool_calls is None, auto
+    assert auto.message.content == free.text and auto.finish_reason == free.finish_reason
+
+
+def test_tool_choice_auto_strict_tool_with_unenforceable_schema_is_400(server):
+    bad = {"type": "function", "function": {"name": "mail", "strict": True, "parameters": {
+        "type": "object", "properties": {"to": {"type": "string", "format": "email"}}}}}
+    body = {"model": MODEL_ID, "max_tokens": 5, "tools": [bad],
+            "messages": [{"role": "user", "content": "hi"}]}
+    r = server.post("/v1/chat/completions", body)
+    assert r.status == 400, r.text
+    assert r.json()["error"]["param"] == "tools[0].function.parameters.properties.to.format"
+    bad["function"]["strict"] = False  # not strict: auto calls to it take any object
+    assert server.post("/v1/chat/completions", body).status == 200
+
+
 def test_tool_choice_none_is_plain_text(client):
     r = client.chat.completions.create(
         model=MODEL_ID, tools=TOOLS, tool_choice="none", temperature=0, max_tokens=20,
