@@ -360,11 +360,13 @@ def test_openai_stream_helper_pydantic_model(recorded):
 
 def test_openai_parse_pydantic_function_tool(recorded):
     # pydantic_function_tool writes a strict tool (`"strict": true`, additionalProperties false);
-    # parse reads the call's arguments back into the model.
+    # parse reads the call's arguments back into the model. SmolLM2's template has no tools
+    # branch, so the call is in the fallback format, Llama 3.x's bare JSON (tool_format.h): no
+    # Llama 3 GGUF is here, and this is that format's end-to-end check on a real model.
     import openai
     client, sent = recorded
     r = client.chat.completions.parse(
-        model=MODEL_ID, temperature=0, max_tokens=120, parallel_tool_calls=False,
+        model=MODEL_ID, temperature=0, max_tokens=120, parallel_tool_calls=False, logprobs=True,
         messages=[{"role": "user", "content": "What is the weather in Rome?"}],
         tools=[openai.pydantic_function_tool(GetWeather)],
         tool_choice={"type": "function", "function": {"name": "GetWeather"}})
@@ -376,6 +378,8 @@ def test_openai_parse_pydantic_function_tool(recorded):
     call = c.message.tool_calls[0].function
     assert call.name == "GetWeather"
     assert isinstance(call.parsed_arguments, GetWeather), call
+    raw = b"".join(bytes(e.bytes) for e in c.logprobs.content).decode()
+    assert json.loads(raw) == {"name": "GetWeather", "parameters": json.loads(call.arguments)}, raw
 
 
 def langchain_model(server, **kw):
