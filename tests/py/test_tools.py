@@ -105,7 +105,8 @@ def test_tool_choice_auto_parses_the_models_call(client):
         model=MODEL_ID, tools=TOOLS, temperature=0, max_tokens=120,
         messages=[{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}])
     c = r.choices[0]
-    # Greedy Qwen2.5-Coder-0.5B calls get_weather here; its <tool_call> block is parsed back.
+    # Greedy Qwen2.5-Coder-0.5B calls get_weather here, as a bare call object (no <tool_call>
+    # tags: the Hermes fallback), which is parsed back.
     check_calls(c, {"get_weather"})
     assert "<tool_call>" not in (c.message.content or "")
 
