@@ -10,6 +10,14 @@ position. The first schema request of the run is reported apart (`first_ms`): it
 server's mask cache for the schema, which the later ones (same schema) find; a server that has
 served the schema before starts warm. --top-k 0 turns top-k off (the sampler keeps every token
 above min-p / top-p); --repetition-penalty adds that penalty (over the last 64 tokens).
+
+    python bench/grammar_tpot.py URL [N_RUNS] [TEMPERATURE] --tools-baseline URL_B
+
+instead times one request with `tools` (tool_choice auto) and a prose prompt (ignore_eos, 128
+tokens) on URL and on URL_B in turn: URL a server whose auto replies carry the lazy call grammar
+(awaiting its trigger while the model writes text), URL_B the same model on a build from before
+it (73983fa). Same prompt, same seeds: the same text, so the ratio is the awaiting matcher's cost
+per token.
 """
 import argparse
 import json
@@ -47,12 +55,16 @@ def main():
     ap.add_argument("temperature", nargs="?", type=float, default=0.0)
     ap.add_argument("--top-k", type=int, default=None)
     ap.add_argument("--repetition-penalty", type=float, default=None)
+    ap.add_argument("--tools-baseline", metavar="URL_B",
+                    help="time a tools (auto) request on URL against URL_B (see above)")
     a = ap.parse_args()
     sampling = {"temperature": a.temperature}
     if a.top_k is not None:
         sampling["top_k"] = a.top_k
     if a.repetition_penalty is not None:
         sampling["repetition_penalty"] = a.repetition_penalty
+    if a.tools_baseline:
+        return tools_ab(a, sampling)
     prompt = "Write a short story about a lighthouse keeper, as JSON with title, year and story."
     fmt = {"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}}
     first = run(a.url, fmt, prompt, sampling, 0)
@@ -65,6 +77,28 @@ def main():
     out["json_schema"]["first_ms"] = 1e3 * first[0]
     out["sampling"] = sampling
     out["ratio"] = out["json_schema"]["tpot_ms"] / out["free"]["tpot_ms"]
+    print(json.dumps(out))
+
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "required": ["city", "unit"],
+                   "properties": {"city": {"type": "string", "maxLength": 20},
+                                  "unit": {"enum": ["c", "f"]}}}}}]
+
+
+def tools_ab(a, sampling):
+    prompt = "Write a short story about a lighthouse keeper."
+    extra = {"tools": TOOLS, "ignore_eos": True}
+    urls = {"lazy": a.url, "baseline": a.tools_baseline}
+    runs = {"lazy": [], "baseline": []}
+    for i in range(a.runs):  # alternating which goes first
+        for name in (("lazy", "baseline") if i % 2 == 0 else ("baseline", "lazy")):
+            runs[name].append(run(urls[name], extra, prompt, sampling, 1 + i))
+    out = {name: {"tpot_ms": 1e3 * statistics.median(r[0] for r in rs),
+                  "chunks": [r[1] for r in rs]} for name, rs in runs.items()}
+    out["sampling"] = sampling
+    out["ratio"] = out["lazy"]["tpot_ms"] / out["baseline"]["tpot_ms"]
     print(json.dumps(out))
 
 

@@ -3,6 +3,7 @@
 #include "engine/grammar_matcher.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include "util/check.h"
@@ -99,16 +100,34 @@ bool match_range(const GrammarElem* pos, uint32_t lo, uint32_t hi) {
 }  // namespace
 
 std::shared_ptr<const GrammarConstraint> make_grammar_constraint(
-    Grammar g, std::shared_ptr<const GrammarVocab> vocab) {
+    Grammar g, std::shared_ptr<const GrammarVocab> vocab, std::vector<GrammarTrigger> triggers) {
     auto c = std::make_shared<GrammarConstraint>();
     c->grammar = std::make_shared<const Grammar>(std::move(g));
     c->vocab = std::move(vocab);
     c->masks = std::make_shared<GrammarMaskCache>(c->grammar, c->vocab->pieces.size());
+    c->triggers = std::move(triggers);
+    for (const GrammarTrigger& t : c->triggers) {
+        ZINC_CHECK(!t.text.empty());
+        c->max_trigger = std::max(c->max_trigger, t.text.size());
+    }
+    if (c->triggers.empty()) return c;
+    for (int32_t id = 0; id < c->vocab->n_vocab(); ++id) {
+        const std::string& p = c->vocab->pieces[static_cast<size_t>(id)];
+        bool ends = false;
+        for (const GrammarTrigger& tr : c->triggers) {
+            const std::string& t = tr.text;
+            ends = ends || p.find(t) != std::string::npos;
+            for (size_t k = 1; k < t.size() && !ends; ++k)
+                ends = p.compare(0, t.size() - k, t, k, t.size() - k) == 0;
+        }
+        if (ends) c->trigger_ids.push_back(id);
+    }
     return c;
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const GrammarConstraint> c) : c_(std::move(c)) {
     ZINC_CHECK(c_ && c_->grammar && c_->vocab);
+    awaiting_ = !c_->triggers.empty();
     masks_ = c_->masks;
     if (!masks_) masks_ = std::make_shared<GrammarMaskCache>(c_->grammar, c_->vocab->pieces.size());
     // The root's alternatives, each expanded to its first character sets.
@@ -230,7 +249,37 @@ bool GrammarMatcher::feed(const State& in, const std::string& bytes, State& out)
     return true;
 }
 
+bool GrammarMatcher::trigger_fires(const std::string& piece, State& out, bool* refused) const {
+    *refused = false;
+    if (piece.empty() || !can_fire()) return false;
+    const std::string text = tail_ + piece;
+    // An at_start trigger counts where it begins at the free text's first non-whitespace byte.
+    const size_t base = n_free_ - tail_.size();  // text[0]'s offset in the free text
+    size_t first = first_text_;
+    if (first == std::string::npos)
+        if (const size_t j = text.find_first_not_of(" \t\n\r"); j != std::string::npos)
+            first = base + j;
+    size_t at = std::string::npos;
+    for (const GrammarTrigger& t : c_->triggers) {
+        const size_t k = text.find(t.text);
+        if (k == std::string::npos || (t.at_start && base + k != first)) continue;
+        at = std::min(at, k);
+    }
+    if (at == std::string::npos) return false;
+    // state_ is still the grammar's start while awaiting.
+    if (feed(state_, text.substr(at), out)) return true;
+    *refused = true;
+    return false;
+}
+
+bool GrammarMatcher::can_fire() const {
+    return first_text_ == std::string::npos || n_free_ - first_text_ < c_->max_trigger ||
+           std::any_of(c_->triggers.begin(), c_->triggers.end(),
+                       [](const GrammarTrigger& t) { return !t.at_start; });
+}
+
 bool GrammarMatcher::complete() const {
+    if (awaiting_) return true;  // free text may end anywhere
     if (state_.partial_left) return false;
     return std::any_of(state_.stacks.begin(), state_.stacks.end(),
                        [](const auto& s) { return s.empty(); });
@@ -240,6 +289,12 @@ bool GrammarMatcher::allows(int32_t id) const {
     const GrammarVocab& v = *c_->vocab;
     if (id < 0 || id >= v.n_vocab()) return false;
     if (v.is_eog(id)) return complete();
+    if (awaiting_) {
+        State out;
+        bool refused = false;
+        trigger_fires(v.pieces[static_cast<size_t>(id)], out, &refused);
+        return !refused;
+    }
     const std::string& p = v.pieces[static_cast<size_t>(id)];
     if (p.empty()) return false;
     State out;
@@ -251,6 +306,28 @@ bool GrammarMatcher::accept(int32_t id) {
     if (id < 0 || id >= v.n_vocab()) return false;
     if (v.is_eog(id)) return complete();
     const std::string& p = v.pieces[static_cast<size_t>(id)];
+    if (awaiting_) {
+        State out;
+        bool refused = false;
+        if (trigger_fires(p, out, &refused)) {
+            state_ = std::move(out);
+            awaiting_ = false;
+            tail_.clear();
+        } else if (refused) {
+            return false;
+        } else {
+            if (first_text_ == std::string::npos)
+                if (const size_t j = p.find_first_not_of(" \t\n\r"); j != std::string::npos)
+                    first_text_ = n_free_ + j;
+            n_free_ += p.size();
+            tail_ += p;
+            const size_t keep = c_->max_trigger - 1;
+            if (tail_.size() > keep) tail_.erase(0, tail_.size() - keep);
+        }
+        bits_valid_ = false;
+        bytes_valid_ = false;
+        return true;
+    }
     if (p.empty()) return false;
     State out;
     if (!feed(state_, p, out)) return false;
@@ -332,6 +409,17 @@ void GrammarMatcher::walk(Walk& w, const GrammarVocab::Bucket& b,
 const std::vector<uint64_t>& GrammarMatcher::allowed_bits() {
     if (bits_valid_) return bits_;
     const GrammarVocab& v = *c_->vocab;
+    if (awaiting_) {
+        // Everything (end of generation included), less the trigger-completing tokens whose
+        // continuation the grammar refuses.
+        bits_.assign(v.n_words(), ~uint64_t{0});
+        if (const int32_t r = v.n_vocab() % 64) bits_.back() = (uint64_t{1} << r) - 1;
+        if (can_fire())
+            for (int32_t id : c_->trigger_ids)
+                if (!allows(id)) bits_[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63));
+        bits_valid_ = true;
+        return bits_;
+    }
     bits_.assign(v.n_words(), 0);
     std::unique_ptr<Walk> w;  // made on the first miss
     for (size_t bi = 0; bi < v.buckets.size(); ++bi) {

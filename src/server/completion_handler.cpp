@@ -414,6 +414,18 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
         if (!g.ok()) return send_error(res, g.error());
         cr.grammar = std::move(g.value());
         cr.grammar_param = "tool_choice";
+    } else if (cr.use_tools && cr.tools.choice == ToolChoice::Auto && cr.grammar.empty()) {
+        // auto: the reply is free until it opens a call; from the format's marker on, the call
+        // grammar holds (the arguments follow their tool's schema). A response_format given
+        // with auto tools constrains the whole reply instead, as before.
+        const ToolFormat f = tool_format_for_template(ctx.model.chat_template_source);
+        if (auto triggers = tool_call_triggers(cr.tools, f); !triggers.empty()) {
+            auto g = tool_call_grammar(cr.tools, f);
+            if (!g.ok()) return send_error(res, g.error());
+            cr.grammar = std::move(g.value());
+            cr.grammar_param = "tools";
+            cr.grammar_triggers = std::move(triggers);
+        }
     }
     if (cr.use_tools && tool_format_spec(tool_format_for_template(ctx.model.chat_template_source))
                             .renders_control_tokens)
@@ -434,7 +446,7 @@ void handle_completions(ServingContext& ctx, ApiKind kind, const httplib::Reques
     if (!cr.grammar.empty()) {
         // Structured output (engine/grammar_matcher.h): one parsed grammar for every choice.
         // Kept per grammar text, so a repeated schema finds its token masks cached.
-        auto c = ctx.grammar_constraint(cr.grammar);
+        auto c = ctx.grammar_constraint(cr.grammar, cr.grammar_triggers);
         if (!c.ok()) return send_error(res, invalid_value(cr.grammar_param, c.error().message));
         for (auto& s : specs.value()) s.params.grammar = c.value();
     }

@@ -58,6 +58,9 @@ struct CompletionRequest {
     /// guided_choice fields.
     std::string grammar;
     std::string grammar_param;  // the field it came from, for errors ("response_format")
+    /// Not empty: the grammar applies lazily, from the first of these on (tool_choice auto's
+    /// calls: tool_calls.h)
+    std::vector<engine::GrammarTrigger> grammar_triggers;
     /// Chat: the request's tools and tool_choice (tool_calls.h); `use_tools` when there are
     /// tools and tool_choice is not "none" (they are rendered and calls parsed back).
     ToolsRequest tools;

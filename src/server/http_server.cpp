@@ -43,11 +43,14 @@ std::shared_ptr<const engine::GrammarVocab> ServingContext::grammar_vocab() {
 }
 
 Result<std::shared_ptr<const engine::GrammarConstraint>> ServingContext::grammar_constraint(
-    const std::string& text) {
+    const std::string& text, const std::vector<engine::GrammarTrigger>& triggers) {
+    std::string key;
+    for (const auto& t : triggers) key += (t.at_start ? "^" : "~") + t.text + '\0';
+    key += '\0' + text;
     {
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < grammars_.size(); ++i) {
-            if (grammars_[i].first != text) continue;
+            if (grammars_[i].first != key) continue;
             auto hit = grammars_[i];
             grammars_.erase(grammars_.begin() + static_cast<std::ptrdiff_t>(i));
             grammars_.push_back(hit);
@@ -56,10 +59,10 @@ Result<std::shared_ptr<const engine::GrammarConstraint>> ServingContext::grammar
     }
     auto g = engine::parse_grammar(text);
     if (!g.ok()) return g.error();
-    auto c = engine::make_grammar_constraint(std::move(g.value()), grammar_vocab());
+    auto c = engine::make_grammar_constraint(std::move(g.value()), grammar_vocab(), triggers);
     std::lock_guard<std::mutex> lock(mu_);
     if (grammars_.size() >= kGrammarsKept) grammars_.erase(grammars_.begin());
-    grammars_.emplace_back(text, c);
+    grammars_.emplace_back(key, c);
     return c;
 }
 

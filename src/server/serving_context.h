@@ -44,18 +44,20 @@ class ServingContext {
 
     /// The vocabulary as bytes for grammar-constrained requests, built on first use (once).
     std::shared_ptr<const engine::GrammarVocab> grammar_vocab();
-    /// The constraint for a GBNF text: parsed once and kept, with its cached token masks
-    /// (engine/grammar_mask_cache.h), for the next requests with the same text (the last
-    /// kGrammarsKept texts). Errors: parse_grammar's. Thread-safe.
+    /// The constraint for a GBNF text (lazy from `triggers` on when not empty:
+    /// engine/grammar_matcher.h): parsed once and kept, with its cached token masks
+    /// (engine/grammar_mask_cache.h), for the next requests with the same text and triggers (the
+    /// last kGrammarsKept). Errors: parse_grammar's. Thread-safe.
     Result<std::shared_ptr<const engine::GrammarConstraint>> grammar_constraint(
-        const std::string& text);
+        const std::string& text, const std::vector<engine::GrammarTrigger>& triggers = {});
     static constexpr size_t kGrammarsKept = 8;
 
   private:
     std::mutex mu_;
     std::mt19937_64 rng_;
     std::shared_ptr<const engine::GrammarVocab> grammar_vocab_;  // guarded by mu_
-    // (text, constraint), most recently used last; guarded by mu_
+    // (the triggers, each '^' (at start) or '~' + text + '\0', then '\0' + the grammar text;
+    // the constraint), most recently used last; guarded by mu_
     std::vector<std::pair<std::string, std::shared_ptr<const engine::GrammarConstraint>>> grammars_;
 };
 

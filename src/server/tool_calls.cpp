@@ -42,7 +42,13 @@ ApiResult<ToolsRequest> parse_tools(const json* tools, const json* choice) {
             if (auto pr = fn->find("parameters");
                 pr != fn->end() && !pr->is_object() && !pr->is_null())
                 return wrong_type(path_join(fp, "parameters"), "an object (a JSON Schema)", *pr);
+            bool strict = false;
+            if (auto st = fn->find("strict"); st != fn->end() && !st->is_null()) {
+                if (!st->is_boolean()) return wrong_type(path_join(fp, "strict"), "a boolean", *st);
+                strict = st->get<bool>();
+            }
             t.names.push_back(n);
+            t.strict.push_back(strict);
         }
         t.tools = *tools;
     }
@@ -98,8 +104,16 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
             path_join(path_join(path_index("tools", i), "function"), "parameters");
         const std::string args = "args" + std::to_string(i);
         auto g = json_schema_rules(params, p, args, "t" + std::to_string(i) + "-", syntax);
-        if (!g.ok()) return g.error();
-        rules += g.value();
+        if (g.ok()) {
+            rules += g.value();
+        } else if (t.choice == ToolChoice::Auto && !t.strict[i]) {
+            // auto: a call the model may or may not make; a schema this server cannot enforce
+            // leaves that tool's arguments any object, as before auto calls were constrained.
+            // A strict tool asked for its schema: that stays a 400.
+            rules += args + " ::= object\n";
+        } else {
+            return g.error();
+        }
         calls += (calls.empty() ? "" : " | ") + std::string("call") + std::to_string(i);
         if (spec.head == CallHead::Harmony) {
             // `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS`, as
@@ -120,10 +134,17 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
                  gbnf_literal(json(std::string(spec.arguments_key)).dump()) + " ws \":\" ws " +
                  args + " ws \"}\"\n";
     }
-    // One call or (required) up to eight, each in the format's block markers.
-    std::string root = "root ::= block";
-    if (t.choice == ToolChoice::Required && t.parallel && !spec.grammar_separator.empty())
-        root += " (" + std::string(spec.grammar_separator) + " block){0,7}";
+    // One call or (required, auto) up to eight, each in the format's block markers; auto
+    // replies may also be bare calls where the format has them (they start at the reply's start:
+    // tool_call_triggers).
+    const bool several =
+        t.choice != ToolChoice::Named && t.parallel && !spec.grammar_separator.empty();
+    auto repeated = [&](const std::string& x) {
+        return several ? x + " (" + std::string(spec.grammar_separator) + " " + x + "){0,7}" : x;
+    };
+    std::string root = "root ::= " + repeated("block");
+    if (t.choice == ToolChoice::Auto && spec.bare_calls && !spec.open.empty())
+        root += " | " + repeated("call");
     root += "\nblock ::= ";
     if (spec.open.empty() || spec.head == CallHead::Harmony)
         root += "call\n";
@@ -134,6 +155,18 @@ ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f) {
         root += gbnf_literal(std::string(spec.open) + "\n") + " call " +
                 gbnf_literal("\n" + std::string(spec.close)) + "\n";
     return root + "call ::= " + calls + "\n" + rules + json_primitives_gbnf(syntax);
+}
+
+std::vector<engine::GrammarTrigger> tool_call_triggers(const ToolsRequest& t, ToolFormat f) {
+    const ToolFormatSpec& spec = tool_format_spec(f);
+    std::vector<engine::GrammarTrigger> out;
+    if (!spec.lazy_trigger.empty()) out.push_back({std::string(spec.lazy_trigger), false});
+    if (spec.bare_calls && spec.head == CallHead::JsonObject)
+        for (const std::string& name : t.names)  // names need no JSON escapes (parse_tools)
+            for (const char* head :
+                 {"{\"name\": \"", "{\"name\":\"", "{\n  \"name\": \"", "{\n    \"name\": \""})
+                out.push_back({head + name + "\"", true});
+    return out;
 }
 
 chat::Value json_to_template_value(const json& j) {

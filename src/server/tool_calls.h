@@ -14,6 +14,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/value.h"
+#include "engine/grammar_matcher.h"
 #include "server/api_error.h"
 #include "server/tool_format.h"
 
@@ -24,6 +25,7 @@ enum class ToolChoice { None, Auto, Required, Named };
 struct ToolsRequest {
     nlohmann::json tools = nlohmann::json::array();  // as sent (validated)
     std::vector<std::string> names;                  // function names, in order
+    std::vector<bool> strict;                        // each function's `strict` (default false)
     ToolChoice choice = ToolChoice::Auto;
     std::string named;  // ToolChoice::Named: the function
     /// `parallel_tool_calls` (default true). false: at most one call: the forced-call grammar
@@ -39,8 +41,17 @@ ApiResult<ToolsRequest> parse_tools(const nlohmann::json* tools, const nlohmann:
 
 /// GBNF for a reply that is one or more calls (tool_choice required; exactly one when
 /// `parallel` is false or the format writes one call a turn) or exactly one call of the named
-/// function, each call's arguments constrained by its `parameters` schema.
+/// function, each call's arguments constrained by its `parameters` schema. For tool_choice
+/// auto, the same calls, applied lazily from the format's lazy_trigger on (tool_format.h); a
+/// tool whose schema has a keyword structured output cannot enforce takes any object then,
+/// unless it is `strict` (a 400, as for the forced choices).
 ApiResult<std::string> tool_call_grammar(const ToolsRequest& t, ToolFormat f);
+
+/// Where tool_choice auto's call grammar starts (engine/grammar_matcher.h, lazy constraints): the
+/// format's lazy_trigger anywhere, and for formats with bare calls the head of a bare call of
+/// one of the tools at the start of the reply, as the grammar writes it (`{"name": "NAME"`,
+/// also without the space, or on an indented next line). Empty: auto replies stay free.
+std::vector<engine::GrammarTrigger> tool_call_triggers(const ToolsRequest& t, ToolFormat f);
 
 struct ParsedCall {
     std::string name;

@@ -11,14 +11,15 @@ constexpr std::array<ToolFormatSpec, 4> kSpecs = {{
     {ToolFormat::Gemma4, "gemma4", "<|tool_call>call:", "<|tool_call>", "<tool_call|>", "",
      CallHead::Gemma4, /*block_to_close=*/true, /*bare_calls=*/false, "",
      /*reads_tool_messages=*/"{#- OpenAI Chat Completions:", /*renders_control_tokens=*/true,
-     R"("")"},
+     R"("")", /*lazy_trigger=*/"<|tool_call>call:"},
     {ToolFormat::Hermes, "hermes", "<tool_call>", "<tool_call>", "</tool_call>", "",
      CallHead::JsonObject, /*block_to_close=*/true, /*bare_calls=*/true, "arguments", "", false,
-     R"("\n")"},
+     R"("\n")", /*lazy_trigger=*/"<tool_call>"},
     {ToolFormat::Harmony, "harmony", "<|channel|>", "<|channel|>", "<|call|>", "<|start|>assistant",
-     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", "", false, ""},
+     CallHead::Harmony, /*block_to_close=*/false, /*bare_calls=*/false, "", "", false, "",
+     /*lazy_trigger=*/"<|channel|>commentary to=functions."},
     {ToolFormat::Json, "json", "", "", "", "", CallHead::JsonObject, /*block_to_close=*/true,
-     /*bare_calls=*/true, "parameters", "", false, R"(";" ws)"},
+     /*bare_calls=*/true, "parameters", "", false, R"(";" ws)", /*lazy_trigger=*/""},
 }};
 
 }  // namespace

@@ -75,6 +75,11 @@ struct ToolFormatSpec {
     /// What the forced-call grammar writes between two calls (a GBNF fragment, `""` for
     /// nothing); "": one call a turn (the format's call ends the generation).
     std::string_view grammar_separator;
+    /// Under tool_choice auto, the text from which on the reply is a call: the call grammar
+    /// applies lazily from its first occurrence (engine/grammar_matcher.h), so the arguments
+    /// follow their schema while the text before stays free. It is the start of the grammar's
+    /// block ("" : auto replies are not constrained; Json's calls have no marker).
+    std::string_view lazy_trigger;
 };
 
 /// Every described format, in detection order (the last one is the fallback).

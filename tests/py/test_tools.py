@@ -105,9 +105,79 @@ def test_tool_choice_auto_parses_the_models_call(client):
         model=MODEL_ID, tools=TOOLS, temperature=0, max_tokens=120,
         messages=[{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}])
     c = r.choices[0]
-    # Greedy Qwen2.5-Coder-0.5B calls get_weather here; its <tool_call> block is parsed back.
+    # Greedy Qwen2.5-Coder-0.5B calls get_weather here, as a bare call object (no <tool_call>
+    # tags: the Hermes fallback), which is parsed back.
     check_calls(c, {"get_weather"})
     assert "<tool_call>" not in (c.message.content or "")
+
+
+# A schema the model's own call breaks: asked about Paris, greedy Qwen2.5-Coder-0.5B writes
+# "city": "Paris", longer than this maxLength.
+SHORT_WEATHER = {"function": {"description": "Current weather in a city", "name": "get_weather",
+                              "parameters": {"properties": {"city": {"maxLength": 3, "type": "string"},
+                                                            "unit": {"enum": ["c", "f"]}},
+                                             "required": ["city", "unit"], "type": "object"}},
+                 "type": "function"}
+
+
+def test_tool_choice_auto_call_arguments_follow_the_schema(server, client):
+    # tool_choice auto: the reply is free until it opens a call (here a bare call at the reply's
+    # start, which this small Qwen writes instead of a <tool_call> block), then the call grammar
+    # holds (a lazy grammar), so a call the model makes has arguments its schema allows.
+    msgs = [{"role": "user", "content": "What is the weather in Paris in celsius? Use the tool."}]
+    tools = [SHORT_WEATHER, TIME]
+    params = SHORT_WEATHER["function"]["parameters"]
+    r = client.chat.completions.create(model=MODEL_ID, tools=tools, temperature=0,
+                                       max_tokens=120, messages=msgs)
+    # The oracle that the constraint did something: the same prompt (jinja2's rendering of the
+    # template) as a plain completion is the model's free reply, whose call breaks the schema.
+    free = client.completions.create(model=MODEL_ID, prompt=render(msgs, tools), temperature=0,
+                                     max_tokens=120)
+    assert free.usage.prompt_tokens == r.usage.prompt_tokens
+    free_call = json.loads(free.choices[0].text)
+    assert free_call["name"] == "get_weather", free_call
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(free_call["arguments"], params)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls", c
+    assert [t.function.name for t in c.message.tool_calls] == ["get_weather"]
+    args = json.loads(c.message.tool_calls[0].function.arguments)
+    jsonschema.validate(args, params)
+    # Greedy under the mask: the model's own city, in the 3 characters the schema leaves.
+    assert "paris".startswith(args["city"].lower()), args
+    # Sampled and streamed alike: every call made validates.
+    for seed in (1, 2, 3):
+        content, calls, finish = stream_reply(client, tools=tools, temperature=0.9, seed=seed,
+                                              max_tokens=120, messages=msgs)
+        for call in calls:
+            schema = params if call["name"] == "get_weather" else \
+                TIME["function"]["parameters"]
+            jsonschema.validate(json.loads("".join(call["fragments"])), schema)
+        assert finish == ("tool_calls" if calls else "stop"), (finish, content)
+
+
+def test_tool_choice_auto_free_text_stays_free(client):
+    # No call: the reply is exactly the model's free text, the same prompt as a plain completion
+    # (greedy; this prompt gets an answer, not a call: STREAMED).
+    msgs = [{"role": "user", "content": "Hi! Who are you?"}]
+    auto = client.chat.completions.create(model=MODEL_ID, tools=TOOLS, temperature=0,
+                                          max_tokens=40, messages=msgs).choices[0]
+    free = client.completions.create(model=MODEL_ID, prompt=render(msgs, TOOLS), temperature=0,
+                                     max_tokens=40).choices[0]
+    assert auto.message.tool_calls is None, auto
+    assert auto.message.content == free.text and auto.finish_reason == free.finish_reason
+
+
+def test_tool_choice_auto_strict_tool_with_unenforceable_schema_is_400(server):
+    bad = {"type": "function", "function": {"name": "mail", "strict": True, "parameters": {
+        "type": "object", "properties": {"to": {"type": "string", "format": "email"}}}}}
+    body = {"model": MODEL_ID, "max_tokens": 5, "tools": [bad],
+            "messages": [{"role": "user", "content": "hi"}]}
+    r = server.post("/v1/chat/completions", body)
+    assert r.status == 400, r.text
+    assert r.json()["error"]["param"] == "tools[0].function.parameters.properties.to.format"
+    bad["function"]["strict"] = False  # not strict: auto calls to it take any object
+    assert server.post("/v1/chat/completions", body).status == 200
 
 
 def test_tool_choice_none_is_plain_text(client):
@@ -303,6 +373,31 @@ def test_langchain_bind_tools_stream_matches_invoke(server):
     assert acc.content == whole.content
     assert acc.response_metadata.get("finish_reason") == "tool_calls"
     assert n_chunks > len(whole.tool_calls)  # the calls came in pieces
+
+
+
+@pytest.mark.parametrize("method,strict", [("function_calling", True), ("json_schema", None)])
+def test_langchain_with_structured_output_through_the_tools_template(server, method, strict):
+    # LangChain's structured output on a model whose template has a tools branch: by a forced
+    # call (tool_choice named, parallel_tool_calls false, the tool `strict`), rendered through
+    # Qwen's <tools> block and parsed back from its <tool_call>, or by response_format.
+    lc = pytest.importorskip("langchain_openai")
+    pydantic = pytest.importorskip("pydantic")
+
+    class Weather(pydantic.BaseModel):
+        """The weather question, as a tool's arguments."""
+        city: str = pydantic.Field(max_length=20)
+        unit: str = pydantic.Field(json_schema_extra={"enum": ["c", "f"]})
+
+    llm = lc.ChatOpenAI(model=MODEL_ID, base_url=server.url + "/v1", api_key="x", temperature=0,
+                        max_tokens=120, max_retries=0)
+    kw = {"strict": strict} if strict is not None else {}
+    out = llm.with_structured_output(Weather, method=method, include_raw=True, **kw).invoke(
+        [("user", "What is the weather in Paris in celsius?")])
+    assert out["parsing_error"] is None, out
+    assert isinstance(out["parsed"], Weather) and out["parsed"].unit in ("c", "f"), out
+    if method == "function_calling":
+        assert [c["name"] for c in out["raw"].tool_calls] == ["Weather"], out["raw"]
 
 
 BAD = [

@@ -194,5 +194,97 @@ item ::= "\"" [a-c]* "\"" | [0-9]+)",
     EXPECT_TRUE(m.complete());
 }
 
+// A lazy constraint (tool_choice auto): free text until the trigger, the grammar from the
+// trigger's first byte on. The mask agrees with the single checks in every state.
+struct LazyFixture : Fixture {
+    std::shared_ptr<const GrammarConstraint> lazy;
+    LazyFixture()
+        : Fixture(R"(root ::= "<tc>" [0-9]+ "</tc>")",
+                  {"<tc>", "<t", "c>", "x<tc>1", "x<tc>a", "</tc>", "12", "ab"}) {
+        lazy = make_grammar_constraint(Grammar(*c->grammar), c->vocab, {{"<tc>", false}});
+    }
+    void check_mask(GrammarMatcher& m) const {
+        const auto& mask = m.allowed();
+        for (int32_t id = 0; id < lazy->vocab->n_vocab(); ++id)
+            ASSERT_EQ(mask[static_cast<size_t>(id)] != 0, m.allows(id)) << "token " << id;
+    }
+};
+
+TEST(GrammarMatcherLazy, TriggerIdsAreTheTokensThatCanEndAnOccurrence) {
+    LazyFixture f;
+    std::vector<std::string> got;
+    for (int32_t id : f.lazy->trigger_ids) got.push_back(f.tv.pieces[static_cast<size_t>(id)]);
+    // ">" (a byte token), "<tc>", "c>", "x<tc>1", "x<tc>a": each ends "<tc>" after some tail.
+    EXPECT_EQ(got, (std::vector<std::string>{">", "<tc>", "c>", "x<tc>1", "x<tc>a"}));
+}
+
+TEST(GrammarMatcherLazy, FreeUntilTheTriggerThenTheGrammar) {
+    LazyFixture f;
+    GrammarMatcher m(f.lazy);
+    EXPECT_TRUE(m.awaiting());
+    EXPECT_TRUE(m.complete());  // free text may end anywhere
+    f.check_mask(m);
+    EXPECT_TRUE(m.allows(f.tv.eog));
+    EXPECT_TRUE(m.allows(0));  // a control token: free text
+    EXPECT_TRUE(m.allows(f.tv.id("ab")));
+    EXPECT_TRUE(m.allows(f.tv.id("x<tc>1")));
+    EXPECT_FALSE(m.allows(f.tv.id("x<tc>a")));  // completes the trigger, then 'a' is refused
+    EXPECT_FALSE(m.accept(f.tv.id("x<tc>a")));
+    EXPECT_TRUE(m.awaiting());
+    ASSERT_TRUE(f.feed(m, {"ab", " ", "<t"}));
+    f.check_mask(m);
+    EXPECT_TRUE(m.awaiting());
+    ASSERT_TRUE(f.feed(m, {"c>"}));  // "<t" + "c>": the trigger, across two tokens
+    EXPECT_FALSE(m.awaiting());
+    EXPECT_FALSE(m.complete());
+    f.check_mask(m);
+    EXPECT_FALSE(m.allows(f.tv.id("ab")));
+    EXPECT_FALSE(m.allows(f.tv.eog));
+    ASSERT_TRUE(f.feed(m, {"12", "3", "</tc>"}));
+    EXPECT_TRUE(m.complete());
+    f.check_mask(m);
+}
+
+TEST(GrammarMatcherLazy, TheTokenThatCompletesTheTriggerStartsTheGrammarInside) {
+    LazyFixture f;
+    GrammarMatcher m(f.lazy);
+    ASSERT_TRUE(f.feed(m, {"c>", "x<tc>1"}));  // "c>" alone is free text; "x" stays free
+    EXPECT_FALSE(m.awaiting());
+    f.check_mask(m);
+    EXPECT_TRUE(m.allows(f.tv.id("12")));
+    EXPECT_TRUE(m.allows(f.tv.id("</tc>")));
+    ASSERT_TRUE(f.feed(m, {"</tc>"}));
+    EXPECT_TRUE(m.complete());
+}
+
+TEST(GrammarMatcherLazy, AnAtStartTriggerCountsOnlyAfterWhitespace) {
+    // Bare calls: `{"n` starts the grammar only at the start of the text (after whitespace).
+    Fixture f(R"(root ::= "{\"n\":" [0-9] "}")", {"{\"", "n\":", "{\"n\":1}", "nx"});
+    auto lazy = make_grammar_constraint(Grammar(*f.c->grammar), f.c->vocab, {{"{\"n", true}});
+    auto check_mask = [&](GrammarMatcher& m) {
+        const auto& mask = m.allowed();
+        for (int32_t id = 0; id < lazy->vocab->n_vocab(); ++id)
+            ASSERT_EQ(mask[static_cast<size_t>(id)] != 0, m.allows(id)) << "token " << id;
+    };
+    GrammarMatcher m(lazy);
+    ASSERT_TRUE(f.feed(m, {" ", "\n", "{\""}));
+    check_mask(m);
+    EXPECT_TRUE(m.awaiting());
+    EXPECT_TRUE(m.allows(f.tv.id("n")));          // completes the trigger, which the grammar allows
+    EXPECT_FALSE(m.allows(f.tv.id("nx")));        // completes it, and then the grammar refuses 'x'
+    EXPECT_TRUE(m.allows(f.tv.id("{\"n\":1}")));  // `{"{"n...`: not at the start, free text
+    ASSERT_TRUE(f.feed(m, {"n\":"}));
+    EXPECT_FALSE(m.awaiting());
+    check_mask(m);
+    ASSERT_TRUE(f.feed(m, {"7", "}"}));
+    EXPECT_TRUE(m.complete());
+    // After other text the trigger is free text: `x {"n":` does not start the grammar.
+    GrammarMatcher later(lazy);
+    ASSERT_TRUE(f.feed(later, {"x", " ", "{\"", "n\":", "a"}));
+    EXPECT_TRUE(later.awaiting());
+    check_mask(later);
+    EXPECT_TRUE(later.complete());
+}
+
 }  // namespace
 }  // namespace zinc::engine

@@ -208,5 +208,118 @@ TEST(ToolCalls, ForcedCallGrammarHarmony) {
     EXPECT_EQ(r.content, "");
 }
 
+// Does the lazy constraint (free until `trigger`, then the grammar) accept `text` byte by byte?
+bool lazy_accepts(const std::string& gbnf, std::vector<engine::GrammarTrigger> triggers,
+                  const std::string& text) {
+    auto g = engine::parse_grammar(gbnf);
+    EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << gbnf;
+    if (!g.ok()) return false;
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    auto c = engine::make_grammar_constraint(
+        std::move(g.value()),
+        std::make_shared<engine::GrammarVocab>(pieces, std::vector<int32_t>{}),
+        std::move(triggers));
+    engine::GrammarMatcher m(c);
+    for (unsigned char ch : text)
+        if (!m.accept(ch)) return false;
+    return m.complete();
+}
+
+TEST(ToolCalls, AutoCallGrammarIsLazyFromTheFormatsTriggers) {
+    const json tools = json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters":
+        {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}},
+         "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}}])");
+    const json autoc = "auto";
+    auto t = parse_tools(&tools, &autoc);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    auto g = tool_call_grammar(t.value(), ToolFormat::Hermes);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    const auto hermes = tool_call_triggers(t.value(), ToolFormat::Hermes);
+    ASSERT_EQ(hermes.size(), 9u);  // <tool_call>, and 4 bare heads a tool
+    EXPECT_EQ(hermes[0].text, "<tool_call>");
+    EXPECT_FALSE(hermes[0].at_start);
+    EXPECT_EQ(hermes[1].text, "{\"name\": \"get_weather\"");
+    EXPECT_TRUE(hermes[1].at_start);
+    const std::string call =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+        "\"Rome\"}}\n</tool_call>";
+    EXPECT_TRUE(lazy_accepts(g.value(), hermes, "No tool needed: hello."));  // free text only
+    EXPECT_TRUE(lazy_accepts(g.value(), hermes, "Let me check.\n" + call));
+    EXPECT_TRUE(lazy_accepts(g.value(), hermes, call + "\n" + call));  // parallel calls
+    // From the marker on, the arguments follow the schema, and no text follows the calls.
+    EXPECT_FALSE(lazy_accepts(g.value(), hermes,
+                              "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                              "{\"city\": \"Berlin\"}}\n</tool_call>"));
+    EXPECT_FALSE(lazy_accepts(g.value(), hermes, call + " Done."));
+    // A bare call at the start of the reply (what a small Qwen writes) is held to it too; one
+    // later in the text, or a JSON object that is not a call, stays free text.
+    const std::string bare = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}";
+    EXPECT_TRUE(lazy_accepts(g.value(), hermes, bare));
+    EXPECT_TRUE(
+        lazy_accepts(g.value(), hermes, "\n{\n  \"name\": \"get_time\", \"arguments\": {}}"));
+    EXPECT_FALSE(lazy_accepts(g.value(), hermes,
+                              "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"));
+    EXPECT_TRUE(
+        lazy_accepts(g.value(), hermes,
+                     "Like: {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"));
+    EXPECT_TRUE(lazy_accepts(g.value(), hermes, "{\"name\": \"John\", \"age\": 3}"));
+    // Llama 3's JSON format: bare calls only, at the start.
+    auto gj = tool_call_grammar(t.value(), ToolFormat::Json);
+    ASSERT_TRUE(gj.ok());
+    const auto json_triggers = tool_call_triggers(t.value(), ToolFormat::Json);
+    ASSERT_EQ(json_triggers.size(), 8u);
+    EXPECT_TRUE(lazy_accepts(gj.value(), json_triggers,
+                             "{\"name\": \"get_time\", \"parameters\": {}}; "
+                             "{\"name\": \"get_time\", \"parameters\": {}}"));
+    EXPECT_FALSE(lazy_accepts(gj.value(), json_triggers,
+                              "{\"name\": \"get_weather\", \"parameters\": {}}"));  // city
+    // Every format's triggers start its auto grammar (harmony: the call's header).
+    for (const ToolFormatSpec& spec : tool_format_specs()) {
+        if (spec.lazy_trigger.empty()) continue;
+        auto gf = tool_call_grammar(t.value(), spec.format);
+        ASSERT_TRUE(gf.ok()) << spec.name;
+        EXPECT_FALSE(lazy_accepts(gf.value(), tool_call_triggers(t.value(), spec.format),
+                                  "Text, then " + std::string(spec.lazy_trigger) + "nope"))
+            << spec.name;
+    }
+    EXPECT_TRUE(lazy_accepts(tool_call_grammar(t.value(), ToolFormat::Harmony).value(),
+                             tool_call_triggers(t.value(), ToolFormat::Harmony),
+                             "<|channel|>analysis<|message|>thinking<|end|><|start|>assistant"
+                             "<|channel|>commentary to=functions.get_time <|constrain|>json"
+                             "<|message|>{}"));
+}
+
+TEST(ToolCalls, AutoToolWithAnUnenforceableSchemaTakesAnyObjectUnlessStrict) {
+    auto tools = json::parse(R"([
+      {"type": "function", "function": {"name": "mail", "parameters":
+        {"type": "object", "properties": {"to": {"type": "string", "format": "email"}}}}}])");
+    const json autoc = "auto", req = "required";
+    auto t = parse_tools(&tools, &autoc);
+    ASSERT_TRUE(t.ok());
+    auto g = tool_call_grammar(t.value(), ToolFormat::Hermes);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_TRUE(lazy_accepts(g.value(), tool_call_triggers(t.value(), ToolFormat::Hermes),
+                             "<tool_call>\n{\"name\": \"mail\", \"arguments\": {\"to\": 5}}\n"
+                             "</tool_call>"));
+    auto r = parse_tools(&tools, &req);
+    ASSERT_TRUE(r.ok());
+    auto gr = tool_call_grammar(r.value(), ToolFormat::Hermes);
+    ASSERT_FALSE(gr.ok());
+    EXPECT_EQ(gr.error().param, "tools[0].function.parameters.properties.to.format");
+    tools[0]["function"]["strict"] = true;
+    auto s = parse_tools(&tools, &autoc);
+    ASSERT_TRUE(s.ok());
+    auto gs = tool_call_grammar(s.value(), ToolFormat::Hermes);
+    ASSERT_FALSE(gs.ok());
+    EXPECT_EQ(gs.error().param, "tools[0].function.parameters.properties.to.format");
+    tools[0]["function"]["strict"] = "yes";
+    auto bad = parse_tools(&tools, &autoc);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().param, "tools[0].function.strict");
+}
+
 }  // namespace
 }  // namespace zinc::server
