@@ -17,9 +17,6 @@
 // thread mapping over decode_chunk (common.cuh), whose loads are narrower. Not bit-identical to the
 // CPU tier (float sums in another order); tests/cuda/bench_dmmv.cpp and test_parity check the
 // relative error against quant::vec_dot.
-#include <cstdlib>
-#include <cstring>
-
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dmmv_units.cuh"
 #include "backend/cuda/kernels.h"
@@ -38,46 +35,10 @@ struct Jobs {
     int row_end[3];  // cumulative row counts
 };
 
-// L2 prefetch of the bytes [p, p + n), widened to 16-byte bounds (Hopper's bulk prefetch: one
-// instruction, no registers, nothing to wait for; a hint the memory system may drop). The
-// widening stays inside the allocation: device allocations are 256-byte aligned and sized.
-__device__ __forceinline__ void prefetch_l2(const uint8_t* p, size_t n) {
-#if !defined(ZINC_SIMT_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~static_cast<uintptr_t>(15);
-    const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n + 15) & ~static_cast<uintptr_t>(15);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a),
-                 "r"(static_cast<unsigned>(e - a))
-                 : "memory");
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
-// Prefetch the weight bytes of rows [r, r + n) of the call's row space (split at the jobs'
-// boundaries) for activation row a (a gathered call: that row's expert; its ids must be
-// visible, i.e. after grid_dependency_wait).
-__device__ __forceinline__ void prefetch_rows(const Jobs& J, int r, int n, int a) {
-    const int e = min(J.row_end[J.n_jobs - 1], r + n);
-#pragma unroll
-    for (int j = 0; j < 3; ++j) {
-        if (j >= J.n_jobs || r >= e) break;
-        const int lo = j == 0 ? 0 : J.row_end[j - 1], hi = J.row_end[j];
-        if (r >= hi) continue;
-        const int r1 = min(e, hi);
-        const MatJob& m = J.m[j];
-        const uint8_t* w =
-            m.expert ? m.w + static_cast<size_t>(m.expert[a]) * m.expert_stride : m.w;
-        prefetch_l2(w + static_cast<size_t>(r - lo) * m.row_bytes,
-                    static_cast<size_t>(r1 - r) * m.row_bytes);
-        r = r1;
-    }
-}
-
 template <int T, int NB, int LPR, int U>
 __global__ void __launch_bounds__(kWarps * 32)
     dmmv_fast_kernel(Jobs J, int k, const int8_t* __restrict__ aq, const float4* __restrict__ ad,
-                     int n_act, bool accumulate, int ahead) {
+                     int n_act, bool accumulate) {
     launch_dependents();  // a fused projection launched after this one (V after Q+K) may start
     constexpr int RPW = 32 / LPR;  // rows per warp
     const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -104,24 +65,6 @@ __global__ void __launch_bounds__(kWarps * 32)
         wbase = job_matrix(wbase, m.expert, m.expert_stride, a0);
     }
     const uint8_t* w = wbase + static_cast<size_t>(jrow) * rb;
-    if (ahead > 0 && lane == 0) {
-        // L2 prefetch (ahead: prefetch_distance, one wave of resident blocks by default; 0:
-        // none): this warp's own rows when it walks them in more than one step (the later
-        // steps' loads then hit the L2), and the rows of the same warp of the block `ahead`
-        // places later in launch order, which starts about a wave from now. The DRAM then
-        // streams the next wave's bytes while this wave decodes instead of idling between a
-        // wave's load rounds (H200 run 10: gate+up at 2.0 TB/s, neither issue- nor
-        // occupancy-bound).
-        const int warp = static_cast<int>(threadIdx.x) >> 5;
-        if (nu > LPR * U)
-            prefetch_rows(J, (static_cast<int>(blockIdx.x) * kWarps + warp) * RPW, RPW, a0);
-        const int nb = static_cast<int>(gridDim.x * gridDim.y);
-        const int t = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x) + ahead;
-        if (t < nb) {
-            const int tx = t % static_cast<int>(gridDim.x), ty = t / static_cast<int>(gridDim.x);
-            prefetch_rows(J, (tx * kWarps + warp) * RPW, RPW, ty * NB);  // (ids: waited above)
-        }
-    }
     const int na = min(NB, n_act - a0);
     const int8_t* aq0 = aq + static_cast<size_t>(a0) * k;
     const float4* ad0 = ad + static_cast<size_t>(a0) * nu;
@@ -181,36 +124,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-// The prefetch distance in waves of resident blocks: ZINC_DMMV_PREFETCH=W (W in 0..4; 0: no
-// prefetch, for A/B runs), default 1. Read once.
-int prefetch_waves() {
-    static const int w = [] {
-        const char* e = std::getenv("ZINC_DMMV_PREFETCH");
-        if (!e || !*e) return 1;
-        const int v = std::atoi(e);
-        return v < 0 ? 0 : (v > 4 ? 4 : v);
-    }();
-    return w;
-}
-
-// Blocks of `kernel` resident on the whole device at once times prefetch_waves() (the prefetch
-// distance in blocks; 0: off). Computed once per kernel (the occupancy and the SM count).
-template <class K>
-int prefetch_distance(K kernel) {
-#if defined(ZINC_SIMT_EMULATION)
-    (void)kernel;
-    return 4 * prefetch_waves();  // (the emulation exercises the index math)
-#else
-    int per_sm = 0, dev = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0) !=
-            cudaSuccess ||
-        cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return 0;
-    return per_sm * sms * prefetch_waves();
-#endif
-}
-
 template <int T, int NB, int LPR, int U>
 void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act, bool acc, bool pdl,
             cudaStream_t s) {
@@ -219,11 +132,10 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
     const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block),
                     static_cast<unsigned>((n_act + NB - 1) / NB));
     constexpr auto kernel = dmmv_fast_kernel<T, NB, LPR, U>;
-    static const int ahead = prefetch_distance(kernel);
 #if defined(ZINC_SIMT_EMULATION)
     (void)pdl;
     (void)s;
-    zinc_simt::launch(kernel, grid, kWarps * 32, J, k, aq, ad, n_act, acc, ahead);
+    zinc_simt::launch(kernel, grid, kWarps * 32, J, k, aq, ad, n_act, acc);
 #else
     // PDL (pdl): this grid may start while the previous kernel drains, and stream its weights then.
     cudaLaunchConfig_t cfg = {};
@@ -235,7 +147,7 @@ void launch(const Jobs& J, int k, const int8_t* aq, const float4* ad, int n_act,
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, n_act, acc, ahead);
+    cudaLaunchKernelEx(&cfg, kernel, J, k, aq, ad, n_act, acc);
 #endif
 }
 
