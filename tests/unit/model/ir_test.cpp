@@ -191,20 +191,43 @@ TEST(OpList, ScheduleFusesResidualAddsAndHidesOnlyTheirIntermediates) {
     EXPECT_EQ(n_post, 2 * g->program().n_layer);
 }
 
+namespace {
+
+// A small MoE for the schedule tests: 4 experts of n_ff 16 over width 8, 2 used, and a 4-row
+// F32-shaped router (shapes only: the schedule reads no data).
+zm::Weight shape_only(const char* name, int64_t k, int64_t rows, int64_t experts) {
+    zm::Weight w;
+    w.name = name;
+    w.n_dims = experts > 1 ? 3 : 2;
+    w.ne[0] = k;
+    w.ne[1] = rows;
+    w.ne[2] = experts;
+    w.n_rows = rows * experts;
+    return w;
+}
+struct TinyMoe {
+    zm::Weight gate = shape_only("g", 8, 16, 4), up = shape_only("u", 8, 16, 4),
+               down = shape_only("d", 16, 8, 4), router = shape_only("r", 8, 4, 1);
+    zm::MoeP params(zm::Tid in, zm::Tid logits) const {
+        zm::MoeP p;
+        p.in = in;
+        p.logits = logits;
+        p.gate_exps = &gate;
+        p.up_exps = &up;
+        p.down_exps = &down;
+        p.n_expert = 4;
+        p.n_used = 2;
+        p.n_ff = 16;
+        return p;
+    }
+};
+
+}  // namespace
+
 // Moe -> t; Add x += t becomes one Moe accumulating into x (FusionOptions::moe_add), hiding t;
 // not when t is read again, nor when x is the Moe's input.
 TEST(OpList, ScheduleFusesTheMoeResidualAdd) {
-    auto mat = [](const char* name, int64_t k, int64_t rows, int64_t experts) {
-        zm::Weight w;
-        w.name = name;
-        w.n_dims = 3;
-        w.ne[0] = k;
-        w.ne[1] = rows;
-        w.ne[2] = experts;
-        w.n_rows = rows * experts;
-        return w;
-    };
-    const zm::Weight gate = mat("g", 8, 16, 4), up = mat("u", 8, 16, 4), down = mat("d", 16, 8, 4);
+    const TinyMoe E;
     auto build = [&](bool reread, bool into_input) {
         zm::ProgramBuilder b;
         const zm::Tid x = b.tensor("x", 8), xn = b.tensor("xn", 8), lg = b.tensor("lg", 4),
@@ -213,16 +236,7 @@ TEST(OpList, ScheduleFusesTheMoeResidualAdd) {
         b.input(xn, "xn");
         b.input(lg, "lg");
         b.set_layer(0);
-        zm::MoeP p;
-        p.in = into_input ? x : xn;
-        p.logits = lg;
-        p.gate_exps = &gate;
-        p.up_exps = &up;
-        p.down_exps = &down;
-        p.n_expert = 4;
-        p.n_used = 2;
-        p.n_ff = 16;
-        b.moe(p, t, "ffn_moe_out");
+        b.moe(E.params(into_input ? x : xn, lg), t, "ffn_moe_out");
         b.add(x, t, "l_out");
         if (reread) b.add(y, t, "again");
         return b.finish(1, x);  // (no head: the schedule does not look at it)
@@ -256,18 +270,7 @@ TEST(OpList, ScheduleFusesTheMoeResidualAdd) {
 // (FusionOptions::router_moe), with the add folded in too under moe_add; not when the logits are
 // read again or the router reads another input.
 TEST(OpList, ScheduleFoldsTheRouterIntoTheMoe) {
-    auto mat = [](const char* name, int64_t k, int64_t rows, int64_t experts) {
-        zm::Weight w;
-        w.name = name;
-        w.n_dims = experts > 1 ? 3 : 2;
-        w.ne[0] = k;
-        w.ne[1] = rows;
-        w.ne[2] = experts;
-        w.n_rows = rows * experts;
-        return w;
-    };
-    const zm::Weight gate = mat("g", 8, 16, 4), up = mat("u", 8, 16, 4), down = mat("d", 16, 8, 4),
-                     router = mat("r", 8, 4, 1);
+    const TinyMoe E;
     auto build = [&](bool reread, bool other_in) {
         zm::ProgramBuilder b;
         const zm::Tid x = b.tensor("x", 8), xn = b.tensor("xn", 8), x2 = b.tensor("x2", 8),
@@ -276,17 +279,8 @@ TEST(OpList, ScheduleFoldsTheRouterIntoTheMoe) {
         b.input(xn, "xn");
         b.input(x2, "x2");
         b.set_layer(0);
-        b.matmul(other_in ? x2 : xn, {{&router, nullptr, lg, "ffn_moe_logits"}});
-        zm::MoeP p;
-        p.in = xn;
-        p.logits = lg;
-        p.gate_exps = &gate;
-        p.up_exps = &up;
-        p.down_exps = &down;
-        p.n_expert = 4;
-        p.n_used = 2;
-        p.n_ff = 16;
-        b.moe(p, t, "ffn_moe_out");
+        b.matmul(other_in ? x2 : xn, {{&E.router, nullptr, lg, "ffn_moe_logits"}});
+        b.moe(E.params(xn, lg), t, "ffn_moe_out");
         b.add(x, t, "l_out");
         if (reread) b.add(y, lg, "again");
         return b.finish(1, x);
@@ -301,7 +295,7 @@ TEST(OpList, ScheduleFoldsTheRouterIntoTheMoe) {
         ASSERT_EQ(s.fused.size(), 1u);
         const zm::Op& f = s.fused[0];
         ASSERT_EQ(f.kind(), K::Moe);
-        EXPECT_EQ(f.as<zm::MoeP>().router, &router);
+        EXPECT_EQ(f.as<zm::MoeP>().router, &E.router);
         EXPECT_TRUE(f.as<zm::MoeP>().accumulate);
         EXPECT_EQ(f.outs[0].t, P.find("x"));
         EXPECT_EQ(s.end - s.begin, 3);
@@ -311,12 +305,16 @@ TEST(OpList, ScheduleFoldsTheRouterIntoTheMoe) {
     }
     EXPECT_EQ(n_fused, 1);
     fo.moe_add = false;  // the router alone: the add stays its own step
+    n_fused = 0;
     for (const zm::Step& s : zm::schedule(P, fo)) {
         if (s.fused.empty()) continue;
+        ++n_fused;
+        EXPECT_EQ(s.fused[0].as<zm::MoeP>().router, &E.router);
         EXPECT_EQ(s.end - s.begin, 2);
         EXPECT_FALSE(s.fused[0].as<zm::MoeP>().accumulate);
         EXPECT_EQ(s.fused[0].outs[0].t, P.find("t"));
     }
+    EXPECT_EQ(n_fused, 1);
     fo.moe_add = true;
     for (bool reread : {true, false}) {
         for (const zm::Step& s : zm::schedule(build(reread, !reread), fo)) {
